@@ -31,7 +31,6 @@ PENDING = {
        ("all_gather", "all_reduce", "all_to_all", "collective_broadcast", "collective_permute",
         "partition_id", "reduce_scatter", "replica_id")},
     **{op: "host I/O (a later issue)" for op in ("infeed", "outfeed", "recv", "send")},
-    **{op: "quantization (issue 4, not done yet)" for op in ("uniform_quantize", "uniform_dequantize")},
 }
 
 # Ops that are compositions of their bodies (the bodies' ops record themselves) or take

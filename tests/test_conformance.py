@@ -7,8 +7,7 @@ sections). The files are data: read here, never copied into the project. Each fi
 parsed once, at collection.
 
 * ``SKIP`` below is the one list of files (or single functions) needing features that
-  come later: collectives (``interpreter.run_parallel``), infeed/outfeed, send/recv and
-  quantized types.
+  come later: collectives (``interpreter.run_parallel``), infeed/outfeed, send/recv.
 * A function that reaches an op xops has not implemented yet is ``xfail`` (the reason
   names the op), so the suite stays green while ops land; it passes as soon as the op
   exists.
@@ -43,7 +42,6 @@ SKIP = {
     "infeed.mlir": "infeed/outfeed are not implemented yet (needs interpreter.run_parallel)",
     "outfeed.mlir": "infeed/outfeed are not implemented yet (needs interpreter.run_parallel)",
     "send_recv.mlir": "send/recv are not implemented yet (needs interpreter.run_parallel)",
-    "quantized_ops.mlir": "quantized types are parsed but not executed yet",
 }
 
 

@@ -56,10 +56,14 @@ def test_quantized_types():
     q = parse_type("tensor<2x!quant.uniform<i8:f32, 0.1:-30>>").elem
     assert q == QuantType(xo.int8, xo.float32, (0.1,), (-30,))
     q = parse_type("tensor<2x!quant.uniform<i8<-127:127>:f32:0, {0.1:-30,0.5:-20}>>").elem
-    assert (q.axis, q.scales, q.zero_points) == (0, (0.1, 0.5), (-30, -20))
+    f32 = (lambda v: float(np.float32(v)))  # scales are values of the expressed type (C5)
+    assert (q.quantization_dimension, q.scales, q.zero_points) == (0, (f32(0.1), 0.5), (-30, -20))
     assert (q.storage_min, q.storage_max) == (-127, 127)
+    assert str(q) == "!quant.uniform<i8<-127:127>:f32:0, {0.1:-30,0.5:-20}>"
     q = parse_type("tensor<!quant.uniform<u8:f32, 2.0e-01>>").elem
-    assert q.storage is xo.uint8 and q.zero_points == (0,)
+    assert q.storage_type is xo.uint8 and q.zero_points == (0,)
+    with pytest.raises(xo.SpecError, match=r"C6"):
+        parse_type("tensor<2x!quant.uniform<i8:f32, -0.1:-30>>")
 
 
 # ---------------------------------------------------------------------------------------
@@ -479,13 +483,22 @@ def test_missing_xops_op_raises_op_not_implemented(monkeypatch):
         run(text)
 
 
-def test_quantized_programs_parse_but_do_not_run():
+def test_quantized_programs_run():
+    # the result type of each op is the declared one (dequantize_op_quantize), also
+    # inside a reduce body
     text = one_func("""
-      %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
-      %1 = stablehlo.uniform_quantize %0 : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 0.1:-30>>
+      %0 = stablehlo.constant dense<[1.0, 2.0, 3.5]> : tensor<3xf32>
+      %1 = stablehlo.uniform_quantize %0 : (tensor<3xf32>) -> tensor<3x!quant.uniform<i8:f32, 0.5:-10>>
+      %2 = stablehlo.tanh %1 : (tensor<3x!quant.uniform<i8:f32, 0.5:-10>>) -> tensor<3x!quant.uniform<i8:f32, 0.01:0>>
+      %3 = stablehlo.bitcast_convert %2 : (tensor<3x!quant.uniform<i8:f32, 0.01:0>>) -> tensor<3xi8>
+      check.expect_eq_const %3, dense<[76, 96, 100]> : tensor<3xi8>
+      %4 = stablehlo.constant dense<0.0> : tensor<f32>
+      %5 = stablehlo.uniform_quantize %4 : (tensor<f32>) -> tensor<!quant.uniform<i8:f32, 0.5:-10>>
+      %6 = stablehlo.reduce(%1 init: %5) applies stablehlo.add across dimensions = [0] : (tensor<3x!quant.uniform<i8:f32, 0.5:-10>>, tensor<!quant.uniform<i8:f32, 0.5:-10>>) -> tensor<!quant.uniform<i8:f32, 0.5:-10>>
+      %7 = stablehlo.uniform_dequantize %6 : (tensor<!quant.uniform<i8:f32, 0.5:-10>>) -> tensor<f32>
+      check.expect_eq_const %7, dense<6.5> : tensor<f32>
       func.return""")
-    with pytest.raises(Unsupported, match="quantized"):
-        run(text)
+    run(text)
 
 
 def test_checks():
@@ -725,9 +738,9 @@ func.func @bad() {
 func.func @helper(%x: tensor<i32>) -> tensor<i32> {
   func.return %x : tensor<i32>
 }
-func.func @quant() {
-  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
-  %1 = stablehlo.uniform_quantize %0 : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 0.1:-30>>
+func.func @infeed() {
+  %0 = stablehlo.after_all : !stablehlo.token
+  %1:2 = "stablehlo.infeed"(%0) : (!stablehlo.token) -> (tensor<2xf32>, !stablehlo.token)
   func.return
 }
 """
@@ -741,7 +754,7 @@ def test_cli(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "PASS t.mlir::good"
     assert out[1].startswith("FAIL t.mlir::bad (line 13): check.expect_eq_const: 1 of 2")
-    assert out[2].startswith("SKIP t.mlir::quant: quantized")
+    assert out[2].startswith("SKIP t.mlir::infeed: infeed")
     assert out[-1] == "1 passed, 1 failed, 1 skipped"
     good = tmp_path / "g.mlir"
     good.write_text(CLI_FILE.split("// -----")[0])

@@ -40,6 +40,7 @@ class DType:
     """
 
     __slots__ = ("name", "np", "kind", "bits", "pyname", "compute", "_spec")
+    quantized = False  # True for xops.qtype.QuantizedType
 
     def __init__(self, name, holder, kind, bits, pyname, compute, spec=None):
         self.name = name
@@ -195,14 +196,18 @@ def all_dtypes():
 
 def as_dtype(x):
     """The DType for ``x``: a DType, a spec name (``"f32"``, ``"bf16"``, ``"i4"``,
-    ``"complex<f32>"``), an xops/NumPy name (``"float32"``), a NumPy or ml_dtypes dtype
-    or scalar type, or a Python type (bool -> i1, int -> i64, float -> f32, complex -> c64).
+    ``"complex<f32>"``, ``"!quant.uniform<i8:f32, 0.1:-30>"``), an xops/NumPy name
+    (``"float32"``), a NumPy or ml_dtypes dtype or scalar type, or a Python type (bool ->
+    i1, int -> i64, float -> f32, complex -> c64).
     """
     if isinstance(x, DType):
         return x
     dt = _BY_KEY.get(x) if isinstance(x, (str, np.dtype)) else None
     if dt is not None:
         return dt
+    if isinstance(x, str) and x.lstrip().startswith("!quant."):
+        from .qtype import as_quantized  # quantized element types (xops.qtype)
+        return as_quantized(x)
     if x in _PY_TYPES:
         return _PY_TYPES[x]
     try:
@@ -241,6 +246,9 @@ def from_compute(a, dt):
         raise AssertionError("float -> int must go through convert")  # never silently
     if dt.np == _E8M0 and a.dtype.kind == "f":
         return _f32_to_e8m0(a.astype(np.float32, copy=False))
+    if dt.np == np.float16 and a.dtype.kind == "f":
+        with np.errstate(over="ignore"):  # overflow to +-inf is the rounded result
+            return a.astype(dt.np)
     return a.astype(dt.np)
 
 

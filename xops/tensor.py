@@ -241,7 +241,12 @@ def tensor(data, dtype=None, requires_grad=False):
     """
     if isinstance(data, Tensor):
         dt = data._dtype if dtype is None else as_dtype(dtype)
-        out = _wrap(data._value if dt is data._dtype else _cast(data._value, dt), dt)
+        if dt.kind == "quant" or data._dtype.kind == "quant":
+            out = _quantized_literal(data, dt)
+        else:
+            out = _wrap(data._value if dt is data._dtype else _cast(data._value, dt), dt)
+    elif dtype is not None and as_dtype(dtype).kind == "quant":
+        out = _quantized_literal(data, as_dtype(dtype))
     else:
         dt = as_dtype(dtype) if dtype is not None else _default_dtype(data)
         if isinstance(data, (np.ndarray, np.generic)):
@@ -253,6 +258,26 @@ def tensor(data, dtype=None, requires_grad=False):
         _check_grad_dtype(out, True)
         out.requires_grad = True
     return out
+
+
+def _quantized_literal(data, qt):
+    """A tensor of quantized type ``qt`` from its *storage* values (as the spec's
+    quantized literals are written); values must be storage-type values."""
+    if isinstance(data, Tensor):
+        if data._dtype == qt:
+            return _wrap(data._value, data._dtype)
+        if data._dtype.kind == "quant" or qt.kind != "quant":
+            raise SpecError("tensor", "", f"cannot change {data._dtype.name} into {qt.name} "
+                                          f"with tensor(): use xo.uniform_quantize / "
+                                          f"xo.uniform_dequantize / xo.bitcast_convert")
+    if not isinstance(data, Tensor) and np.asarray(data).dtype.kind not in "iu":
+        raise SpecError("tensor", "C1", f"a quantized literal holds integers of the storage "
+                                        f"type {qt.storage_type.name} (the spec's "
+                                        f"has_syntax), got {np.asarray(data).dtype} data; "
+                                        f"use xo.uniform_quantize for real values")
+    storage = tensor(data, qt.storage_type)
+    qt.check_shape("tensor", storage.shape)
+    return _wrap(storage._value, qt)
 
 
 def _check_grad_dtype(t, flag):

@@ -97,21 +97,33 @@ def _leaves(x):
 
 
 def _wants_grad(args, kwargs):
+    """True when a tensor argument requires a gradient *or is quantized*: both leave the
+    fast path of :func:`primitive` (one scan of the arguments serves both)."""
     for a in args:
         if isinstance(a, Tensor):
-            if a.requires_grad:
+            if a.requires_grad or a._dtype.quantized:
                 return True
         elif isinstance(a, (list, tuple)) and a and type(a[0]) is not int:
             # (lists of Python ints are attributes: skipped without a walk)
-            if any(t.requires_grad for t in _leaves(a)):
+            if any(t.requires_grad or t._dtype.quantized for t in _leaves(a)):
                 return True
     for a in kwargs.values():
         if isinstance(a, Tensor):
-            if a.requires_grad:
+            if a.requires_grad or a._dtype.quantized:
                 return True
-        elif isinstance(a, (list, tuple)) and any(t.requires_grad for t in _leaves(a)):
+        elif isinstance(a, (list, tuple)) and any(t.requires_grad or t._dtype.quantized
+                                                  for t in _leaves(a)):
             return True
     return False
+
+
+def _any_quantized(args, kwargs):
+    return any(t._dtype.quantized for t in _leaves(list(args) + list(kwargs.values())))
+
+
+# Set by xops.ops.quantization: runs an op on quantized operands (dequantize -> op ->
+# quantize, or the op on the storage values for data movement), as the spec says.
+quantized_dispatch = None
 
 
 def _differentiable(t):
@@ -129,7 +141,11 @@ def primitive(name):
 
         @functools.wraps(fn)
         def op(*args, **kwargs):
-            if not _mode.enabled or not _wants_grad(args, kwargs):
+            if not _wants_grad(args, kwargs):
+                return fn(*args, **kwargs)
+            if quantized_dispatch is not None and _any_quantized(args, kwargs):
+                return quantized_dispatch(name, op, fn, args, kwargs)
+            if not _mode.enabled:
                 return fn(*args, **kwargs)
             _mode.enabled = False  # the op's own implementation records nothing
             try:

@@ -305,12 +305,12 @@ def _result_dtype(op, dt, preferred):
         return dt
     try:
         out = as_dtype(preferred)
-    except (TypeError, ValueError):
-        if "quant" in str(preferred) or "!" in str(preferred):
-            raise SpecError(op, "C28", f"quantized element types are not supported yet, "
-                                       f"got preferred_element_type {preferred!r}") from None
+    except (TypeError, ValueError) as e:
         raise SpecError(op, "C27", f"preferred_element_type {preferred!r} is not an "
-                                   f"element type") from None
+                                   f"element type: {e}") from None
+    check(not out.quantized, op, "C28",
+          lambda: f"a quantized result needs quantized lhs and rhs, got {dt.name} operands "
+                  f"and preferred_element_type {out.name}")
     fam = {"bool": "bool", "si": "int", "ui": "int", "float": "float", "complex": "complex"}
     check(fam[out.kind] == fam[dt.kind], op, "C27",
           lambda: f"preferred_element_type {out.name} cannot hold a convolution of "

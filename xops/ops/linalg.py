@@ -86,6 +86,9 @@ def dot_general(lhs, rhs, lhs_batching_dimensions=(), rhs_batching_dimensions=()
     check(x._dtype is y._dtype, op, "C13",
           lambda: f"lhs and rhs must have the same element type, got {tstr(x)} and {tstr(y)}")
     out_dt = x._dtype if preferred_element_type is None else as_dtype(preferred_element_type)
+    check(not out_dt.quantized, op, "C14",
+          lambda: f"a quantized result needs quantized lhs and rhs, got {tstr(x)} and "
+                  f"{tstr(y)} with preferred_element_type {out_dt.name}")
     check(out_dt.kind == x._dtype.kind or (x._dtype.kind in ("si", "ui") and out_dt.kind in ("si", "ui"))
           or (x._dtype.kind == "float" and out_dt.kind == "float"), op, "C12",
           lambda: f"preferred_element_type {out_dt.name} cannot hold a dot of {x._dtype.name}")

@@ -133,7 +133,7 @@ def constant(value, dtype=None):
         except TypeError as e:
             raise SpecError(op, "C1", str(e)) from None
     if isinstance(value, Tensor):
-        check(want is None or value._dtype is want, op, "C1",
+        check(want is None or value._dtype == want, op, "C1",
               lambda: f"value has type {tstr(value)} but the output type asks for "
                       f"{want.name}; convert with xo.convert")
         return _wrap(value._value, value._dtype)
@@ -209,7 +209,8 @@ def iota(iota_dimension, shape, dtype="i64"):
     The element type is an integer, floating-point or complex type (i1 is not an
     integer type in the spec: I3). For floats the value is convert(integer index), so
     narrow types round to nearest even (a bf16 iota repeats values past 256, an
-    f8E4M3FN one is NaN past 464); complex types give index + 0i.
+    f8E4M3FN one is NaN past 464); complex types give index + 0i; quantized types
+    quantize(index).
 
     >>> xo.iota(1, [2, 3], "i32")   # [[0, 1, 2], [0, 1, 2]]
     """
@@ -220,9 +221,12 @@ def iota(iota_dimension, shape, dtype="i64"):
         dt = as_dtype(dtype)
     except TypeError as e:
         raise SpecError(op, "I3", str(e)) from None
+    if dt.quantized:  # quantize(index) in the quantized type
+        from .quantization import uniform_quantize
+        return uniform_quantize(iota(d, dims, dt.expressed_type), dt)
     check(dt.kind in ("si", "ui", "float", "complex"), op, "I3",
-          lambda: f"the output element type must be an integer, floating-point or complex "
-                  f"type, got {dt.name}")
+          lambda: f"the output element type must be an integer, floating-point, complex "
+                  f"or quantized type, got {dt.name}")
     check(0 <= d < len(dims), op, "C1",
           lambda: f"iota_dimension must be in [0, rank={len(dims)}), got {d}")
     n = dims[d]

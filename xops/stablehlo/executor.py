@@ -199,8 +199,7 @@ class Interpreter:
             try:
                 if handler is None:
                     raise Unsupported(f"unknown op {op.name}")
-                _no_quantized(op)
-                out = handler(ctx, op, vals)
+                out = _run_handler(handler, ctx, op, vals)
                 outs = _as_list(out, len(op.results))
                 if len(outs) != len(op.results):
                     raise SpecError(op.name, "", f"produced {len(outs)} result(s), the text "
@@ -267,11 +266,24 @@ class Interpreter:
         self._trace_line(depth, f"{head} -> {types}" + (f"  {summary}" if summary else ""))
 
 
-def _no_quantized(op):
-    for t in list(op.result_types or ()) + list(op.operand_types or ()):
-        if isinstance(t, TensorType) and isinstance(t.elem, QuantType):
-            raise Unsupported("quantized element types are parsed but not executed yet "
-                              f"({op.name} uses {t})")
+def _run_handler(handler, ctx, op, vals):
+    """Run one op. An arithmetic op on quantized values is the spec's
+    ``dequantize_op_quantize`` with the result types the program declares."""
+    from ..ops.quantization import DEQUANTIZE_OP_QUANTIZE, _dequantized, _requantized
+    name = op.name.partition(".")[2]
+    if op.name.startswith("stablehlo.") and name in DEQUANTIZE_OP_QUANTIZE and (
+            any(_is_quantized(t) for t in op.result_types or ())
+            or any(isinstance(v, Tensor) and v.dtype.quantized for v in vals)):
+        out = handler(ctx, op, [_dequantized(v) for v in vals])
+        types = [t.elem if _is_quantized(t) else None for t in op.result_types or ()]
+        if len(types) == 1:
+            return _requantized(out, types[0])
+        return [_requantized(o, t) for o, t in zip(_as_list(out, len(types)), types)]
+    return handler(ctx, op, vals)
+
+
+def _is_quantized(t):
+    return isinstance(t, TensorType) and isinstance(t.elem, QuantType)
 
 
 def _as_list(out, n):
@@ -308,7 +320,7 @@ def matches(v, t, vectorised=False):
     if isinstance(t, TensorType):
         if not isinstance(v, Tensor):
             return False
-        if isinstance(t.elem, DType) and v.dtype is not t.elem:
+        if isinstance(t.elem, DType) and v.dtype is not t.elem and v.dtype != t.elem:
             return False
         if vectorised or t.shape is None:
             return True

@@ -797,12 +797,16 @@ for _n in _COLLECTIVE_ATTRS:
     _register(f"stablehlo.{_n}", _collective(_n), [_n])
 
 
-def _quantized(ctx, op, args):
-    raise Unsupported(f"{op.name}: quantized element types are parsed but not executed yet")
+def _uniform_quantize(ctx, op, args):
+    return call_xo("uniform_quantize", op.name, args[0], ctx.result_dtype())
 
 
-for _n in ("uniform_quantize", "uniform_dequantize"):
-    _register(f"stablehlo.{_n}", _quantized)
+def _uniform_dequantize(ctx, op, args):
+    return call_xo("uniform_dequantize", op.name, args[0])
+
+
+_register("stablehlo.uniform_quantize", _uniform_quantize, ["uniform_quantize"])
+_register("stablehlo.uniform_dequantize", _uniform_dequantize, ["uniform_dequantize"])
 
 
 def _run_parallel(ctx, op, args):

@@ -9,6 +9,7 @@ spec's names (``iota_dimension``, ``dot_dimension_numbers``, ``window_strides``,
 from dataclasses import dataclass, field
 
 from ..dtypes import DType
+from ..qtype import QuantizedType
 
 __all__ = ["TensorType", "TupleType", "TokenType", "QuantType", "OpaqueType", "FunctionType",
            "DenseAttr", "EnumAttr", "StructAttr", "SymbolRef", "OpaqueAttr", "Op", "Block",
@@ -19,27 +20,8 @@ __all__ = ["TensorType", "TupleType", "TokenType", "QuantType", "OpaqueType", "F
 # Types
 # ---------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class QuantType:
-    """``!quant.uniform<storage[<min:max>]:expressed[:axis], scales[:zero_points]>``.
-    Parsed and printed; programs using it are not executed yet."""
-    storage: object
-    expressed: object
-    scales: tuple
-    zero_points: tuple
-    axis: object = None
-    storage_min: object = None
-    storage_max: object = None
-
-    def __str__(self):
-        st = elem_str(self.storage)
-        if self.storage_min is not None:
-            st += f"<{self.storage_min}:{self.storage_max}>"
-        ex = elem_str(self.expressed)
-        pairs = [f"{s!r}:{z}" for s, z in zip(self.scales, self.zero_points)]
-        if self.axis is None:
-            return f"!quant.uniform<{st}:{ex}, {pairs[0]}>"
-        return f"!quant.uniform<{st}:{ex}:{self.axis}, {{{','.join(pairs)}}}>"
+# ``!quant.uniform<...>`` element types are xops' own (validated when parsed).
+QuantType = QuantizedType
 
 
 @dataclass(frozen=True)

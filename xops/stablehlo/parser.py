@@ -34,6 +34,8 @@ the offending source line.
 import re
 
 from ..dtypes import as_dtype
+from ..errors import SpecError
+from ..qtype import split_quant_body, storage_name
 from .ir import (Block, DenseAttr, EnumAttr, FunctionType, Hex, Module, OpaqueAttr,
                  OpaqueType, Op, QuantType, Region, StructAttr, SymbolRef, TensorType,
                  TokenType, TupleType, Func)
@@ -53,18 +55,10 @@ _DIM = re.compile(r"(\?|[0-9]+)x")
 _UNRANKED = re.compile(r"\*x")
 _ELEM_NAMES = re.compile(r"(?:[su]?i[0-9]+|ui[0-9]+|f[0-9]+(?:E[0-9]+M[0-9]+[A-Z0-9]*)?|bf16|"
                          r"tf32|index|none)\b")
-_QUANT_BODY = re.compile(
-    r"\s*(?P<st>[su]?i[0-9]+|ui[0-9]+|u[0-9]+)(?:<(?P<smin>[-+]?[0-9]+):(?P<smax>[-+]?[0-9]+)>)?"
-    r"\s*:\s*(?P<ex>[A-Za-z0-9]+)(?:\s*:\s*(?P<axis>[0-9]+))?\s*,\s*(?P<rest>.*)$", re.S)
-_SCALE_ZP = re.compile(r"\s*([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)(?:\s*:\s*([-+]?[0-9]+))?\s*")
-
-
 def _element_type(name):
     """A DType for a spec element type name, else an OpaqueType (``tf32``, ``index``)."""
-    if name.startswith("u") and not name.startswith("ui") and name[1:].isdigit():
-        name = "ui" + name[1:]  # quant storage types spell ui8 as u8
     try:
-        return as_dtype(name)
+        return as_dtype(storage_name(name))  # (quant storage types spell ui8 as u8)
     except (TypeError, ValueError):
         return OpaqueType(name)
 
@@ -153,24 +147,15 @@ class Parser:
 
     def parse_quant(self, tok):
         body = self._balanced_angle()[1:-1]
-        m = _QUANT_BODY.match(body)
-        if not m:
+        parts = split_quant_body(body)
+        if parts is None:
             raise self.error(f"malformed quantized type !quant.uniform<{body}>", tok.pos)
-        storage = _element_type(m.group("st"))
-        expressed = _element_type(m.group("ex"))
-        rest = m.group("rest").strip()
-        axis = int(m.group("axis")) if m.group("axis") is not None else None
-        pairs = rest[1:-1].split(",") if rest.startswith("{") else [rest]
-        scales, zps = [], []
-        for p in pairs:
-            mm = _SCALE_ZP.fullmatch(p)
-            if not mm:
-                raise self.error(f"malformed scale:zero_point {p!r} in !quant.uniform", tok.pos)
-            scales.append(float(mm.group(1)))
-            zps.append(int(mm.group(2)) if mm.group(2) is not None else 0)
-        smin = int(m.group("smin")) if m.group("smin") is not None else None
-        smax = int(m.group("smax")) if m.group("smax") is not None else None
-        return QuantType(storage, expressed, tuple(scales), tuple(zps), axis, smin, smax)
+        st, smin, smax, ex, axis, scales, zps = parts
+        try:
+            return QuantType(_element_type(st), _element_type(ex), scales, zps, axis, smin, smax)
+        except SpecError as e:
+            raise self.error(f"invalid quantized type !quant.uniform<{body}>: {e}", tok.pos) \
+                from None
 
     def _balanced_angle(self):
         """The text of a balanced ``<...>`` group at the current position."""

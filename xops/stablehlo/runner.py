@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from ..errors import SpecError
 from .executor import CheckFailure, OpNotImplemented, Program, Unsupported
-from .ir import QuantType, TensorType, TupleType
 from .parser import ParseError, parse_attribute, parse_module, split_chunks
 
 __all__ = ["FunctionResult", "collect", "run_entry", "run_file", "static_skip_reason",
@@ -39,8 +38,6 @@ SKIP_OPS = {
     "stablehlo.outfeed": "infeed/outfeed are not implemented yet",
     "stablehlo.send": "send/recv are not implemented yet",
     "stablehlo.recv": "send/recv are not implemented yet",
-    "stablehlo.uniform_quantize": "quantized types are parsed but not executed yet",
-    "stablehlo.uniform_dequantize": "quantized types are parsed but not executed yet",
 }
 
 
@@ -74,19 +71,6 @@ def _walk_ops(region):
                 yield from _walk_ops(r)
 
 
-def _types_of(op):
-    for t in list(op.result_types or ()) + list(op.operand_types or ()):
-        yield t
-
-
-def _quantized(t):
-    if isinstance(t, TensorType):
-        return isinstance(t.elem, QuantType)
-    if isinstance(t, TupleType):
-        return any(_quantized(x) for x in t.types)
-    return False
-
-
 def static_skip_reason(module, name, _seen=None):
     """Why function ``@name`` (with what it calls) cannot run yet, or None."""
     seen = _seen if _seen is not None else set()
@@ -94,15 +78,11 @@ def static_skip_reason(module, name, _seen=None):
         return None
     seen.add(name)
     f = module.funcs[name]
-    if any(_quantized(t) for t in list(f.arg_types) + list(f.result_types)):
-        return "quantized types are parsed but not executed yet"
     if f.body is None:
         return None
     for op in _walk_ops(f.body):
         if op.name in SKIP_OPS:
             return SKIP_OPS[op.name]
-        if any(_quantized(t) for t in _types_of(op)):
-            return "quantized types are parsed but not executed yet"
         for key in ("callee", "decomposition"):
             callee = op.attrs.get(key)
             if callee is not None and hasattr(callee, "name"):
