@@ -85,6 +85,21 @@ def test_integer_accumulation_is_exact_and_wraps_to_the_result_type():
                                  rhs_contracting_dimensions=[1]), [[0]], "i64")  # 2^125 mod 2^64
 
 
+@pytest.mark.parametrize("bound", [2 ** 20, 2 ** 24 - 1, 2 ** 31 - 1])
+def test_integer_dot_is_exact_on_both_paths(bound):
+    # |a|max * |b|max * K < 2**53 runs in float64 BLAS, otherwise in int64: both exact
+    rng = np.random.default_rng(bound)
+    a = rng.integers(-bound, bound, (5, 32), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-bound, bound, (32, 3), dtype=np.int64).astype(np.int32)
+    a[0, 0], b[0, 0] = bound, -bound
+    got = xo.dot_general(xo.tensor(a), xo.tensor(b), lhs_contracting_dimensions=[1],
+                         rhs_contracting_dimensions=[0])
+    exact = [[sum(int(a[i, k]) * int(b[k, j]) for k in range(32)) for j in range(3)]
+             for i in range(5)]
+    want = np.array([[((v + 2 ** 31) % 2 ** 32) - 2 ** 31 for v in row] for row in exact])
+    assert_tensor(got, want.astype(np.int32), "i32")
+
+
 def test_bf16_accumulates_in_f32_and_rounds_once():
     # 256 + 1 + 1 + ... : in bf16 each add would round away the 1s; f32 accumulation keeps them
     a = np.array([[256.0] + [1.0] * 16])

@@ -22,6 +22,7 @@ from ..dtypes import as_dtype
 from ..tensor import Tensor
 from ._core import SpecError, attr_ints, check, compute, operands, result, tstr
 from .movement import transpose
+from .convolution import _abs_max
 
 __all__ = ["dot_general", "dot"]
 
@@ -172,7 +173,11 @@ def _dot_general_impl(x, y, lb, rb, lc, rc, out_dt):
     a = np.transpose(a, lb + lf + lc).reshape(nb, m, k)
     b = np.transpose(b, rb + rc + rf).reshape(nb, k, n)
     with np.errstate(all="ignore"):
-        out = np.matmul(a, b)
+        if acc.kind in "iu" and _abs_max(a) * _abs_max(b) * k < 2 ** 53:
+            # exact in float64 BLAS: every partial sum is an integer below 2**53
+            out = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(acc)
+        else:
+            out = np.matmul(a, b)
     return out.reshape(bshape + [x.shape[d] for d in lf] + [y.shape[d] for d in rf])
 
 
