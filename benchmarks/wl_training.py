@@ -198,7 +198,11 @@ def _jax_steps(jax, params, x, y):
     P = {k: jnp.asarray(v) for k, v in params.items()}
     X, Y = jnp.asarray(x), jnp.asarray(y)
     jitted = jax.jit(step)
-    return (lambda: step(P, X, Y)), (lambda: jitted(P, X, Y))
+    # JAX dispatches asynchronously and the runner blocks only on a result that has
+    # block_until_ready (this one is a list): wait here, or a sample would time the
+    # dispatch alone and queue up ever more unfinished steps
+    return (lambda: jax.block_until_ready(step(P, X, Y))), \
+        (lambda: jax.block_until_ready(jitted(P, X, Y)))
 
 
 @workload("train_cnn_step", "SGD step of a 2-conv CNN, (64,1,28,28) f32: fwd+bwd+update",

@@ -241,6 +241,42 @@ def test_npz_of_plain_arrays_and_bad_keys(tmp_path):
         nn.save({"__xops_keys__": xo.tensor([1.0])}, tmp_path / "bad.npz")
 
 
+def test_npz_nested_tree_round_trip(tmp_path):
+    bf = xo.tensor([1.5, -2.0], "bf16")
+    tree = {"model": {"w": xo.tensor([[1.0, 2.0]]), "n": xo.tensor(3, "i64")},
+            "state": {0: {"step": 2, "buf": bf}, 7: {}},
+            "groups": [{"lr": 0.1 + 0.2, "betas": (0.9, 0.999), "nesterov": True,
+                        "name": "head", "none": None, "params": [0, 7]}],
+            "specials": [float("inf"), float("-inf"), -0.0, 1e-310, 2 ** 70],
+            "nan": float("nan"), "array": np.arange(3, dtype=np.int16)}
+    path = tmp_path / "tree.npz"
+    nn.save(tree, path)
+    with np.load(path, allow_pickle=False) as z:
+        assert sorted(k for k in z.files if not k.startswith("__xops_")) == [
+            "array", "model.n", "model.w", "state.0.buf"]
+        assert z["state.0.buf"].dtype == np.uint16  # bf16 as its bits, as in flat files
+    got = nn.load(path)
+    assert set(got) == set(tree) and sorted(got["state"]) == [0, 7]  # int keys stay ints
+    assert got["state"][0]["step"] == 2 and got["state"][7] == {}
+    assert got["state"][0]["buf"].dtype.name == "bf16"
+    assert got["state"][0]["buf"].tolist() == [1.5, -2.0]
+    assert got["model"]["n"].dtype.name == "i64" and got["model"]["w"].tolist() == [[1.0, 2.0]]
+    assert got["groups"] == tree["groups"]  # the tuple stays a tuple, 0.1 + 0.2 exact
+    assert isinstance(got["groups"][0]["betas"], tuple)
+    assert got["specials"] == tree["specials"] and math.copysign(1, got["specials"][2]) == -1
+    assert math.isnan(got["nan"])
+    assert got["array"].dtype.name == "i16" and got["array"].tolist() == [0, 1, 2]
+
+
+def test_npz_nested_tree_errors(tmp_path):
+    with pytest.raises(TypeError, match="cannot store a set"):
+        nn.save({"a": {1, 2}}, tmp_path / "x.npz")
+    with pytest.raises(TypeError, match="keys must be strings or ints"):
+        nn.save({"a": {(1, 2): 3}}, tmp_path / "x.npz")
+    with pytest.raises(ValueError, match="__xops_"):
+        nn.save({"__xops_tree__": {"a": xo.tensor([1.0])}}, tmp_path / "x.npz")
+
+
 # ---------------------------------------------------------------------------------------
 # Layers against NumPy references
 # ---------------------------------------------------------------------------------------
@@ -309,6 +345,60 @@ def test_activations_match_numpy():
     x[0, 1] = 1.0
     g = xo.grad(lambda t: F.sum(F.relu(t)))(T(x))
     np.testing.assert_array_equal(np.asarray(g), (x > 0).astype(np.float32))
+
+
+def _bits_of(a):
+    a = np.ascontiguousarray(a)
+    return a.view(f"u{a.dtype.itemsize}") if a.dtype.itemsize <= 8 else a.view(np.uint64)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "bf16", "i1", "c128"])
+def test_select_kernel_is_np_where_bit_for_bit(dtype):
+    # xo.select (relu's and its gradient's op) runs on a Numba kernel over raw bits from
+    # 2048 elements on; c128 (16-byte elements) stays on np.where
+    rng = np.random.default_rng(1)
+    shape = (3, 40, 30)
+    a = (rng.standard_normal(shape) * 4).astype(np.float64)
+    if dtype == "i1":
+        t, f = xo.tensor(a > 0), xo.tensor(a > 1)
+    else:
+        a[0, 0, :4] = [np.nan, -0.0, np.inf, 0.0]
+        t = xo.tensor(a, dtype)
+        bits = np.asarray(t).copy()
+        if dtype == "f32":  # a NaN with a payload must come through as it is
+            bits.view(np.uint32)[0, 0, 0] = 0x7FC01234
+        t = xo.tensor(bits, dtype)
+        f = xo.multiply(t, 3.0) if dtype != "c128" else xo.tensor(a * 3, dtype)
+    p = xo.tensor(rng.random(shape) < 0.5)
+    tv, fv, pv = np.asarray(t), np.asarray(f), np.asarray(p)
+    np.testing.assert_array_equal(_bits_of(xo.select(p, t, f)), _bits_of(np.where(pv, tv, fv)))
+    zero, weak = np.zeros((), tv.dtype), (False if dtype == "i1" else 0)  # a weak scalar
+    for on_t, on_f, want in [(weak, t, np.where(pv, zero, tv)),
+                             (t, weak, np.where(pv, tv, zero))]:
+        np.testing.assert_array_equal(_bits_of(xo.select(p, on_t, on_f)), _bits_of(want))
+    # operands in one transposed layout are read in memory order: same values
+    tt = xo.transpose(xo.tensor(np.ascontiguousarray(np.transpose(tv, (2, 0, 1))), t.dtype),
+                      [1, 2, 0])
+    pt = xo.transpose(xo.tensor(np.ascontiguousarray(np.transpose(pv, (2, 0, 1)))), [1, 2, 0])
+    np.testing.assert_array_equal(_bits_of(xo.select(pt, tt, f)),
+                                  _bits_of(np.where(pv, tv, fv)))
+    np.testing.assert_array_equal(_bits_of(xo.select(pt, weak, tt)),
+                                  _bits_of(np.where(pv, zero, tv)))
+
+
+def test_select_kernel_parallel_equals_serial_and_relu_gradient(monkeypatch):
+    import xops.kernels.config as kconfig
+    x = rand(4, 16, 30, 30)
+    x[0, 0, 0, :3] = [0.0, -0.0, np.nan]
+    serial = np.asarray(F.relu(T(x)))
+    monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
+    parallel = np.asarray(F.relu(T(x)))
+    np.testing.assert_array_equal(parallel.view(np.uint32), serial.view(np.uint32))
+    np.testing.assert_array_equal(serial, np.where(x <= 0, 0, x))  # NaN stays NaN
+    g = rand(*x.shape, seed=2)
+    _, vjp = xo.vjp(F.relu, T(x))
+    (gx,) = vjp(T(g))
+    np.testing.assert_array_equal(np.asarray(gx), np.where(x <= 0, 0, g))  # 0 at x = 0
 
 
 def test_softmax_and_cross_entropy_are_stable():

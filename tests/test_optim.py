@@ -188,6 +188,164 @@ def test_schedule_state_round_trip():
 
 
 # ---------------------------------------------------------------------------------------
+# State dicts: save, load, continue
+# ---------------------------------------------------------------------------------------
+
+def _model(seed):
+    xo.random_seed(seed)
+    return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3))
+
+
+def _batches(n):
+    rng = np.random.default_rng(7)
+    return [(xo.tensor(rng.standard_normal((8, 4)).astype(np.float32)),
+             xo.tensor(rng.integers(0, 3, 8))) for _ in range(n)]
+
+
+_OPTIMIZERS = [
+    (optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01), optim.StepLR,
+     dict(step_size=2, gamma=0.5)),
+    (optim.SGD, dict(lr=0.1, momentum=0.5, dampening=0.1), None, None),
+    (optim.Adam, dict(lr=0.01, betas=(0.8, 0.95), weight_decay=0.1), optim.CosineAnnealingLR,
+     dict(T_max=5, eta_min=0.001)),
+    (optim.AdamW, dict(lr=0.02), optim.LambdaLR, dict(lr_lambda=lambda e: 0.9 ** e)),
+]
+
+
+def _setup(seed, opt_cls, kw, sched_cls, skw):
+    m = _model(seed)
+    groups = [{"params": m[0].parameters() + m[1].parameters()},
+              {"params": m[3].parameters(), "lr": kw["lr"] / 2}]
+    opt = opt_cls(groups, **kw)
+    return m, opt, (sched_cls(opt, **skw) if sched_cls else None)
+
+
+def _train(m, opt, sched, batches):
+    for x, y in batches:
+        loss = nn.functional.cross_entropy(m(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+
+
+def _bits(module):
+    return {k: np.asarray(v).tobytes() for k, v in module.state_dict().items()}
+
+
+@pytest.mark.parametrize("opt_cls,kw,sched_cls,skw", _OPTIMIZERS,
+                         ids=["SGD_nesterov_StepLR", "SGD_dampening", "Adam_Cosine",
+                              "AdamW_Lambda"])
+def test_save_load_and_continue_equals_uninterrupted_training(tmp_path, opt_cls, kw,
+                                                              sched_cls, skw):
+    batches = _batches(7)
+    m, opt, sched = _setup(0, opt_cls, kw, sched_cls, skw)
+    _train(m, opt, sched, batches)  # uninterrupted: 7 steps
+
+    m1, opt1, sched1 = _setup(0, opt_cls, kw, sched_cls, skw)
+    _train(m1, opt1, sched1, batches[:4])
+    path = tmp_path / "ckpt.npz"
+    ckpt = {"model": m1.state_dict(), "optimizer": opt1.state_dict(), "step": 4}
+    if sched1 is not None:
+        ckpt["scheduler"] = sched1.state_dict()
+    nn.save(ckpt, path)
+    with np.load(path, allow_pickle=False) as z:  # plain arrays and one JSON string
+        assert all(z[k].dtype != object for k in z.files)
+
+    loaded = nn.load(path)
+    assert loaded["step"] == 4
+    m2, opt2, sched2 = _setup(1, opt_cls, kw, sched_cls, skw)  # other initial weights
+    m2.load_state_dict(loaded["model"])
+    opt2.load_state_dict(loaded["optimizer"])
+    if sched2 is not None:
+        sched2.load_state_dict(loaded["scheduler"])
+        assert sched2.get_last_lr() == sched1.get_last_lr()
+    assert [g["lr"] for g in opt2.param_groups] == [g["lr"] for g in opt1.param_groups]
+    _train(m2, opt2, sched2, batches[4:])
+    assert _bits(m2) == _bits(m)  # bit for bit
+    got, want = opt2.state_dict(), opt.state_dict()
+    assert got["param_groups"] == want["param_groups"]
+    assert sorted(got["state"]) == sorted(want["state"])
+    for i, entries in want["state"].items():
+        for k, v in entries.items():
+            w = got["state"][i][k]
+            assert (np.asarray(w).tobytes() == np.asarray(v).tobytes()
+                    if isinstance(v, xo.Tensor) else w == v)
+
+
+def test_state_dict_layout_is_pytorchs():
+    a = xo.tensor([1.0, 2.0], requires_grad=True)
+    b = xo.tensor([3.0], requires_grad=True)
+    c = xo.tensor([4.0], requires_grad=True)
+    opt = optim.Adam([{"params": [a, b]}, {"params": [c], "lr": 0.5}], lr=0.1)
+    a.grad, c.grad = xo.tensor([1.0, 1.0]), xo.tensor([2.0])
+    opt.step()
+    sd = opt.state_dict()
+    assert [g["params"] for g in sd["param_groups"]] == [[0, 1], [2]]
+    assert sd["param_groups"][1] == dict(lr=0.5, betas=(0.9, 0.999), eps=1e-8,
+                                         weight_decay=0.0, params=[2])
+    assert sorted(sd["state"]) == [0, 2]  # b had no gradient: no state
+    assert sorted(sd["state"][0]) == ["exp_avg", "exp_avg_sq", "step"]
+    assert sd["state"][2]["step"] == 1
+    np.testing.assert_allclose(np.asarray(sd["state"][2]["exp_avg"]), [0.2])
+    snapshot = np.asarray(sd["state"][0]["exp_avg"]).copy()
+    opt.step()
+    np.testing.assert_array_equal(np.asarray(sd["state"][0]["exp_avg"]), snapshot)
+
+    torch = pytest.importorskip("torch")  # the same keys and layout as torch.optim
+    tp = [torch.tensor(v, requires_grad=True) for v in ([1.0, 2.0], [3.0], [4.0])]
+    topt = torch.optim.Adam([{"params": tp[:2]}, {"params": tp[2:], "lr": 0.5}], lr=0.1)
+    tp[0].grad, tp[2].grad = torch.ones(2), torch.tensor([2.0])
+    topt.step()
+    tsd = topt.state_dict()
+    assert [g["params"] for g in tsd["param_groups"]] == [[0, 1], [2]]
+    assert sorted(tsd["state"]) == [0, 2] and set(tsd["state"][0]) == set(sd["state"][0])
+
+
+def test_load_state_dict_checks_groups_and_shapes():
+    a = xo.tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.SGD([a], lr=0.1, momentum=0.9)
+    a.grad = xo.tensor([1.0, 1.0])
+    opt.step()
+    sd = opt.state_dict()
+    two = optim.SGD([{"params": [xo.tensor([1.0, 2.0], requires_grad=True)]},
+                     {"params": [xo.tensor([1.0], requires_grad=True)]}], lr=0.1)
+    with pytest.raises(ValueError, match="1 parameter groups, this optimizer 2"):
+        two.load_state_dict(sd)
+    bigger = optim.SGD([xo.tensor([1.0, 2.0], requires_grad=True),
+                        xo.tensor([1.0], requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="group 0 has 1 parameters in the state, 2"):
+        bigger.load_state_dict(sd)
+    other = optim.SGD([xo.tensor([1.0, 2.0, 3.0], requires_grad=True)], lr=0.2)
+    with pytest.raises(ValueError, match="momentum_buffer"):
+        other.load_state_dict(sd)
+    assert other.param_groups[0]["lr"] == 0.2 and not other.state  # nothing changed
+    fresh = optim.SGD([xo.tensor([5.0, 6.0], requires_grad=True)], lr=0.7)
+    fresh.load_state_dict(sd)
+    assert fresh.param_groups[0]["lr"] == 0.1 and fresh.param_groups[0]["momentum"] == 0.9
+
+
+def test_scheduler_state_holds_its_settings_and_round_trips_through_npz(tmp_path):
+    opt = optim.SGD([xo.tensor([1.0], requires_grad=True)], lr=0.1)
+    s = optim.StepLR(opt, step_size=3, gamma=0.5)
+    for _ in range(4):
+        s.step()
+    sd = s.state_dict()
+    assert sd == dict(step_size=3, gamma=0.5, base_lrs=[0.1], last_epoch=4)
+    nn.save(s, tmp_path / "sched.npz")
+    loaded = nn.load(tmp_path / "sched.npz")
+    assert loaded == sd and isinstance(loaded["last_epoch"], int)
+    opt2 = optim.SGD([xo.tensor([1.0], requires_grad=True)], lr=0.1)
+    s2 = optim.StepLR(opt2, step_size=1, gamma=0.9)
+    s2.load_state_dict(loaded)
+    assert (s2.step_size, s2.gamma) == (3, 0.5)
+    assert s2.get_last_lr() == s.get_last_lr() == [0.05]
+    lam = optim.LambdaLR(opt2, lr_lambda=lambda e: 1.0)
+    assert "lr_lambda" not in lam.state_dict()
+
+
+# ---------------------------------------------------------------------------------------
 # Against torch.optim (skipped when torch is not installed)
 # ---------------------------------------------------------------------------------------
 

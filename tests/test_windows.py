@@ -71,6 +71,8 @@ WINDOW_ZOO = [  # shape, window, strides, base dilations, window dilations, padd
     ((2, 3, 4, 5), [1, 2, 1, 2], [1, 1, 2, 2], None, None, None),      # NCHW-like pooling
     ((2, 3, 4, 5, 2), [2, 1, 2, 1, 2], None, None, None, None),        # rank 5 after merging
     ((), [], None, None, None, None),
+    ((2, 3, 7, 9), [1, 1, 2, 2], [1, 1, 2, 2], None, None, None),      # tiles (pooling 2x2/2)
+    ((2, 5, 7), [1, 3, 2], [1, 3, 2], None, None, None),               # tiles 3x2, leftovers
 ]
 
 
@@ -108,6 +110,32 @@ def test_reduce_window_float_add_is_the_reference_order():
                                       np.asarray(want).view(np.uint32))
         gen = xo.reduce_window(x, 0.5, wd, body=generic_add, **kw)
         np.testing.assert_array_equal(np.asarray(gen).view(np.uint32),
+                                      np.asarray(want).view(np.uint32))
+
+
+def test_non_overlapping_windows_take_the_tile_kernels():
+    # windows that tile the last two dims (stride = window, no padding or dilation) run
+    # the table-free *_tiles kernels; everything else the general ones
+    def tiling(shape, wd, ws, pad=None):
+        pad = pad or [(0, 0)] * len(shape)
+        out = [R._num_windows(n, w, s, 1, 1, lo, hi) for n, w, s, (lo, hi) in
+               zip(shape, wd, ws, pad)]
+        tables = [R._table(n, w, s, 1, 1, lo, o) for n, w, s, (lo, _), o in
+                  zip(shape, wd, ws, pad, out)]
+        return R._tiling(R._canonical4(tables, shape, out))
+    assert tiling((64, 16, 28, 28), [1, 1, 2, 2], [1, 1, 2, 2]) == [2, 2]
+    assert tiling((2, 5, 7), [1, 3, 2], [1, 3, 2]) == [3, 2]
+    assert tiling((9,), [3], [3]) == [1, 3]
+    assert tiling((4, 6), [2, 2], [1, 1]) is None  # overlapping
+    assert tiling((4, 6), [2, 2], [2, 2], [(1, 1), (0, 0)]) is None  # padding
+    assert tiling((4, 6), [2, 2], [2, 2], [(0, 1), (0, 0)]) == [2, 2]  # never reached
+    assert tiling((2, 4, 6, 3), [1, 2, 2, 1], [1, 2, 2, 1]) is None  # NHWC: windows not last
+    # float add folds in the reference's order on the tile path too: bit-identical
+    x = xo.tensor(np.random.default_rng(8).standard_normal((3, 7, 9)).astype(np.float32))
+    for wd in ([1, 2, 2], [1, 3, 4], [1, 1, 3]):
+        got = xo.reduce_window(x, 0.5, wd, wd, body=xo.add)
+        want = R.reduce_window_reference(x, 0.5, wd, wd, body=xo.add)
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint32),
                                       np.asarray(want).view(np.uint32))
 
 
@@ -260,6 +288,8 @@ SAS_ZOO = [  # shape, window, strides, padding
     ((9,), [3], [2], [(1, 1)]),
     ((2, 3, 6, 6), [1, 1, 2, 2], [1, 1, 2, 2], None),
     ((2, 3, 4, 5, 2), [2, 1, 2, 1, 2], None, None),        # rank 5 after merging
+    ((2, 3, 7, 9), [1, 1, 2, 2], [1, 1, 2, 2], None),      # tiles, rows / cols left over
+    ((2, 5, 7), [1, 3, 2], [1, 3, 2], None),               # tiles 3x2
 ]
 
 
@@ -327,6 +357,60 @@ def test_select_and_scatter_parallel_equals_serial(monkeypatch):
     parallel = xo.select_and_scatter(x, src, 0.0, [1, 1, 3, 3], **kw)
     np.testing.assert_array_equal(np.asarray(parallel).view(np.uint32),
                                   np.asarray(serial).view(np.uint32))
+
+
+def test_tile_kernels_parallel_equal_serial(monkeypatch):
+    rng = np.random.default_rng(15)
+    v = rng.standard_normal((2, 3, 21, 20)).astype(np.float32)
+    v[0, 0, :2, :4] = [[np.nan, 1.0, 0.0, -0.0], [-0.0, 0.0, 0.0, 5.0]]
+    x = xo.tensor(v)
+    src = xo.tensor(rng.standard_normal((2, 3, 10, 10)).astype(np.float32))
+    kw = dict(select=ge, scatter=xo.add)
+
+    def both():
+        args = ([1, 1, 2, 2], [1, 1, 2, 2])
+        return [np.asarray(xo.reduce_window(x, float("-inf"), *args, body=xo.maximum)),
+                np.asarray(xo.select_and_scatter(x, src, 0.0, *args, **kw))]
+    serial = both()
+    monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
+    for s, p in zip(serial, both()):
+        np.testing.assert_array_equal(p.view(np.uint32), s.view(np.uint32))
+    want = R.select_and_scatter_reference(x, src, 0.0, [1, 1, 2, 2], [1, 1, 2, 2], **kw)
+    np.testing.assert_array_equal(serial[1].view(np.uint32), np.asarray(want).view(np.uint32))
+    want = R.reduce_window_reference(x, float("-inf"), [1, 1, 2, 2], [1, 1, 2, 2],
+                                     body=xo.maximum)
+    np.testing.assert_array_equal(serial[0].view(np.uint32), np.asarray(want).view(np.uint32))
+    # minimum too (the tile loops write IEEE max / min as blends): -0 < +0, NaN wins
+    got = xo.reduce_window(x, float("inf"), [1, 1, 2, 2], [1, 1, 2, 2], body=xo.minimum)
+    want = R.reduce_window_reference(x, float("inf"), [1, 1, 2, 2], [1, 1, 2, 2],
+                                     body=xo.minimum)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint32),
+                                  np.asarray(want).view(np.uint32))
+    assert np.isnan(np.asarray(got)[0, 0, 0, 0]) and np.signbit(np.asarray(got)[0, 0, 0, 1])
+    assert np.isnan(serial[0][0, 0, 0, 0]) and serial[0][0, 0, 0, 1] == 5.0
+
+
+def test_tile_kernels_read_transposed_operands_in_memory_order():
+    # a convolution's NCHW result is a transposed view (channels outermost in memory);
+    # the tile kernels take its planes in that order: same results, no copy
+    rng = np.random.default_rng(16)
+    v = rng.standard_normal((3, 2, 6, 8)).astype(np.float32)  # (C, N, H, W) in memory
+    x = xo.transpose(xo.tensor(v), [1, 0, 2, 3])
+    assert not np.asarray(x).flags.c_contiguous
+    xc = xo.tensor(np.ascontiguousarray(np.asarray(x)))
+    src = xo.tensor(rng.standard_normal((2, 3, 3, 4)).astype(np.float32))
+    srcs = [src, xo.transpose(xo.tensor(np.ascontiguousarray(np.transpose(np.asarray(src),
+                                                                          (1, 0, 2, 3)))),
+                              [1, 0, 2, 3])]
+    args = ([1, 1, 2, 2], [1, 1, 2, 2])
+    want = np.asarray(xo.reduce_window(xc, float("-inf"), *args, body=xo.maximum))
+    got = np.asarray(xo.reduce_window(x, float("-inf"), *args, body=xo.maximum))
+    np.testing.assert_array_equal(got, want)
+    assert not got.flags.c_contiguous  # the operand's layout
+    for sv in srcs:
+        want = np.asarray(xo.select_and_scatter(xc, sv, 0.0, *args, select=ge, scatter=xo.add))
+        got = np.asarray(xo.select_and_scatter(x, sv, 0.0, *args, select=ge, scatter=xo.add))
+        np.testing.assert_array_equal(got, want)
 
 
 def test_select_and_scatter_is_the_max_pool_gradient():

@@ -189,3 +189,27 @@ def round_nearest_afz(x, out):
         if abs(a - t) >= 0.5:
             t += np.copysign(1.0, a)
         out[i] = t
+
+
+@kernel
+def select_bits(pred, on_true, on_false, out):
+    """Output-parallel. ``out[i] = on_true[i] if pred[i] else on_false[i]`` on raw bit
+    patterns (unsigned words of the element's width, so NaN payloads and signed zeros
+    are copied as they are). A branch of one element is a broadcast scalar. Both
+    branches are read unconditionally, so the loops compile to blends and vectorise."""
+    n = out.size
+    if on_true.size == n and on_false.size == n:
+        for i in prange(n):
+            a = on_true[i]
+            b = on_false[i]
+            out[i] = a if pred[i] else b
+    elif on_false.size == n:
+        a = on_true[0]
+        for i in prange(n):
+            b = on_false[i]
+            out[i] = a if pred[i] else b
+    else:
+        b = on_false[0]
+        for i in prange(n):
+            a = on_true[i]
+            out[i] = a if pred[i] else b

@@ -20,13 +20,18 @@ Race-free patterns:
   and gathers, for each of its positions, the source values of the windows that
   selected it, in ascending window order). No two iterations write the same element and the
   combine order is fixed, so results are bit-identical for any thread count.
+* ``reduce_window_tiles`` / ``select_scatter_tiles`` (non-overlapping windows tiling the
+  last two dims, as 2x2 / 2 pooling): output-parallel over output rows / over window
+  rows together with the operand rows they cover (each operand element lies in at
+  most one window, so these blocks are disjoint).
 """
 import numpy as np
 from numba import prange
 
 from .config import scalar
 
-from .reduction import OP, SEL, SELECT_CODES, combine, per_op, select_keeps  # noqa: F401
+from .reduction import (MAX, MIN, OP, SEL, SELECT_CODES, combine, per_op,  # noqa: F401
+                        select_keeps)
 
 
 @scalar
@@ -205,6 +210,149 @@ def scatter_selected4(source, sel, sshape, out, pshape, c0, c1, c2, init, rows_p
                             out[f] = combine(out[f], vrow[s3], OP)
 
 
+# -- non-overlapping windows that tile the last two dims (pooling's 2x2 / 2) -------------
+# The op layer sends windows here when, after merging, only the last two dims are
+# windowed, each with stride == window size and no padding or dilation: every operand
+# element then lies in at most one window, and window (r, i2, i3) covers
+# x[r, i2*k2 : (i2+1)*k2, i3*k3 : (i3+1)*k3]. The loops run across a whole row of
+# windows at a time (the i3 loops), with no index tables, so they vectorise. The
+# helpers take the op / select codes as arguments: ``OP`` and ``SEL`` are bound per
+# variant in the kernels' globals only (a helper's own globals keep the placeholders).
+
+@scalar
+def _combine_blend(a, b, op):
+    """``combine(a, b, op)`` (same results, NaN payloads included), with IEEE maximum /
+    minimum written as blends instead of branches: the tile loops then vectorise
+    (max pooling 2x2 / 2 on (64,16,28,28): 0.40 ms instead of 0.98 ms, one thread)."""
+    if op == MAX:
+        m = a if a > b else b
+    elif op == MIN:
+        m = a if a < b else b
+    else:
+        return combine(a, b, op)
+    tie = (b if np.signbit(a) else a) if op == MAX else (a if np.signbit(a) else b)
+    m = tie if a == b else m  # +-0: +0 is the larger
+    return m if (a == a and b == b) else a + b  # a NaN is involved: a quiet NaN
+
+
+@scalar
+def _fold_row(acc, xrow, k3, op):
+    """Each window i folds its elements in operand row ``xrow``, xrow[i * k3 + w3], into
+    acc[i], left to right. For k3 == 2 both are read in one loop (an interleaved load:
+    the loop vectorises)."""
+    if k3 == 2:
+        for i in range(acc.shape[0]):
+            a = _combine_blend(acc[i], xrow[2 * i], op)
+            acc[i] = _combine_blend(a, xrow[2 * i + 1], op)
+    else:
+        for w3 in range(k3):
+            for i in range(acc.shape[0]):
+                acc[i] = _combine_blend(acc[i], xrow[i * k3 + w3], op)
+
+
+@scalar
+def _select_row(best, arg, xrow, k3, w0, sel):
+    """The running select of each window i over its elements in operand row ``xrow``,
+    xrow[i * k3 + w3] (window element w0 + w3), left to right: a candidate replaces the
+    pick (best[i], with its element index arg[i]) where select(pick, candidate) is
+    false. Blends, so the loop vectorises; for k3 == 2 both elements are read in one
+    loop (an interleaved load)."""
+    if k3 == 2:
+        for i in range(best.shape[0]):
+            v0 = xrow[2 * i]
+            v1 = xrow[2 * i + 1]
+            b = best[i]
+            a = arg[i]
+            keep = select_keeps(b, v0, sel)
+            b = b if keep else v0
+            a = a if keep else w0
+            keep = select_keeps(b, v1, sel)
+            best[i] = b if keep else v1
+            arg[i] = a if keep else w0 + 1
+    else:
+        for w3 in range(k3):
+            for i in range(best.shape[0]):
+                v = xrow[i * k3 + w3]
+                keep = select_keeps(best[i], v, sel)
+                best[i] = best[i] if keep else v
+                arg[i] = arg[i] if keep else w0 + w3
+
+
+@scalar
+def _scatter_row(orow, arg, src, k3, w0, init, op):
+    """orow[i * k3 + w3] = combine(init, src[i]) where window i picked its element
+    w0 + w3, else init (a whole operand row, written in order)."""
+    if k3 == 2:
+        for i in range(src.shape[0]):
+            v = combine(init, src[i], op)
+            a = arg[i]
+            orow[2 * i] = v if a == w0 else init
+            orow[2 * i + 1] = v if a == w0 + 1 else init
+    else:
+        for i in range(src.shape[0]):
+            v = combine(init, src[i], op)
+            a = arg[i]
+            for w3 in range(k3):
+                orow[i * k3 + w3] = v if a == w0 + w3 else init
+
+
+def reduce_window_tiles(x, out, k2, k3, init):
+    """Output-parallel: iteration t owns output row out[r, i2, :] (t = r * o2 + i2), the
+    left fold from ``init`` of each window's elements in row-major window order (w2,
+    then w3): the naive reference's order, so results are bit-identical to it."""
+    o2, o3 = out.shape[1], out.shape[2]
+    for t in prange(out.shape[0] * o2):
+        r = t // o2
+        i2 = t - r * o2
+        acc = out[r, i2]
+        for i3 in range(o3):
+            acc[i3] = init
+        for w2 in range(k2):
+            _fold_row(acc, x[r, i2 * k2 + w2], k3, OP)
+
+
+def select_scatter_tiles(x, source, out, k2, k3, init):
+    """Output-parallel: iteration t owns a block of consecutive window rows (r, i2) and
+    the operand rows they cover, out[r, i2*k2 : (i2+1)*k2, :] (plus, for a plane's last
+    window row, the rows below it that no window covers). Each window's pick is its
+    first element, replaced by a later one (row-major window order) where
+    select(pick, candidate) is false; the picked position gets combine(init, source)
+    (the only source value aimed at it), every other position init."""
+    n2, n3 = x.shape[1], x.shape[2]
+    o2, o3 = source.shape[1], source.shape[2]
+    n_rows = source.shape[0] * o2
+    per = _rows_per_task(n_rows, o3 * k2 * k3)  # from the shapes alone
+    for task in prange((n_rows + per - 1) // per):
+        best = np.empty(o3, x.dtype)
+        arg = np.empty(o3, np.int64)  # window element index of the pick, row-major
+        for t in range(task * per, min(n_rows, (task + 1) * per)):
+            r = t // o2
+            i2 = t - r * o2
+            first = x[r, i2 * k2]
+            for i3 in range(o3):
+                best[i3] = first[i3 * k3]
+                arg[i3] = 0
+            # (window element 0 is then visited again: select(pick, pick) keeping or
+            # replacing the pick by itself leaves it, and its index 0, as they are)
+            for w2 in range(k2):
+                _select_row(best, arg, x[r, i2 * k2 + w2], k3, w2 * k3, SEL)
+            src = source[r, i2]
+            for w2 in range(k2):
+                orow = out[r, i2 * k2 + w2]
+                _scatter_row(orow, arg, src, k3, w2 * k3, init, OP)
+                for c in range(o3 * k3, n3):
+                    orow[c] = init
+            if i2 == o2 - 1:
+                for q in range(o2 * k2, n2):
+                    orow = out[r, q]
+                    for c in range(n3):
+                        orow[c] = init
+
+
 REDUCE_WINDOW4 = per_op(reduce_window4)
+REDUCE_WINDOW_TILES = per_op(reduce_window_tiles)
+# one variant per (select code, scatter op code): both are compile-time constants
+SELECT_SCATTER_TILES = {(sel, op): k for op, base in per_op(select_scatter_tiles).items()
+                        for sel, k in per_op(base.py_func, "SEL", SELECT_CODES).items()}
 SELECT_WINDOWS4 = per_op(select_windows4, "SEL", SELECT_CODES)
 SCATTER_SELECTED4 = per_op(scatter_selected4)

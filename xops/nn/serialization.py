@@ -9,8 +9,18 @@ type name: "f32", "bf16", "i64", ...). Types NumPy has natively are stored as
 themselves (any NumPy tool can read them); the ml_dtypes types (bf16, f8..., i4...)
 are stored as their raw bit patterns (uint8 / uint16 arrays of the same shape) and
 turned back into the type on load, bit for bit.
+
+Nested states. An optimizer's ``state_dict()`` (or a checkpoint such as
+``{"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3}``) is a tree
+of dicts, lists and tuples holding tensors and plain values (numbers, strings, bools,
+None). Its tensors are stored as above, under their dotted paths
+(``state.0.momentum_buffer``); the tree itself, with each tensor replaced by its key,
+is one more string array, ``__xops_tree__``, in JSON (dict keys keep their int / str
+type, tuples stay tuples, floats round-trip exactly, inf and NaN included). A flat
+dict name -> tensor is written exactly as before, without the tree.
 """
 import collections
+import json
 import os
 
 import numpy as np
@@ -22,30 +32,94 @@ __all__ = ["save", "load"]
 
 _KEYS = "__xops_keys__"
 _DTYPES = "__xops_dtypes__"
+_TREE = "__xops_tree__"
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_PLAIN = (type(None), bool, int, float, str)
 
 
 def _state(obj):
     if hasattr(obj, "state_dict") and callable(obj.state_dict):
         obj = obj.state_dict()
     if not isinstance(obj, dict):
-        raise TypeError(f"save: expected a Module or a dict name -> Tensor, got "
-                        f"{type(obj).__name__}")
+        raise TypeError(f"save: expected a Module, an optimizer, a scheduler or a dict, "
+                        f"got {type(obj).__name__}")
     return obj
 
 
+def _is_array(v):
+    return isinstance(v, (Tensor, np.ndarray, np.generic))
+
+
+def _is_flat(state):
+    return all(isinstance(k, str) and _is_array(v) for k, v in state.items())
+
+
+def _check_key(k):
+    if not isinstance(k, str) or not k or k.startswith("__xops_"):
+        raise ValueError(f"save: keys must be non-empty strings not starting with "
+                         f"'__xops_', got {k!r}")
+
+
+def _encode(value, path, tensors):
+    """The JSON form of a state tree; its tensors go to ``tensors`` (key -> tensor)
+    under their dotted paths (made unique), each replaced by {"tensor": key}."""
+    if _is_array(value):
+        key = path or "tensor"
+        while key in tensors:
+            key += "_"
+        _check_key(key)
+        tensors[key] = value
+        return {"tensor": key}
+    if isinstance(value, dict):
+        items = []
+        for k, v in value.items():
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise TypeError(f"save: dict keys must be strings or ints, got {k!r} at "
+                                f"{path or 'the top level'}")
+            items.append([k, _encode(v, f"{path}.{k}" if path else str(k), tensors)])
+        return {"dict": items}
+    if isinstance(value, (list, tuple)):
+        kind = "list" if isinstance(value, list) else "tuple"
+        return {kind: [_encode(v, f"{path}.{i}" if path else str(i), tensors)
+                       for i, v in enumerate(value)]}
+    if isinstance(value, _PLAIN):
+        return value
+    raise TypeError(f"save: cannot store a {type(value).__name__} (at "
+                    f"{path or 'the top level'}): only tensors, arrays, dicts, lists, "
+                    f"tuples, numbers, strings, bools and None")
+
+
+def _decode(node, tensors):
+    if isinstance(node, dict):
+        (kind, body), = node.items()
+        if kind == "tensor":
+            return tensors[body]
+        if kind == "dict":
+            return {k: _decode(v, tensors) for k, v in body}
+        items = [_decode(v, tensors) for v in body]
+        return items if kind == "list" else tuple(items)
+    return node
+
+
 def save(obj, path):
-    """Write a Module's ``state_dict()`` (or a dict name -> Tensor / NumPy array) to the
-    ``.npz`` file ``path`` (written exactly there; no suffix is added).
+    """Write ``obj`` to the ``.npz`` file ``path`` (written exactly there; no suffix is
+    added): a Module's ``state_dict()``, a dict name -> Tensor / NumPy array, an
+    optimizer's or a scheduler's ``state_dict()`` (or the object itself), or any tree of
+    dicts, lists and tuples of those and plain values (a checkpoint).
 
     >>> xo.nn.save(model, "digits.npz"); model.load_state_dict(xo.nn.load("digits.npz"))
+    >>> xo.nn.save({"model": model.state_dict(), "optim": opt.state_dict()}, "ckpt.npz")
     """
     state = _state(obj)
+    if _is_flat(state):
+        tensors, tree = dict(state), None
+        for k in tensors:
+            _check_key(k)
+    else:
+        tensors = {}
+        tree = _encode(state, "", tensors)
     arrays, keys, dtypes = {}, [], []
-    for k, v in state.items():
-        if not isinstance(k, str) or not k or k.startswith("__xops_"):
-            raise ValueError(f"save: keys must be non-empty strings not starting with "
-                             f"'__xops_', got {k!r}")
+    for k, v in tensors.items():
         t = v if isinstance(v, Tensor) else tensor(np.asarray(v))
         a = np.asarray(t)
         if a.dtype.kind not in "biufc":  # an ml_dtypes type: its raw bits
@@ -55,14 +129,18 @@ def save(obj, path):
         dtypes.append(t.dtype.name)
     arrays[_KEYS] = np.array(keys, dtype=str)
     arrays[_DTYPES] = np.array(dtypes, dtype=str)
+    if tree is not None:
+        arrays[_TREE] = np.array(json.dumps(tree, allow_nan=True))
     with open(os.fspath(path), "wb") as f:
         np.savez(f, **arrays)
 
 
 def load(path):
     """Read a file written by :func:`save`: an ordered dict name -> Tensor, with each
-    tensor's element type restored (bf16 and the other ml_dtypes types included).
-    A plain ``.npz`` without xops' type table loads with the arrays' NumPy types."""
+    tensor's element type restored (bf16 and the other ml_dtypes types included), or,
+    for a nested state (an optimizer's, a checkpoint), the same tree of dicts, lists,
+    tuples, tensors and plain values that was saved. A plain ``.npz`` without xops'
+    type table loads with the arrays' NumPy types."""
     out = collections.OrderedDict()
     with np.load(os.fspath(path), allow_pickle=False) as z:
         names = set(z.files)
@@ -81,4 +159,6 @@ def load(path):
             if a.dtype != dt.np:
                 a = a.view(dt.np)  # raw bits back to the ml_dtypes type
             out[k] = tensor(a, dt)
+        if _TREE in names:
+            return _decode(json.loads(str(z[_TREE][()])), out)
     return out

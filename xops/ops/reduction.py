@@ -1063,13 +1063,62 @@ def _reduce_window_choice_vjp(g, out, x, init, geo, name):
     return [gx, gi]
 
 
+def _tiling(canon):
+    """(k2, k3) when the canonical windows tile the last two dims without overlap: dims
+    0 and 1 not windowed, dims 2 and 3 windows of k_d elements every k_d (no padding,
+    no dilations; at least one window). Such windows (2x2 / 2 max pooling) take the
+    table-free ``*_tiles`` kernels; None otherwise."""
+    tables, in4, out4 = canon
+    for t, n, o in zip(tables[:2], in4[:2], out4[:2]):
+        if t.shape[0] != 1 or n != o or not np.array_equal(t[0], np.arange(n)):
+            return None
+    ks = []
+    for t, o in zip(tables[2:], out4[2:]):
+        k = t.shape[0]
+        if o == 0 or not np.array_equal(t, np.arange(k)[:, None] + k * np.arange(o)):
+            return None
+        ks.append(k)
+    return ks
+
+
+def _tile_planes(t, kdt, in4):
+    """For the tile kernels: t's values as a read-only (planes, rows, cols) array of
+    kernel dtype kdt, and the order of t's leading dims its planes follow (None: row
+    major). A transposed result (a convolution's output, and what elementwise ops made
+    of it) whose last two dims are the tiled ones and whose planes are contiguous
+    blocks is read in its own memory order, with no copy."""
+    v = compute(t)
+    if v.dtype == kdt and v.ndim >= 2 and v.shape[-2:] == tuple(in4[2:]) \
+            and not v.flags.c_contiguous:
+        lead = v.ndim - 2
+        perm = [int(d) for d in np.argsort([-abs(s) for s in v.strides[:lead]],
+                                           kind="stable")] + [lead, lead + 1]
+        view = np.transpose(v, perm)
+        if view.flags.c_contiguous:
+            return _readonly(view.reshape(-1, in4[2], in4[3])), perm
+    return _to_kernel(t, kdt).reshape(-1, in4[2], in4[3]), None
+
+
+def _unplanes(a, shape, perm):
+    """The inverse of _tile_planes for a kernel result of logical shape ``shape``."""
+    if perm is None:
+        return a.reshape(shape)
+    return np.transpose(a.reshape([shape[d] for d in perm]), np.argsort(perm))
+
+
 def _reduce_window_fast(x, init, canon, out_shape, kdt, code):
     tables, in4, out4 = canon
     dt = x._dtype
     if math.prod(out4) == 0:
         return _wrap(_full(out_shape, init), dt)
-    a = _to_kernel(x, kdt).reshape(-1, in4[3])
     iv = _kernel_scalar(init, kdt)
+    tiles = _tiling(canon)
+    if tiles is not None:
+        a, perm = _tile_planes(x, kdt, in4)
+        out = np.empty((a.shape[0], out4[2], out4[3]), kdt)
+        KW.REDUCE_WINDOW_TILES[code](x.size, a, out, *tiles, iv)
+        return _from_kernel(_unplanes(out, out_shape, perm), dt)
+    a = _to_kernel(x, kdt).reshape(-1, in4[3])
     out = np.empty((math.prod(out4[:3]), out4[3]), kdt)
     KW.REDUCE_WINDOW4[code](out.size * math.prod(t.shape[0] for t in tables),
                             a, tuple(in4), out, tuple(out4), *tables, _runs(tables[3]), iv)
@@ -1288,14 +1337,25 @@ def _covering(table, n):
 def _select_and_scatter_fast(x, src, init, canon, sel_code, kdt, code):
     """Recognised select and scatter: pick per window (output-parallel), then each
     result row gathers the source values of the windows that picked in it
-    (owner-computes); both kernels in xops.kernels.windows."""
+    (owner-computes); both kernels in xops.kernels.windows. Windows that tile the last
+    two dims without overlap (max pooling's gradient) take one fused pass instead."""
     tables, in4, out4 = canon
     dt = x._dtype
     if math.prod(out4) == 0 or x.size == 0:
         return _wrap(_full(x.shape, init), dt)
+    iv = _kernel_scalar(init, kdt)
+    tiles = _tiling(canon)
+    if tiles is not None:  # windows do not overlap: one fused pass
+        a, perm = _tile_planes(x, kdt, in4)
+        sv = compute(src)
+        if perm is not None:  # the source's planes in the operand's order
+            sv = np.transpose(sv, perm)
+        s = _readonly(_contig(sv, kdt)).reshape(-1, out4[2], out4[3])
+        out = np.empty(a.shape, kdt)
+        KW.SELECT_SCATTER_TILES[sel_code, code](out.size, a, s, out, *tiles, iv)
+        return _from_kernel(_unplanes(out, x.shape, perm), dt)
     a = _to_kernel(x, kdt).reshape(-1, in4[3])
     s = _to_kernel(src, kdt).reshape(-1, out4[3])
-    iv = _kernel_scalar(init, kdt)
     sel = np.empty((math.prod(out4[:3]), out4[3]), np.int64)
     KW.SELECT_WINDOWS4[sel_code](sel.size * math.prod(t.shape[0] for t in tables),
                                  a, tuple(in4), sel, tuple(out4), *tables, iv)

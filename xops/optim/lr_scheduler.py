@@ -37,12 +37,22 @@ class LRScheduler:
             g["lr"] = lr
 
     def state_dict(self):
-        return {"last_epoch": self.last_epoch, "base_lrs": list(self.base_lrs)}
+        """Every attribute but the optimizer (and LambdaLR's function), as PyTorch's:
+        ``last_epoch``, ``base_lrs`` and the schedule's own settings (``step_size``,
+        ``gamma``, ``T_max``, ...). Plain values: ``xo.nn.save`` stores it."""
+        return {k: (list(v) if k == "base_lrs" else v) for k, v in vars(self).items()
+                if k not in self._not_state}
 
     def load_state_dict(self, state):
-        self.last_epoch, self.base_lrs = state["last_epoch"], list(state["base_lrs"])
+        """Restore a :meth:`state_dict` and set each group's lr to the schedule's value
+        at the restored ``last_epoch``."""
+        for k, v in state.items():
+            if k not in self._not_state:
+                setattr(self, k, list(v) if k == "base_lrs" else v)
         for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
             g["lr"] = lr
+
+    _not_state = ("optimizer", "lr_lambda")
 
 
 class StepLR(LRScheduler):

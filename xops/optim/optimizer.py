@@ -8,12 +8,21 @@ identity, as PyTorch users expect; every tensor computed earlier keeps its value
 
 Parameters without a ``.grad`` are skipped. Hyper-parameters live in
 ``param_groups`` (a list of dicts), which learning-rate schedulers change.
+
+``state_dict()`` / ``load_state_dict()`` follow PyTorch: ``{"state": {index: {...}},
+"param_groups": [{hyper-parameters..., "params": [index, ...]}]}``, a parameter's
+index being its position over all groups in order. The state holds tensors (immutable
+values, so the dict is a snapshot) and plain numbers; ``xo.nn.save`` / ``xo.nn.load``
+store it in an ``.npz`` file.
 """
 import math
 
+import numpy as np
+
 from ..autodiff.tape import no_grad
+from ..dtypes import as_dtype
 from ..ops.elementwise import add, divide, multiply, sqrt, subtract
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
 from ..nn.parameter import assign_
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
@@ -91,6 +100,76 @@ class Optimizer:
 
     def _update(self, p, g, state, group):
         raise NotImplementedError
+
+    # -- state -----------------------------------------------------------------------------
+    def state_dict(self):
+        """``{"state": {index: {name: value}}, "param_groups": [...]}`` as PyTorch's:
+        each group's hyper-parameters (``lr`` as a scheduler left it, ``initial_lr``
+        once a scheduler was attached) with ``"params"`` as the indices of its
+        parameters, counted over all groups in order; the state of each parameter that
+        has one (SGD's ``momentum_buffer``; Adam's ``step``, ``exp_avg``,
+        ``exp_avg_sq``) under its index. Tensors are shared, not copied: they are
+        immutable, so later steps never change this snapshot."""
+        groups, state, index = [], {}, 0
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = list(range(index, index + len(group["params"])))
+            for i, p in zip(packed["params"], group["params"]):
+                if self.state.get(id(p)):
+                    state[i] = dict(self.state[id(p)])
+            index += len(group["params"])
+            groups.append(packed)
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load a :meth:`state_dict` (from this optimizer type, as saved, or read back
+        by ``xo.nn.load``): hyper-parameters of every group, and the state of each
+        parameter by index. The groups must match this optimizer's in number and size,
+        and each state tensor its parameter's shape and element type (a ValueError
+        names every mismatch; nothing changes unless everything fits)."""
+        saved = list(state_dict["param_groups"])
+        name = type(self).__name__
+        if len(saved) != len(self.param_groups):
+            raise ValueError(f"{name}.load_state_dict: the state has {len(saved)} parameter "
+                             f"groups, this optimizer {len(self.param_groups)}")
+        params = {}
+        for k, (old, group) in enumerate(zip(saved, self.param_groups)):
+            if len(old["params"]) != len(group["params"]):
+                raise ValueError(f"{name}.load_state_dict: group {k} has "
+                                 f"{len(old['params'])} parameters in the state, "
+                                 f"{len(group['params'])} in this optimizer")
+            params.update((int(i), p) for i, p in zip(old["params"], group["params"]))
+        state, problems = {}, []
+        for i, entries in state_dict["state"].items():
+            p = params.get(int(i))
+            if p is None:
+                problems.append(f"state for parameter index {i}, which no group lists")
+                continue
+            state[id(p)] = {k: _state_value(v, p, f"state[{i}][{k!r}]", problems)
+                            for k, v in entries.items()}
+        if problems:
+            raise ValueError(f"{name}.load_state_dict: " + "; ".join(problems))
+        for old, group in zip(saved, self.param_groups):
+            hyper = {k: v for k, v in old.items() if k != "params"}
+            hyper["params"] = group["params"]
+            group.clear()
+            group.update(hyper)
+        self.state = state
+
+
+def _state_value(v, p, where, problems):
+    """A loaded state entry: a tensor of p's shape and element type (a NumPy array is
+    taken in its own type), or a plain value (the step count as a Python int)."""
+    if isinstance(v, (np.ndarray, np.generic)):
+        v = tensor(np.asarray(v), as_dtype(np.asarray(v).dtype))
+    if not isinstance(v, Tensor):
+        return v
+    v = v.detach()
+    if v.ndim == 0 and v.dtype.kind in ("si", "ui"):
+        return int(v.item())  # a step count saved as a tensor
+    if v.shape != p.shape or v.dtype is not p.dtype:
+        problems.append(f"{where} is {v.type}, its parameter {p.type}")
+    return v
 
 
 def _check(name, value, low=0.0):
