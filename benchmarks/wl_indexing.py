@@ -4,7 +4,10 @@ StableHLO ops are values: scatter returns a *new* array, so every backend here p
 a copy of the 64 MiB operand (NumPy: ``np.add.at`` on a copy; PyTorch: the out-of-place
 ``index_add``; JAX: ``.at[].add`` outside jit copies too). ``scatter_add_rows_inplace``
 times the same update without the copy where a backend can do that (NumPy and PyTorch
-in place), as the floor a value-semantics op cannot reach.
+in place), as the floor a value-semantics op cannot reach. xops takes its results (and
+index temporaries) from its buffer pool (xops/kernels/pool.py): in these loops, which drop
+each result a call later, the 64 MiB buffer of the call before last is recycled instead
+of fresh memory being faulted in; NumPy, PyTorch and JAX allocate fresh memory.
 """
 import numpy as np
 

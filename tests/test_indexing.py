@@ -447,6 +447,182 @@ def test_parallel_equals_serial_and_thread_counts(monkeypatch):
     np.testing.assert_array_equal(bits(got), bits(ref))
 
 
+def _thread_counts():
+    import numba
+    return sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)})
+
+
+def _each_thread_count(fn):
+    """fn() under every thread count (1 and 2 where available), as NumPy copies."""
+    import numba
+    before = numba.get_num_threads()
+    try:
+        out = []
+        for n in _thread_counts():
+            numba.set_num_threads(n)
+            out.append(np.asarray(fn()).copy())
+        return out
+    finally:
+        numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize("seed", range(48))
+def test_scatter_zoo_owner_chunks_vs_reference(seed, monkeypatch):
+    # PARALLEL_THRESHOLD=0 on the zoo's tiny operands: owner chunks of one row, so windows
+    # span chunks and partial windows are cut at chunk edges as well as at the bounds
+    monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
+    operand, si, upd, attrs = _scatter_case(seed)
+    for body in (xo.add, lambda a, b: b, xo.minimum):
+        want = bits(scatter_reference(operand, si, upd, update_computation=body, **attrs))
+        for got in _each_thread_count(lambda: xo.scatter(operand, si, upd,
+                                                         update_computation=body, **attrs)):
+            np.testing.assert_array_equal(bits(got), want)
+
+
+@pytest.mark.parametrize("idt", [np.int64, np.int32])
+def test_scatter_add_rows_bitwise_equals_add_at(idt):
+    # the benchmark's shape of problem at a test size (parallel path, many owner chunks):
+    # duplicates are added in index order, as np.add.at does, so the bits agree; indices
+    # out of bounds (the index type's extremes included) are skipped
+    rng = np.random.default_rng(5)
+    n, m = 40000, 30000
+    info = np.iinfo(idt)
+    x = rng.standard_normal((n, 8)).astype(np.float32)
+    idx = rng.integers(-50, n + 50, m).astype(idt)
+    idx[::7] = 123  # one row with thousands of updates
+    idx[:6] = [info.min, info.max, -1, n, info.max - 1, info.min + 1]
+    upd = rng.standard_normal((m, 8)).astype(np.float32)
+    keep = (idx >= 0) & (idx < n)
+    want = x.copy()
+    np.add.at(want, idx[keep], upd[keep])
+    assert x.size >= kconfig.PARALLEL_THRESHOLD
+    for got in _each_thread_count(lambda: xo.scatter(x, idx[:, None], upd,
+                                                     update_computation=xo.add, **ROW_ATTRS)):
+        np.testing.assert_array_equal(bits(got), bits(want))
+    over = xo.scatter(x, idx[:, None], upd, update_computation=lambda a, b: b, **ROW_ATTRS)
+    last = x.copy()
+    last[idx[keep]] = upd[keep]  # NumPy's fancy assignment: the last duplicate wins
+    np.testing.assert_array_equal(bits(over), bits(last))
+    g = xo.gather(x, idx[:, None], [1], [0], [0], 1, [1, 8])  # gather clamps
+    np.testing.assert_array_equal(bits(g), bits(x[np.clip(idx.astype(np.int64), 0, n - 1)]))
+
+
+def test_scatter_windows_spanning_owner_chunks():
+    # windows of 1500 rows over owner chunks of 2048 rows, some partly out of bounds at
+    # either end, with duplicates: every body, the fast path against the generic one
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((20000, 5)).astype(np.float32)
+    starts = rng.integers(-1000, 20000, (40, 2))
+    starts[:, 1] = rng.integers(-1, 5, 40)
+    starts[::5] = starts[0]
+    starts[1] = [I64.max - 10, 0]
+    starts[2] = [I64.min, 2]
+    upd = rng.standard_normal((40, 1500, 2)).astype(np.float32)
+    attrs = dict(update_window_dims=[1, 2], inserted_window_dims=[],
+                 scatter_dims_to_operand_dims=[0, 1], index_vector_dim=1)
+    bodies = [(xo.add, _add_generic), (lambda a, b: b, lambda a, b: xo.select(True, b, a)),
+              (xo.maximum, lambda a, b: xo.select(xo.compare(b, a, "GT"), b, a))]
+    for fast, slow in bodies:
+        want = bits(xo.scatter(x, starts, upd, update_computation=slow, **attrs))
+        for got in _each_thread_count(lambda: xo.scatter(x, starts, upd,
+                                                         update_computation=fast, **attrs)):
+            np.testing.assert_array_equal(bits(got), want)
+
+
+# ---------------------------------------------------------------------------------------
+# the buffer pool (xops/kernels/pool.py): results and temporaries recycle dead buffers
+# ---------------------------------------------------------------------------------------
+
+def _pool_size(k):
+    """A byte size no other test allocates: 256 KiB (the pool minimum) + 4 KiB * k."""
+    from xops.kernels import pool
+    return max(pool.MIN_BYTES, 1 << 18) + 4096 * k
+
+
+def test_pool_reuses_a_buffer_only_after_every_view_died():
+    from xops.kernels import pool
+    if pool.MAX_FREE_BYTES <= 0:
+        pytest.skip("the pool is off (XOPS_POOL_BYTES=0)")
+    n = _pool_size(1) // 4
+    a = pool.empty(n, np.float32)
+    addr = a.ctypes.data
+    a[:] = 7.0
+    views = [a[10:].reshape(-1, 2).T, a.view(np.uint32)[::3], memoryview(a), np.asarray(a)]
+    del a
+    while views:
+        b = pool.empty(n, np.float32)
+        assert b.ctypes.data != addr  # a view is alive: the buffer is not free
+        b[:] = -1.0
+        assert (np.asarray(views[-1]).view(np.float32) == 7.0).all()
+        del b
+        views.pop()
+    c = pool.empty((2, n // 2), np.float32)  # every view died: the buffer comes back
+    assert c.ctypes.data == addr and c.ctypes.data % 64 == 0
+
+
+def test_pool_tensor_results_and_numpy_views():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1 << 15, 4)).astype(np.float32)  # 512 KiB: pooled
+    idx = rng.integers(0, 1 << 15, (1000, 1))
+    upd = np.ones((1000, 4), np.float32)
+    r = xo.scatter(x, idx, upd, update_computation=xo.add, **ROW_ATTRS)
+    keep = np.asarray(r)[100:]  # the user keeps a NumPy view, the tensor dies
+    want = keep.copy()
+    del r
+    for _ in range(3):
+        r2 = xo.scatter(x, idx, 2 * upd, update_computation=xo.add, **ROW_ATTRS)
+        assert not np.shares_memory(np.asarray(r2), keep)
+        np.testing.assert_array_equal(keep, want)
+        del r2
+
+
+def test_pool_threads_never_share_a_live_buffer():
+    import sys
+    import threading
+    from xops.kernels import pool
+    sizes = [_pool_size(k) for k in (2, 3, 4)]
+    errors = []
+
+    def work(tid):
+        rng = np.random.default_rng(tid)
+        for i in range(300):
+            live = [pool.empty(int(rng.choice(sizes)), np.uint8) for _ in range(3)]
+            for j, a in enumerate(live):
+                a.fill((tid * 7 + j) % 251)
+            for j, a in enumerate(live):
+                if not (a == (tid * 7 + j) % 251).all():
+                    errors.append((tid, i))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
+    assert pool.stats()["free_bytes"] <= pool.MAX_FREE_BYTES
+
+
+def test_pool_keeps_at_most_max_free_bytes(monkeypatch):
+    from xops.kernels import pool
+    monkeypatch.setattr(pool, "MAX_FREE_BYTES", 3 * _pool_size(5))
+    a = pool.empty(_pool_size(6), np.uint8)
+    del a
+    b = pool.empty(_pool_size(6), np.uint8)  # takes the only free buffer of its size
+    arrays = [pool.empty(_pool_size(5), np.uint8) for _ in range(6)]
+    del arrays, b  # trimming goes through every size, the emptied one included
+    st = pool.stats()
+    assert st["free_bytes"] <= pool.MAX_FREE_BYTES
+    pool.clear()
+    assert pool.stats()["free_bytes"] == 0
+    monkeypatch.setattr(pool, "MAX_FREE_BYTES", 0)  # off: plain np.empty
+    assert pool.empty(_pool_size(5), np.uint8).base is None
+
+
 # ---------------------------------------------------------------------------------------
 # JAX cross-checks
 # ---------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Indexing kernels: gather, scatter, and the key transforms of sort / top_k.
 
 No checks and no Python objects here: ``xops.ops.indexing`` validates, normalises the
-index arrays (int64, moved so that the index vector is the last dim, uint64 values
-saturated to the int64 range) and describes every layout with flat element strides.
+index arrays (int32 as they are, else int64; moved so that the index vector is the last
+dim; uint64 values saturated to the int64 range) and describes every layout with flat
+element strides.
 
 Race-free patterns (results never depend on the thread count):
 
@@ -10,10 +11,11 @@ Race-free patterns (results never depend on the thread count):
   more runs than windows) writes only its own part of the result.
 * ``scatter_starts`` and ``scatter_targets`` are output-parallel over update windows.
 * ``bucket_windows`` + ``scatter_apply`` are **owner-computes**: the result is cut into
-  chunks along one axis; chunk c's owner applies, in increasing window order, exactly
-  the update elements that land in chunk c. Every result element is therefore updated
-  by one thread, in the schedule order, whatever the number of threads. The owner lists
-  come from a (serial) counting sort of the windows by chunk.
+  chunks along one axis; chunk c's owner copies the chunk's slab of the input and
+  applies, in increasing window order, exactly the update elements that land in chunk
+  c. Every result element is therefore updated by one thread, in the schedule order,
+  whatever the number of threads. The owner lists come from a (serial) counting sort of
+  the windows by chunk.
 * the sort-key transforms are output-parallel (the NaN / -0 count of
   ``float_order_keys`` is an integer ``+=`` reduction, exact in any order), and so is
   ``top_k_rows`` (iteration r writes row r's k indices).
@@ -35,12 +37,21 @@ import math
 import numpy as np
 from numba import prange
 
-from .config import kernel, scalar
+from .config import _OPTIONS, kernel, scalar
 
 # scatter op codes (xops.ops.indexing maps recognised bodies onto them)
 OVERWRITE, ADD, MULTIPLY, MAXIMUM, MINIMUM = 0, 1, 2, 3, 4
 OP_CODES = {"overwrite": OVERWRITE, "add": ADD, "multiply": MULTIPLY, "maximum": MAXIMUM,
             "minimum": MINIMUM}
+
+
+def _outlined(py_func):
+    """A helper compiled as a function of its own (config's options, not inlined into
+    its caller): for the general paths of a loop whose fast path is a short one. Inlined
+    next to it, their code made the fast path slower (1.3x on row scatters, 1.2x on row
+    gathers)."""
+    import numba
+    return numba.njit(**_OPTIONS)(py_func)
 
 
 # ---------------------------------------------------------------------------------------
@@ -63,7 +74,46 @@ def _copy_run(src, out, s, o, n, istep, ostep):
             out[uo + j * ur] = src[us + j * ui]
 
 
+@scalar
+def _copy_rows_of(src, out, sbase, obase, m, s0, o0, n):
+    """out[obase[i] + o0 + j] = src[sbase[i] + s0 + j] for i < m, j < n (non-negative
+    offsets: uint64)."""
+    for i in range(m):
+        us = np.uint64(sbase[i] + s0)
+        uo = np.uint64(obase[i] + o0)
+        for j in range(n):
+            out[uo + j] = src[us + j]
+
+
+@scalar
+def _copy_rows(src, out, sbase, obase, m, s0, o0, n):
+    """_copy_rows_of, with a constant row length for rows of 8, 4 and 2 items (8 items:
+    64 bytes, 16 f32 as uint64 words): a row then costs half the instructions of the
+    runtime-length loop (vectorised, with alias checks and remainder loops), so twice as
+    many rows' cache misses fit in the CPU's window: 100k random 64-byte rows of a 64 MiB
+    table took 0.87 ms instead of 1.7 on one thread. (The length test stays outside the
+    row loop: inside it, the code Numba loads from its cache ran 1.5x slower than the
+    freshly compiled code.)"""
+    if n == 8:
+        _copy_rows_of(src, out, sbase, obase, m, s0, o0, np.uint64(8))
+    elif n == 4:
+        _copy_rows_of(src, out, sbase, obase, m, s0, o0, np.uint64(4))
+    elif n == 2:
+        _copy_rows_of(src, out, sbase, obase, m, s0, o0, np.uint64(2))
+    else:
+        _copy_rows_of(src, out, sbase, obase, m, s0, o0, n)
+
+
 _GATHER_BLOCK = 2048
+
+
+@_outlined
+def _gather_runs(src, out, sbase, obase, runs_src, runs_out, run_len, istep, ostep):
+    """The general copies of gather: every run r of every window i."""
+    for i in range(sbase.size):
+        for r in range(runs_src.size):
+            _copy_run(src, out, sbase[i] + runs_src[r], obase[i] + runs_out[r], run_len, istep,
+                      ostep)
 
 
 @scalar
@@ -124,25 +174,17 @@ def gather(src, idx, his, sstr, bshape, rstr, bsrc, runs_src, runs_out, run_len,
             obase = np.empty(b1 - b0, np.int64)
             _gather_offsets(idx, his, sstr, bshape, rstr, bsrc, b0, b1, sbase, obase)
             if nr == 1 and istep == 1 and ostep == 1:
-                n = np.uint64(run_len)
-                for i in range(b1 - b0):
-                    us = np.uint64(sbase[i] + runs_src[0])
-                    uo = np.uint64(obase[i] + runs_out[0])
-                    for j in range(n):
-                        out[uo + j] = src[us + j]
+                _copy_rows(src, out, sbase, obase, b1 - b0, runs_src[0], runs_out[0],
+                           np.uint64(run_len))
             else:
-                for i in range(b1 - b0):
-                    for r in range(nr):
-                        _copy_run(src, out, sbase[i] + runs_src[r], obase[i] + runs_out[r],
-                                  run_len, istep, ostep)
+                _gather_runs(src, out, sbase, obase, runs_src, runs_out, run_len, istep, ostep)
     else:  # few windows with many runs each: parallel over the runs
         sbase = np.empty(nb, np.int64)
         obase = np.empty(nb, np.int64)
         _gather_offsets(idx, his, sstr, bshape, rstr, bsrc, 0, nb, sbase, obase)
         for r in prange(nr):
-            for i in range(nb):
-                _copy_run(src, out, sbase[i] + runs_src[r], obase[i] + runs_out[r], run_len,
-                          istep, ostep)
+            _gather_runs(src, out, sbase, obase, runs_src[r:r + 1], runs_out[r:r + 1], run_len,
+                         istep, ostep)
 
 
 # ---------------------------------------------------------------------------------------
@@ -201,35 +243,78 @@ def scatter_starts(idx, kdim, bshape, bdim, ustr_b, dims, wsize, rstr, starts, u
         rbase[b] = rb if full else (-2 if empty else -1)
 
 
+@scalar
+def _slots(counts):
+    """A counting sort's middle: counts[c + 1] (chunk c's count) becomes chunk c's first
+    slot, counts[c]; returns ``first`` (first[c]: where chunk c's list starts; first[-1]:
+    the total)."""
+    for c in range(counts.size - 1):
+        counts[c + 1] += counts[c]
+    return counts.copy()
+
+
 @kernel
-def bucket_windows(starts, rbase, wsize, dims, axis, csize, nchunks):
-    """Owner lists for scatter_apply: ``order[first[c]:first[c+1]]`` are the windows with
-    an in-bounds element in chunk c (rows [c*csize, (c+1)*csize) along ``axis``), in
-    increasing order: a counting sort by chunk. Called serially (``.serial``): it is a
-    light O(windows) pass, and a parallel variant would cost more compile time than it
-    saves."""
+def bucket_windows(starts, rbase, ubase, wsize, dims, axis, shift, nchunks, ent):
+    """Owner lists for scatter_apply, a stable counting sort of the windows by chunk
+    (rows [c << shift, (c+1) << shift) along ``axis``). Returns ``first``: entries
+    first[c] .. first[c+1]-1 of ``ent`` (long enough for every window's chunks) are the
+    windows with an in-bounds element in chunk c, in increasing order. Entry q is
+    (rbase[b], ubase[b]) if window b is wholly in bounds and in this one chunk, else
+    (-1, b); the apply loop reads them in sequence (reading rbase and ubase at random
+    window numbers there cost 0.7 ms per 100k row windows).
+
+    Called serially (``.serial``): a light O(windows) pass (chunk numbers by shift: a
+    division per window made it 3x slower); a parallel counting sort over blocks of
+    windows was no faster on 2 cores and cost 1.5 s more compile time."""
     nb = starts.shape[0]
+    ws = wsize[axis]
+    dm = dims[axis]
     counts = np.zeros(nchunks + 1, np.int64)
     for b in range(nb):
         if rbase[b] != -2:
             s = starts[b, axis]
-            lo = max(s, 0)
-            hi = min(s + wsize[axis], dims[axis])
-            for c in range(lo // csize, (hi - 1) // csize + 1):
+            for c in range(max(s, 0) >> shift, ((min(s + ws, dm) - 1) >> shift) + 1):
                 counts[c + 1] += 1
-    for c in range(nchunks):
-        counts[c + 1] += counts[c]
-    first = counts.copy()
-    order = np.empty(counts[nchunks], np.int64)
+    first = _slots(counts)
     for b in range(nb):
         if rbase[b] != -2:
             s = starts[b, axis]
-            lo = max(s, 0)
-            hi = min(s + wsize[axis], dims[axis])
-            for c in range(lo // csize, (hi - 1) // csize + 1):
-                order[counts[c]] = b
-                counts[c] += 1
-    return order, first
+            c0 = max(s, 0) >> shift
+            c1 = (min(s + ws, dm) - 1) >> shift
+            for c in range(c0, c1 + 1):
+                q = counts[c]
+                if c0 == c1 and rbase[b] >= 0:
+                    ent[q, 0] = rbase[b]
+                    ent[q, 1] = ubase[b]
+                else:
+                    ent[q, 0] = -1
+                    ent[q, 1] = b
+                counts[c] = q + 1
+    return first
+
+
+@kernel
+def bucket_rows(idx, dim, rstride, ustride, shift, nchunks, ent):
+    """bucket_windows for row scatters: one index component addressing the partition
+    axis (``dim`` long, ``rstride`` elements a row), windows of one whole row, update
+    window b at b * ``ustride``, no batching dims. Window b is row v = idx[b, 0] if 0 <= v
+    < dim, with entry (v * rstride, b * ustride), and wholly out of bounds otherwise: the
+    same lists as scatter_starts + bucket_windows give, straight from the indices (that
+    pair took twice as long). Called serially, like bucket_windows."""
+    counts = np.zeros(nchunks + 1, np.int64)
+    for b in range(idx.shape[0]):
+        v = idx[b, 0]
+        if v >= 0 and v < dim:
+            counts[(v >> shift) + 1] += 1
+    first = _slots(counts)
+    for b in range(idx.shape[0]):
+        v = idx[b, 0]
+        if v >= 0 and v < dim:
+            q = counts[v >> shift]
+            ent[q, 0] = v * rstride
+            ent[q, 1] = b * ustride
+            counts[v >> shift] = q + 1
+    return first
 
 
 @scalar
@@ -253,47 +338,142 @@ def _minimum(a, b):
 
 
 @scalar
-def _apply_run(out, upd, ro, uo, n, rstep, ustep, op):
-    """out[ro + x*rstep] = op(out[...], upd[uo + x*ustep]) for x < n (uint64 offsets)."""
+def _combine(a, b, op):
+    """op(a, b) for the scatter op codes: for the loops that serve every op (strided runs,
+    windows cut by a bound or a chunk edge)."""
     if op == OVERWRITE:
-        for x in range(n):
-            out[ro + x * rstep] = upd[uo + x * ustep]
-    elif op == ADD:
-        for x in range(n):
-            t = ro + x * rstep
-            out[t] = out[t] + upd[uo + x * ustep]
-    elif op == MULTIPLY:
-        for x in range(n):
-            t = ro + x * rstep
-            out[t] = out[t] * upd[uo + x * ustep]
-    elif op == MAXIMUM:
-        for x in range(n):
-            t = ro + x * rstep
-            out[t] = _maximum(out[t], upd[uo + x * ustep])
+        return b
+    if op == ADD:
+        return a + b
+    if op == MULTIPLY:
+        return a * b
+    if op == MAXIMUM:
+        return _maximum(a, b)
+    return _minimum(a, b)
+
+
+@scalar
+def _apply_run(out, upd, ro, uo, n, rstep, ustep, op):
+    """out[ro + x*rstep] = op(out[...], upd[uo + x*ustep]) for x < n (uint64 offsets):
+    one loop per op, and unit strides apart, so that LLVM can vectorise them."""
+    if rstep == 1 and ustep == 1:
+        if op == OVERWRITE:
+            for x in range(n):
+                out[ro + x] = upd[uo + x]
+        elif op == ADD:
+            for x in range(n):
+                out[ro + x] = out[ro + x] + upd[uo + x]
+        elif op == MULTIPLY:
+            for x in range(n):
+                out[ro + x] = out[ro + x] * upd[uo + x]
+        elif op == MAXIMUM:
+            for x in range(n):
+                out[ro + x] = _maximum(out[ro + x], upd[uo + x])
+        else:
+            for x in range(n):
+                out[ro + x] = _minimum(out[ro + x], upd[uo + x])
     else:
         for x in range(n):
             t = ro + x * rstep
-            out[t] = _minimum(out[t], upd[uo + x * ustep])
+            out[t] = _combine(out[t], upd[uo + x * ustep], op)
+
+
+@_outlined
+def _apply_window(out, upd, starts, ubase, wsize, ustr, rstr, dims, axis, clo, chi, b, op):
+    """Apply window b's in-bounds elements in rows [clo, chi) along ``axis``: an odometer
+    over dims 0..R-2 and a run along dim R-1 (flat offsets index as uint64). Its own
+    function (inlined into scatter_apply's entry loop it made row updates 1.3x slower),
+    with one generic loop (the op tested per element): it serves only windows cut by the
+    bounds or a chunk edge, and ten specialised loops here doubled its compile time."""
+    rank = starts.shape[1]
+    last = rank - 1
+    lo = np.empty(rank, np.int64)
+    hi = np.empty(rank, np.int64)
+    w = np.empty(rank, np.int64)
+    for d in range(rank):
+        s = starts[b, d]
+        a = max(0, -s)
+        e = min(wsize[d], dims[d] - s)
+        if d == axis:
+            a = max(a, clo - s)
+            e = min(e, chi - s)
+        if a >= e:
+            return
+        lo[d] = a
+        hi[d] = e
+        w[d] = a
+    n = np.uint64(hi[last] - lo[last])
+    rs = np.uint64(rstr[last])
+    us = np.uint64(ustr[last])
+    while True:
+        roff = (starts[b, last] + lo[last]) * rstr[last]
+        uoff = ubase[b] + lo[last] * ustr[last]
+        for d in range(last):
+            roff += (starts[b, d] + w[d]) * rstr[d]
+            uoff += w[d] * ustr[d]
+        ro = np.uint64(roff)
+        uo = np.uint64(uoff)
+        for x in range(n):
+            t = ro + x * rs
+            out[t] = _combine(out[t], upd[uo + x * us], op)
+        d = last - 1  # odometer over dims last-1 .. 0
+        while d >= 0:
+            w[d] += 1
+            if w[d] < hi[d]:
+                break
+            w[d] = lo[d]
+            d -= 1
+        if d < 0:
+            return
+
+
+@scalar
+def _add(a, b):
+    """The add body, as a function for _rows_of."""
+    return a + b
+
+
+@scalar
+def _second(a, b):
+    """The overwrite body ``lambda a, b: b``, as a function for _rows_of."""
+    return b
+
+
+@scalar
+def _rows_of(out, upd, ent, q0, q1, n, starts, ubase, wsize, ustr, rstr, dims, axis, clo, chi,
+             op, combine):
+    """scatter_apply's entries q0..q1-1 for windows of one unit-stride run (row scatters):
+    a loop of its own per body (``combine``, op code ``op``: each call compiles its own
+    loop; with the op tested per entry, row updates took 1.5x as long)."""
+    for q in range(q0, q1):
+        rb = ent[q, 0]
+        if rb < 0:
+            _apply_window(out, upd, starts, ubase, wsize, ustr, rstr, dims, axis, clo, chi,
+                          ent[q, 1], op)
+            continue
+        ro = np.uint64(rb)
+        uo = np.uint64(ent[q, 1])
+        for x in range(n):
+            out[ro + x] = combine(out[ro + x], upd[uo + x])
 
 
 @kernel
-def scatter_apply(inp, out, upd, starts, ubase, rbase, wsize, ustr, rstr, dims, axis, csize,
-                  order, first, every, op, copy_input, runs_r, runs_u, run_len, rstep, ustep):
-    """Owner-computes over chunks c of the result along ``axis``: chunk c's owner first
-    copies its slab of ``inp`` into ``out`` (if ``copy_input``), then, for each window b
-    of chunk c's list (increasing), sets out[t] = op(out[t], upd[u]) for the window's
-    in-bounds elements t in chunk c. ``op``: OVERWRITE, ADD, MULTIPLY, MAXIMUM, MINIMUM.
-    With ``every`` (one chunk, the serial case) the list is every window, in order.
+def scatter_apply(inp, out, upd, first, ent, starts, ubase, wsize, ustr, rstr, dims, axis,
+                  shift, op, copy_input, runs_r, runs_u, run_len, rstep, ustep):
+    """Owner-computes over chunks c of the result along ``axis`` (rows [c << shift,
+    (c+1) << shift)): chunk c's owner first copies its slab of ``inp`` into ``out`` (if
+    ``copy_input``), then applies chunk c's entries of ``ent`` (bucket_windows: windows
+    in increasing order) while the slab is still in cache: out[t] = op(out[t], upd[u])
+    for each window's in-bounds elements t in chunk c. ``op``: OVERWRITE, ADD, MULTIPLY,
+    MAXIMUM, MINIMUM. (A 64 MiB copy followed by 100k random row updates into it took
+    1.4x as long as this fused loop.)
 
-    A window wholly in bounds and in the chunk (``rbase[b]`` >= 0) is applied run by run
-    (``runs_r``/``runs_u``: the runs' offsets, all windows have the same shape); any
-    other window is walked with an odometer over dims 0..R-2 and an inner loop over dim
-    R-1, restricted to its in-bounds part in the chunk. Flat offsets are non-negative
-    and index as uint64 (no wraparound checks).
+    An entry (rb >= 0, ub), a window wholly in bounds and in this chunk, is applied run
+    by run (``runs_r``/``runs_u``: the runs' offsets, all windows have the same shape,
+    one run for row windows); an entry (-1, b) goes to _apply_window. Flat offsets are
+    non-negative and index as uint64 (no wraparound checks).
     """
     nchunks = first.size - 1
-    rank = starts.shape[1]
-    last = rank - 1
     outer = 1
     for d in range(axis):
         outer *= dims[d]
@@ -301,63 +481,32 @@ def scatter_apply(inp, out, upd, starts, ubase, rbase, wsize, ustr, rstr, dims, 
     urun = np.uint64(run_len)
     urs = np.uint64(rstep)
     uus = np.uint64(ustep)
+    rows = nr == 1 and rstep == 1 and ustep == 1
     for c in prange(nchunks):
-        clo = c * csize
-        chi = min(clo + csize, dims[axis])
+        clo = c << shift
+        chi = min(clo + (1 << shift), dims[axis])
         if copy_input:
             slab = dims[axis] * rstr[axis]
             for q in range(outer):
                 _copy_run(inp, out, q * slab + clo * rstr[axis], q * slab + clo * rstr[axis],
                           (chi - clo) * rstr[axis], 1, 1)
-        lo = np.empty(rank, np.int64)
-        hi = np.empty(rank, np.int64)
-        w = np.empty(rank, np.int64)
+        if rows and op == ADD:
+            _rows_of(out, upd, ent, first[c], first[c + 1], urun, starts, ubase, wsize, ustr,
+                     rstr, dims, axis, clo, chi, op, _add)
+            continue
+        if rows and op == OVERWRITE:
+            _rows_of(out, upd, ent, first[c], first[c + 1], urun, starts, ubase, wsize, ustr,
+                     rstr, dims, axis, clo, chi, op, _second)
+            continue
         for q in range(first[c], first[c + 1]):
-            b = order[q] if every == 0 else q
-            rb = rbase[b]
-            if rb == -2:
-                continue
-            if rb >= 0 and starts[b, axis] >= clo and starts[b, axis] + wsize[axis] <= chi:
-                # the whole window is in bounds and in this chunk: its runs, no checks
-                # (a separate loop: merged with the general walk it ran 1.3x slower)
+            rb = ent[q, 0]
+            if rb < 0:
+                _apply_window(out, upd, starts, ubase, wsize, ustr, rstr, dims, axis, clo, chi,
+                              ent[q, 1], op)
+            else:
                 for r in range(nr):
                     _apply_run(out, upd, np.uint64(rb + runs_r[r]),
-                               np.uint64(ubase[b] + runs_u[r]), urun, urs, uus, op)
-                continue
-            empty = False
-            for d in range(rank):
-                s = starts[b, d]
-                a = max(0, -s)
-                e = min(wsize[d], dims[d] - s)
-                if d == axis:
-                    a = max(a, clo - s)
-                    e = min(e, chi - s)
-                if a >= e:
-                    empty = True
-                lo[d] = a
-                hi[d] = e
-                w[d] = a
-            if empty:
-                continue
-            n = np.uint64(hi[last] - lo[last])
-            rs = np.uint64(rstr[last])
-            us = np.uint64(ustr[last])
-            while True:
-                roff = (starts[b, last] + lo[last]) * rstr[last]
-                uoff = ubase[b] + lo[last] * ustr[last]
-                for d in range(last):
-                    roff += (starts[b, d] + w[d]) * rstr[d]
-                    uoff += w[d] * ustr[d]
-                _apply_run(out, upd, np.uint64(roff), np.uint64(uoff), n, rs, us, op)
-                d = last - 1  # odometer over dims last-1 .. 0
-                while d >= 0:
-                    w[d] += 1
-                    if w[d] < hi[d]:
-                        break
-                    w[d] = lo[d]
-                    d -= 1
-                if d < 0:
-                    break
+                               np.uint64(ent[q, 1] + runs_u[r]), urun, urs, uus, op)
 
 
 @kernel

@@ -44,17 +44,19 @@ type, NaN payloads kept; rows of 8-byte multiples move as uint64 words). scatter
 one input and a body recognised by :mod:`xops.ops._bodies` as ``add``, ``multiply``,
 ``maximum`` or ``minimum``, or the overwrite body ``lambda a, b: b`` (recognised here
 from its bytecode, never by calling it), runs an owner-computes Numba kernel that also
-does the copy of the input; any other body runs vectorised: updates are grouped by
-target and folded in schedule order in rounds, one body call per round on all targets
-that have a k-th update (per window where windows coincide or are disjoint, as in row
-scatters; per element otherwise). sort with ``xo.compare(lhs_0, rhs_0, "LT" | "GT"[,
-compare_type])`` on the first operand (the others are passengers) maps the keys to
-unsigned integers with a Numba kernel (totalOrder bits, or FLOAT order) and sorts them
-with NumPy's SIMD sort (a stable argsort appends the position to keys of up to 32
-bits, so the fast unstable sort applies); any other comparator runs a bottom-up merge
-sort whose comparisons are vectorised over a whole merge level (about
-log2(n)^2 / 2 comparator calls on all elements at once). top_k runs a row-parallel
-Numba heap kernel for k <= 256, a stable sort of each row otherwise.
+does the copy of the input, chunk by chunk; any other body runs vectorised: updates are
+grouped by target and folded in schedule order in rounds, one body call per round on
+all targets that have a k-th update (per window where windows coincide or are disjoint,
+as in row scatters; per element otherwise). gather and scatter take their results and
+index temporaries from the buffer pool (:mod:`xops.kernels.pool`). sort with
+``xo.compare(lhs_0, rhs_0, "LT" | "GT"[, compare_type])`` on the first operand (the
+others are passengers) maps the keys to unsigned integers with a Numba kernel
+(totalOrder bits, or FLOAT order) and sorts them with NumPy's SIMD sort (a stable
+argsort appends the position to keys of up to 32 bits, so the fast unstable sort
+applies); any other comparator runs a bottom-up merge sort whose comparisons are
+vectorised over a whole merge level (about log2(n)^2 / 2 comparator calls on all
+elements at once). top_k runs a row-parallel Numba heap kernel for k <= 256, a stable
+sort of each row otherwise.
 """
 import dis
 import types
@@ -65,6 +67,7 @@ from ..autodiff.tape import primitive
 from ..dtypes import as_dtype, from_compute, wrap_int
 from ..kernels import config as _config
 from ..kernels import indexing as K
+from ..kernels import pool as _pool
 from ..tensor import Tensor, _wrap
 from ._core import SpecError, as_tensor, attr_int, attr_ints, check, compute, operands, tstr
 
@@ -123,14 +126,26 @@ def _index_array(t):
 
 def _index_matrix(t, index_vector_dim):
     """start/scatter indices as an (nb, K) C-contiguous int64 matrix (the index vector dim
-    last; an implicit trailing 1 when index_vector_dim == rank), and the batch shape."""
-    v = _index_array(t)
+    last; an implicit trailing 1 when index_vector_dim == rank), and the batch shape.
+    Values as _index_array's; the matrix comes from the buffer pool (a temporary).
+    int32 indices stay int32 (a view where the layout allows): the kernels read them as
+    they are (one more specialisation each) instead of after a serial conversion pass
+    (0.1 ms per 100k indices)."""
+    v = compute(t)
     if index_vector_dim == v.ndim:
         v = v[..., None]
     else:
         v = np.moveaxis(v, index_vector_dim, -1)
     batch = v.shape[:-1]
-    return np.ascontiguousarray(v.reshape(_prod(batch), v.shape[-1])), batch
+    shape = (_prod(batch), v.shape[-1])
+    if v.dtype == np.int32:
+        return np.ascontiguousarray(v.reshape(shape)), batch
+    out = _pool.empty(shape, np.int64)
+    if v.dtype == np.uint64:
+        np.minimum(v, np.uint64(2 ** 63 - 1), out=out.reshape(v.shape), casting="unsafe")
+    else:
+        np.copyto(out.reshape(v.shape), v, casting="unsafe")
+    return out, batch
 
 
 _UINT_BY_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -336,7 +351,7 @@ def _gather_impl(x, si, p):
     """Describe the gather with flat strides and run the output-parallel kernel on the
     raw bits of the holder array."""
     shape_out = p.result_shape
-    out = np.empty(shape_out, x._dtype.np)
+    out = _pool.empty(shape_out, x._dtype.np)
     if out.size == 0:
         return out
     if any(p.slice_sizes[d] == 0 for d in p.collapsed + p.obd):
@@ -636,9 +651,11 @@ def _scatter_body_types(xs, us, body):
 
 class _Geometry:
     """Scatter windows described with flat strides over the (contiguous) result and
-    updates: the kernels' arguments. Rank-0 inputs get one dummy dim of size 1."""
+    updates: the kernels' arguments. Rank-0 inputs get one dummy dim of size 1. The
+    window starts are computed by scatter_starts, unless ``fill`` is False (the fast path
+    calls fill_starts() where it needs them)."""
 
-    def __init__(self, shape, si, ushape, p):
+    def __init__(self, shape, si, ushape, p, fill=True):
         r = len(shape)
         idx, batch = _index_matrix(si, p.ivd)
         self.idx = idx
@@ -663,11 +680,23 @@ class _Geometry:
         self.dims, self.wsize, self.wstr = _i64(dims), _i64(wsize), _i64(wstr)
         self.rstr = _i64(_strides(dims))
         self.axis = int(np.argmax(self.dims))  # the owner partition axis: the longest
-        self.starts = np.empty((self.nb, len(dims)), np.int64)
-        self.ubase = np.empty(self.nb, np.int64)
-        self.rbase = np.empty(self.nb, np.int64)
+        self.starts = _pool.empty((self.nb, len(dims)), np.int64)
+        self.ubase = _pool.empty(self.nb, np.int64)
+        self.rbase = _pool.empty(self.nb, np.int64)
+        if fill:
+            self.fill_starts()
+
+    def fill_starts(self):
         K.scatter_starts(self.nb, _ro(self.idx), self.kdim, self.bshape, self.bdim, self.ustr_b,
                          self.dims, self.wsize, self.rstr, self.starts, self.ubase, self.rbase)
+
+    def is_rows(self):
+        """Row scatter: one index component, on the partition axis, windows of one whole
+        row there, no batching dims (bucket_rows' case)."""
+        a = self.axis
+        return (self.idx.shape[1] == 1 and self.kdim[0] == a and self.bshape.size == 1
+                and self.bdim[0] < 0 and self.wsize[a] == 1
+                and all(self.wsize[d] == self.dims[d] for d in range(self.dims.size) if d != a))
 
     def runs(self):
         """(runs_r, runs_u, run_len, rstep, ustep): a whole window as runs (the innermost
@@ -702,11 +731,11 @@ class _Geometry:
 def _scatter_impl(xs, si, us, p, body, dts):
     if xs[0].size == 0 or us[0].size == 0:
         return [_convert(x, dt) for x, dt in zip(xs, dts)]
-    geo = _Geometry(xs[0].shape, si, us[0].shape, p)
     plan = _scatter_fast_plan(xs, body, dts)
     if plan is not None:
+        geo = _Geometry(xs[0].shape, si, us[0].shape, p, fill=False)
         return [_scatter_fast(xs[0], us[0], geo, *plan)]
-    return _scatter_generic(xs, us, geo, body, dts)
+    return _scatter_generic(xs, us, _Geometry(xs[0].shape, si, us[0].shape, p), body, dts)
 
 
 def _convert(t, dt):
@@ -746,7 +775,6 @@ def _scatter_op_name(body):
     return binary_op_name(body)
 
 
-_EMPTY_I64 = np.zeros(0, np.int64)
 _TOP_K_BUFFER = 256  # top_k: the row kernel's heap; larger k sort the whole row
 
 _BOOL_CODE = {"add": K.MAXIMUM, "multiply": K.MINIMUM, "maximum": K.MAXIMUM,
@@ -802,25 +830,31 @@ def _scatter_fast(x, u, geo, kdt, code, mode):
     inp = inp.astype(kdt, copy=False)
     upd = upd.astype(kdt, copy=False)
     copy_input = np.may_share_memory(inp, x._value)
-    # the kernel copies the input chunk by chunk (each owner first-touches its slab);
-    # an input that had to be converted is already a fresh array
-    out = np.empty(inp.shape, kdt) if copy_input else inp
-    n = u.size
-    parallel = max(n, x.size) >= _config.PARALLEL_THRESHOLD
+    # the kernel copies the input chunk by chunk, each chunk just before its updates
+    # (the result from the buffer pool); an input that had to be converted is already a
+    # fresh array, updated in place
+    out = _pool.empty(inp.shape, kdt) if copy_input else inp
+    size = max(u.size, x.size)
     extent = int(geo.dims[geo.axis])
-    threads = _num_threads() if parallel else 1
-    if threads > 1:  # a few chunks per thread, for balance
-        csize = max(1, -(-extent // (4 * threads)))
-        nchunks = -(-extent // csize)
-        order, first = K.bucket_windows.serial(geo.starts, geo.rbase, geo.wsize, geo.dims,
-                                               geo.axis, csize, nchunks)
-        every = 0
+    if size >= _config.PARALLEL_THRESHOLD:
+        shift = _chunk_shift(extent, out.nbytes, int(geo.wsize[geo.axis]))
     else:  # one chunk: every window, in order
-        csize = max(extent, 1)
-        order, first, every = _EMPTY_I64, np.array([0, geo.nb], np.int64), 1
-    K.scatter_apply(max(n, x.size), _ro(inp.reshape(-1)), out.reshape(-1), _ro(upd.reshape(-1)),
-                    geo.starts, geo.ubase, geo.rbase, geo.wsize, geo.wstr, geo.rstr, geo.dims,
-                    geo.axis, csize, order, first, every, code, copy_input, *geo.runs())
+        shift = (extent - 1).bit_length()
+    nchunks = ((extent - 1) >> shift) + 1
+    # a window overlaps at most this many chunks: the entry list's length bound
+    span = ((int(geo.wsize[geo.axis]) + (1 << shift) - 2) >> shift) + 1
+    ent = _pool.empty((geo.nb * span, 2), np.int64)
+    if geo.is_rows():
+        first = K.bucket_rows.serial(_ro(geo.idx), int(geo.dims[geo.axis]),
+                                     int(geo.rstr[geo.axis]), int(geo.ustr_b[0]), shift,
+                                     nchunks, ent)
+    else:
+        geo.fill_starts()
+        first = K.bucket_windows.serial(geo.starts, geo.rbase, geo.ubase, geo.wsize,
+                                        geo.dims, geo.axis, shift, nchunks, ent)
+    K.scatter_apply(size, _ro(inp.reshape(-1)), out.reshape(-1), _ro(upd.reshape(-1)), first,
+                    ent, geo.starts, geo.ubase, geo.wsize, geo.wstr, geo.rstr, geo.dims,
+                    geo.axis, shift, code, copy_input, *geo.runs())
     out = out.reshape(x.shape)
     if mode == "bits":
         holder = out.view(np.uint32) if kdt == np.float32 else out
@@ -834,9 +868,21 @@ def _scatter_fast(x, u, geo, kdt, code, mode):
     return _wrap(from_compute(out, dt), dt)
 
 
-def _num_threads():
-    import numba
-    return numba.get_num_threads()
+_CHUNK_BYTES = 1 << 18  # an owner chunk's slab stays in L2 between its copy and its updates
+
+
+def _chunk_shift(extent, nbytes, window):
+    """log2 of the owner chunks' extent along the partition axis (``extent`` long, the
+    result ``nbytes``, windows ``window`` long on it): a power of two (chunk numbers by
+    shift); slabs of at most ~_CHUNK_BYTES (copied, then updated while still in cache)
+    and at least 16 chunks where the axis is long enough (balance), but chunks of 8
+    windows or more where that leaves 8 chunks (a window cut by a chunk edge takes the
+    slow path in both chunks). A function of the shapes only: the thread count never
+    changes the chunks (the result would not depend on them anyway: every element is
+    updated in schedule order)."""
+    rows = min(_CHUNK_BYTES * extent // max(nbytes, 1), extent // 16)
+    rows = max(rows, min(8 * window, extent // 8), 1)
+    return rows.bit_length() - 1
 
 
 def _stable_order(keys):
