@@ -29,7 +29,7 @@ import numpy as np
 from .dtypes import DType, as_dtype, from_compute, int_to_float, to_compute
 from .errors import SpecError
 
-__all__ = ["QuantizedType", "quantized_type", "is_quantized"]
+__all__ = ["QuantizedType", "is_quantized"]
 
 # ``i8<-127:127>:f32:0, {0.1:-30,0.5:-20}`` (the part inside ``!quant.uniform<...>``)
 QUANT_BODY = re.compile(
@@ -299,13 +299,6 @@ def as_quantized(text):
         raise TypeError(f"malformed quantized element type: {text!r}")
     st, smin, smax, ex, axis, scales, zps = parts
     return QuantizedType(st, ex, scales, zps, axis, smin, smax)
-
-
-def quantized_type(storage_type, expressed_type, scales, zero_points=0,
-                   quantization_dimension=None, storage_min=None, storage_max=None):
-    """Shorthand for :class:`QuantizedType` (same parameters)."""
-    return QuantizedType(storage_type, expressed_type, scales, zero_points,
-                         quantization_dimension, storage_min, storage_max)
 
 
 def is_quantized(x):

@@ -30,12 +30,12 @@ import numpy as np
 
 from ..autodiff import tape
 from ..autodiff.tape import primitive
-from ..qtype import QuantizedType, quantized_type, is_quantized
+from ..qtype import QuantizedType, is_quantized
 from ..tensor import Tensor, _wrap
 from ._core import SpecError, as_tensor, check, tstr
 
 __all__ = ["uniform_quantize", "uniform_dequantize", "dequantize_op_quantize",
-           "QuantizedType", "quantized_type", "is_quantized"]
+           "QuantizedType", "is_quantized"]
 
 
 # ---------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..dtypes import DType
 from ..errors import SpecError
+from ..ops.quantization import DEQUANTIZE_OP_QUANTIZE, _dequantized, _requantized
 from ..tensor import Tensor
 from .ir import DenseAttr, QuantType, TensorType, TokenType, TupleType
 from .parser import parse
@@ -269,7 +270,6 @@ class Interpreter:
 def _run_handler(handler, ctx, op, vals):
     """Run one op. An arithmetic op on quantized values is the spec's
     ``dequantize_op_quantize`` with the result types the program declares."""
-    from ..ops.quantization import DEQUANTIZE_OP_QUANTIZE, _dequantized, _requantized
     name = op.name.partition(".")[2]
     if op.name.startswith("stablehlo.") and name in DEQUANTIZE_OP_QUANTIZE and (
             any(_is_quantized(t) for t in op.result_types or ())
