@@ -30,6 +30,7 @@ import numpy as np
 
 from ..autodiff import tape
 from ..autodiff.tape import primitive
+from ..dtypes import as_dtype, from_compute
 from ..qtype import QuantizedType, is_quantized
 from ..tensor import Tensor, _wrap
 from ._core import SpecError, as_tensor, check, tstr
@@ -43,7 +44,6 @@ __all__ = ["uniform_quantize", "uniform_dequantize", "dequantize_op_quantize",
 # ---------------------------------------------------------------------------------------
 
 def _quantized_result_type(op, dtype):
-    from ..dtypes import as_dtype
     try:
         dt = as_dtype(dtype)
     except (TypeError, ValueError) as e:
@@ -125,11 +125,7 @@ def dequantize_op_quantize(op, *inputs_and_output_type):
 
 def _dequantized(x):
     """Quantized tensors (also inside lists/tuples) -> their real values."""
-    if isinstance(x, Tensor):
-        return uniform_dequantize(x) if x._dtype.quantized else x
-    if isinstance(x, (list, tuple)):
-        return type(x)(_dequantized(v) for v in x)
-    return x
+    return tape._restructure(x, lambda t: uniform_dequantize(t) if t._dtype.quantized else t)
 
 
 def _requantized(r, qt):
@@ -237,7 +233,6 @@ _CONTRACTIONS = {"dot_general": ("C14", "C15", "C16", "C17"), "dot": ("C14", "C1
 def _contraction_type(name, bound, default):
     """The quantized checks of dot_general (C14-C17) and convolution (C28-C32); the
     result type is preferred_element_type when given, else lhs's."""
-    from ..dtypes import as_dtype
     a = bound.arguments
     lhs, rhs = a["lhs"], a["rhs"]
     pref = a.get("preferred_element_type")
@@ -324,11 +319,9 @@ def _check_no_other_quantized(name, bound, params):
 
 
 def _storage(x):
-    if isinstance(x, Tensor):
-        return _wrap(x._value, x._dtype.storage_type) if x._dtype.quantized else x
-    if isinstance(x, (list, tuple)):
-        return type(x)(_storage(v) for v in x)
-    return x
+    """Quantized tensors (also inside lists/tuples) -> their storage integers."""
+    return tape._restructure(
+        x, lambda t: _wrap(t._value, t._dtype.storage_type) if t._dtype.quantized else t)
 
 
 def _movement(name, op, bound):
@@ -348,7 +341,6 @@ def _movement(name, op, bound):
 
 def _bitcast(op, bound, values):
     """bitcast_convert: C1 is on storage types (E = storage_type for quantized types)."""
-    from ..dtypes import as_dtype
     dst = as_dtype(values["dtype"])
     values["dtype"] = dst.storage_type if dst.quantized else dst
     out = _run(op, bound, values)
@@ -395,7 +387,6 @@ def _check_round_trip(name, qt):
     """quantize(dequantize(i)) == i for every storage value i of ``qt``."""
     ok = _EXACT.get(qt)
     if ok is None:
-        from ..dtypes import from_compute
         v = np.arange(qt.storage_min, qt.storage_max + 1, dtype=np.int64)
         check_type = qt
         if qt.is_per_axis:  # every value against every slice's scale and zero point
