@@ -23,7 +23,7 @@
 # it returns a new, immutable `xo.Tensor` right away: there is no graph to build and no
 # `jit` to call.
 #
-# This notebook covers the three things you meet first:
+# This notebook covers the things you meet first:
 #
 # 1. **tensors and element types**: every element type of the spec, from `i1` and 4-bit
 #    integers to `bf16`, the `f8` family and `complex<f64>`, computed exactly as XLA
@@ -32,15 +32,23 @@
 #    one op that changes shapes by repeating data, and NumPy-style broadcasting is a
 #    special case of it;
 # 3. **errors**: every constraint of the spec is checked before anything runs, and the
-#    error names the op and the constraint's label (`C1`, `C2`, ...).
+#    error names the op and the constraint's label (`C1`, `C2`, ...);
+# 4. **the everyday layer** over the same tensors: `xops.numpy` (the Python array API
+#    standard), Tensor methods, NumPy's promotion and indexing, `.at[]` updates, NumPy
+#    functions and DLPack, and scikit-learn running on xops tensors.
 #
 # Each claim below is checked with an `assert` against NumPy or against the spec's own
 # examples, so this notebook fails its CI run if xops ever disagrees.
 
 # %%
+import os
+
+os.environ["SCIPY_ARRAY_API"] = "1"  # before SciPy / scikit-learn are imported (last section)
+
 import numpy as np
 
 import xops as xo
+import xops.numpy as xnp
 
 # %% [markdown]
 # ## Tensors
@@ -67,9 +75,11 @@ assert xo.tensor([1, 2], "ui8").dtype.spec_name == "ui8"
 # Tensors are values: `np.asarray(t)` gives their elements, and no op ever changes an
 # existing tensor.
 #
-# Every op is a function named as in the spec. The Python operators are shorthands for
-# them: `x * 2 + 1` *is* `xo.add(xo.multiply(x, 2), 1)`. A Python scalar is a *weak*
-# operand: it takes the element type of the tensor it meets, so `x * 2` stays `f32`.
+# Every op is a function named as in the spec. The Python operators belong to the
+# everyday layer (the last section): they broadcast and promote like NumPy, and on
+# operands of one element type they run the spec ops, so `x * 2 + 1` computes
+# `xo.add(xo.multiply(x, 2), 1)`. A Python scalar is a *weak* operand: it takes the
+# element type of the tensor it meets, so `x * 2` stays `f32`.
 
 # %%
 y = x * 2 + 1
@@ -86,6 +96,7 @@ np.testing.assert_allclose(np.asarray(xo.exponential(x)), np.exp(x_np), rtol=1e-
 np.testing.assert_array_equal(np.asarray(xo.compare(x, 3.0, "GE")), x_np >= 3)
 np.testing.assert_array_equal(np.asarray(xo.transpose(x, [1, 0])), x_np.T)
 np.testing.assert_array_equal(np.asarray(x[:, ::-1]), x_np[:, ::-1])  # reverse + slice
+np.testing.assert_array_equal(x.T, x_np.T)  # the everyday spelling of that transpose
 
 # %% [markdown]
 # ## Element types
@@ -245,8 +256,9 @@ np.testing.assert_array_equal(np.asarray(c), [2**31 - 1, -(2**31), 0, 2, -2])
 
 # %% [markdown]
 # StableHLO ops require their operands to have the *same* element type (for `add`,
-# constraint C1: `element_type(lhs) = element_type(rhs)`). xops never promotes silently;
-# the error says what to do instead.
+# constraint C1: `element_type(lhs) = element_type(rhs)`). The `xo.<op>` functions never
+# promote; the error says what to do instead. (The operators promote the standard
+# types, as NumPy does, but never `bf16`, `f8` or 4-bit types: see the everyday layer.)
 
 # %%
 try:
@@ -259,6 +271,12 @@ assert "xo.convert" in str(promotion_error)
 
 explicit = xo.add(xo.convert(xo.tensor([1.0]), "bf16"), xo.tensor([1.0], "bf16"))
 assert explicit.dtype == xo.bfloat16
+try:
+    xo.tensor([1.0]) + xo.tensor([1.0], "bf16")  # the operator refuses it too
+except xo.SpecError as e:
+    assert "xo.convert" in str(e)
+else:
+    raise AssertionError("f32 + bf16 did not raise")
 
 # %% [markdown]
 # ## Broadcasting vs `broadcast_in_dim`
@@ -400,14 +418,202 @@ print(pad_error)
 assert str(pad_error).startswith("pad (C2): ")
 
 # %% [markdown]
+# ## The everyday layer
+#
+# Everything above is the **spec layer**: `xo.<op>` functions with the spec's operands
+# and attributes, one element type per op, no implicit broadcasting, exactly the spec's
+# semantics. Day-to-day code wants NumPy's conveniences, and xops has them as a second
+# layer over the same `Tensor`: `xops.numpy` (`import xops.numpy as xnp`) is a complete
+# namespace of the Python array API standard 2024.12 (plus `xnp.array`, `xnp.einsum`,
+# `xnp.random`), and the Tensor's operators and methods call it. It is built on the spec
+# ops, so all of it records on the autodiff tape. `docs/numpy.md` describes it all,
+# including where it deviates from the standard.
+
+# %%
+a = xnp.arange(6.0).reshape(2, 3)  # Python floats default to float32, as in PyTorch and JAX
+a_np = np.arange(6.0).reshape(2, 3)
+print(repr(a), a.sum(), a.mean(axis=0), a.T.type, sep="\n")
+
+assert a.dtype == xnp.float32 and str(a.T.type) == "f32[3,2]"
+assert a.sum().item() == 15.0 and a.mean(axis=0).tolist() == [1.5, 2.5, 3.5]
+np.testing.assert_array_equal(a.max(axis=1), a_np.max(axis=1))  # np.testing takes tensors
+np.testing.assert_array_equal(a.T @ a, a_np.T @ a_np)
+np.testing.assert_array_equal(xnp.where(a > 2, a, -1.0), np.where(a_np > 2, a_np, -1.0))
+np.testing.assert_allclose(xnp.linalg.vector_norm(a, axis=1),
+                           np.linalg.norm(a_np, axis=1), rtol=1e-6)
+
+loss = (a ** 2).mean()
+print(f"loss = {loss:.4f}")  # format specs work on 0-d tensors
+assert f"{loss:.4f}" == "9.1667" and float(loss) == np.float32(55 / 6)
+
+# %% [markdown]
+# ### Promotion: the operators promote, `xo.<op>` does not
+#
+# Operators, methods and `xnp` functions broadcast like NumPy and **promote** mixed
+# element types: the standard's table within a kind (`f32 + f64 -> f64`), the float type
+# for an integer with a float (`i64 + f32 -> f32`), Python scalars weak. `/` is true
+# division and `%` takes the divisor's sign, as in Python. The spec functions stay
+# strict: `xo.add` of `f32` and `f64` is constraint C1's error, and `xo.divide` and
+# `xo.remainder` truncate as the spec says. `bf16`, `f8` and 4-bit types have no place
+# in the standard's table and mix only with themselves, in both layers (see above).
+
+# %%
+f32 = xnp.asarray([1.0, 2.0])
+f64 = xnp.asarray([0.5, 0.25], dtype=xnp.float64)
+mixed = f32 + f64
+assert mixed.dtype == xnp.float64 and mixed.tolist() == [1.5, 2.25]
+assert (xnp.asarray([1, 2]) + f32).dtype == xnp.float32  # int64 with float32
+assert (f32 + np.ones(2)).dtype == xnp.float64           # a float64 NumPy array
+try:
+    xo.add(f32, f64)
+except xo.SpecError as e:
+    strict_error = e
+print(strict_error)
+assert strict_error.label == "C1" and "xo.convert" in str(strict_error)
+
+i = xnp.asarray([7, -7])
+print(i / 2, i // 2, i % 3)
+assert (i / 2).tolist() == [3.5, -3.5] and (i / 2).dtype == xnp.float32
+assert (i // 2).tolist() == [3, -4] and (i % 3).tolist() == [1, 2]
+assert xo.divide(i, xo.tensor([2, 2])).tolist() == [3, -3]     # the spec: truncation
+assert xo.remainder(i, xo.tensor([3, 3])).tolist() == [1, -1]  # the dividend's sign
+
+# %% [markdown]
+# ### Indexing and `.at[]` updates
+#
+# `t[key]` takes NumPy's indexing: ints, slices with any step, `...`, `None`, integer
+# arrays (one `gather`, with NumPy's placement of the new axes) and boolean masks (the
+# result's shape depends on the data, which is fine eagerly). An index out of bounds is
+# an `IndexError`, as in NumPy (a bare `gather` would clamp it). Tensors are values, so
+# updates are functional, as in JAX: `t.at[idx].set(v)` / `.add` / `.multiply` / `.min` /
+# `.max` return a new tensor through `scatter`; repeated indices all combine (`add`
+# adds every update), except in `set`, where the last one wins.
+
+# %%
+b = xnp.asarray([[3.0, -1.0, 4.0], [-1.0, 5.0, -9.0]])
+b_np = np.asarray(b)
+print(b[b > 0], b[:, [2, 0, 0]], b[[1, 0], [0, 2]], sep="\n")
+np.testing.assert_array_equal(b[b > 0], b_np[b_np > 0])
+np.testing.assert_array_equal(b[:, [2, 0, 0]], b_np[:, [2, 0, 0]])
+np.testing.assert_array_equal(b[[1, 0], [0, 2]], b_np[[1, 0], [0, 2]])
+np.testing.assert_array_equal(b[..., None, ::-2], b_np[..., None, ::-2])
+try:
+    b[2]
+except IndexError as e:
+    print(e)
+    assert "out of bounds for axis 0 with size 2" in str(e)
+
+counts = xnp.zeros(4).at[xnp.asarray([0, 2, 2, 2])].add(1.0)  # a histogram
+assert counts.tolist() == [1.0, 0.0, 3.0, 0.0]
+assert xnp.zeros(3).at[[1, 1]].set(xnp.asarray([7.0, 9.0])).tolist() == [0.0, 9.0, 0.0]
+assert b.at[b < 0].set(0.0).tolist() == [[3.0, 0.0, 4.0], [0.0, 5.0, 0.0]]
+assert b.tolist() == b_np.tolist()  # .at[] made new tensors; b is unchanged
+
+# gradients flow through indexing: a duplicated index receives both cotangents
+g = xo.grad(lambda w: (w[[0, 0, 2]] * xnp.asarray([1.0, 2.0, 3.0])).sum())(xnp.zeros(3))
+assert g.tolist() == [3.0, 0.0, 3.0]
+
+# %% [markdown]
+# `t[idx] = v` works too. It **rebinds** `t` to `t.at[idx].set(v)`: the name `t` sees the
+# new value, but results computed from `t` before, NumPy views of it and detached
+# copies keep the old one (copy-on-write). When the autodiff tape saved the old value,
+# a version counter makes `backward` raise rather than use the new one.
+
+# %%
+t = xnp.arange(4.0)
+head, flipped, host = t[:2], t.T, np.asarray(t)
+t[0] = 10.0
+t[t > 2.5] += 100.0  # read, add, write back
+print(t, head, flipped, host)
+assert t.tolist() == [110.0, 1.0, 2.0, 103.0]
+assert head.tolist() == [0.0, 1.0] and flipped.tolist() == [0.0, 1.0, 2.0, 3.0]
+assert host.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+# %% [markdown]
+# ### NumPy functions and DLPack
+#
+# NumPy's own functions accept tensors and **return tensors**, recorded on the tape:
+# ufuncs through `__array_ufunc__` (`np.sin(t)`, `np.add(t, 1)`, `ndarray + t`) and the
+# array functions that `xnp` has a counterpart of through `__array_function__`
+# (`np.mean`, `np.concatenate`, `np.where`, `np.linalg.norm`, ...). Any other NumPy
+# function raises a `TypeError` that points to `xnp` instead of silently computing in
+# NumPy and dropping the gradient. `np.asarray(t)` stays a read-only NumPy view of the
+# values. DLPack exchanges buffers without copying: `np.from_dlpack(t)` and
+# `torch.from_dlpack(t)` see the tensor's memory (read-only: tensors are immutable), and
+# `xnp.from_dlpack` takes NumPy arrays and PyTorch tensors.
+
+# %%
+s = np.sin(a)
+print(type(s).__name__, s.type)
+assert isinstance(s, xo.Tensor)
+np.testing.assert_allclose(s, np.sin(a_np), rtol=1e-6)
+assert isinstance(np.concatenate([a, a]), xo.Tensor) and np.mean(a).item() == 2.5
+
+# NumPy calls inside a differentiated function: d/dw sum(w sin w) = sin w + w cos w
+w0 = np.array([0.5, 1.0, 2.0])
+dw = xo.grad(lambda w: np.sum(w * np.sin(w)))(w0)  # a NumPy array in: f64, gradient out
+np.testing.assert_allclose(dw, np.sin(w0) + w0 * np.cos(w0), rtol=1e-14)
+try:
+    np.median(a)
+except TypeError as e:
+    print(e)
+    assert "xops.numpy" in str(e)
+
+shared = np.from_dlpack(a)  # zero-copy, read-only
+assert np.shares_memory(shared, np.asarray(a)) and not shared.flags.writeable
+np.testing.assert_array_equal(shared, a_np)
+grid = np.linspace(0.0, 1.0, 5)
+imported = xnp.from_dlpack(grid)  # zero-copy the other way
+assert imported.dtype == xnp.float64 and np.shares_memory(np.asarray(imported), grid)
+assert (imported * 4).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+# %% [markdown]
+# ## scikit-learn on xops tensors
+#
+# scikit-learn runs many estimators on any array library with an array API namespace
+# (`sklearn.config_context(array_api_dispatch=True)`; SciPy must read
+# `SCIPY_ARRAY_API=1` when it is imported, which the first cell of this notebook set).
+# `Tensor.__array_namespace__()` returns `xops.numpy`, so a standardise / PCA / linear
+# discriminant pipeline runs on xops tensors, every step computed by xops ops, and gives
+# the NumPy pipeline's numbers.
+
+# %%
+import sklearn
+from sklearn.datasets import load_digits
+from sklearn.decomposition import PCA
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.preprocessing import StandardScaler
+
+X, y = load_digits(return_X_y=True)
+Xt, yt = xo.tensor(X), xo.tensor(y)
+with sklearn.config_context(array_api_dispatch=True):
+    Z = StandardScaler().fit_transform(Xt)
+    P = PCA(n_components=10, svd_solver="full").fit_transform(Z)
+    lda = LinearDiscriminantAnalysis().fit(P, yt)
+    predicted = lda.predict(P)
+    accuracy = xnp.mean(xnp.astype(predicted == yt, xnp.float64))
+print(type(P).__name__, P.type, f"training accuracy {accuracy:.4f}")
+assert isinstance(P, xo.Tensor) and str(P.type) == "f64[1797,10]"
+
+# the same pipeline on NumPy arrays
+P_np = PCA(n_components=10, svd_solver="full").fit_transform(StandardScaler().fit_transform(X))
+predicted_np = LinearDiscriminantAnalysis().fit(P_np, y).predict(P_np)
+np.testing.assert_allclose(P, P_np, rtol=1e-9, atol=1e-9)
+np.testing.assert_array_equal(predicted, predicted_np)
+assert accuracy.item() == np.mean(predicted_np == y) and accuracy.item() > 0.8
+
+# %% [markdown]
 # ## Summary
 #
 # * `xo.<spec_name>(operands..., attributes...)` runs the spec's op now and returns an
-#   immutable tensor; Python operators are shorthands that broadcast like NumPy.
+#   immutable tensor.
 # * Narrow floats compute in `f32` and round once to nearest even; `f8E4M3FN` has no
-#   infinity; small integers wrap at their own width; nothing is promoted implicitly.
+#   infinity; small integers wrap at their own width; the spec ops promote nothing.
 # * `broadcast_in_dim` is the spec's one broadcasting op; NumPy's rule is the case
 #   `broadcast_dimensions = [R - r, ..., R - 1]`.
 # * Constraint violations are `xo.SpecError`s labelled with the spec's constraint ids.
+# * The everyday layer (`xops.numpy`, the operators, methods, indexing and `.at[]`,
+#   NumPy functions, DLPack) promotes and broadcasts like NumPy, is built on the spec
+#   ops and records on the tape; scikit-learn's array API dispatch runs on it.
 #
 # Next: [2. Windows and indices](02_windows_and_indices.ipynb).

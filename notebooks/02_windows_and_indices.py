@@ -41,6 +41,7 @@ from matplotlib.patches import Rectangle
 from sklearn.datasets import load_digits
 
 import xops as xo
+import xops.numpy as xnp
 
 # %% [markdown]
 # One drawing helper: an array as a grid of coloured cells with its numbers written in,
@@ -360,26 +361,26 @@ np.testing.assert_array_equal(
 # several windows and collects several source values. With a source of ones, each pixel
 # of the result counts the windows whose maximum it is. Then the same op as the
 # gradient of max pooling: `xo.grad` of `sum(w * max_pool(x))` is
-# `select_and_scatter(x, w, 0, ...)`.
+# `select_and_scatter(x, w, 0, ...)`. (Around the op under study, everyday forms:
+# `xnp.ones`, `.sum()`.)
 
 # %%
 window, stride, padding = [3, 3], [2, 2], [[1, 1], [1, 1]]
 pooled = xo.reduce_window(img, neg_inf, window, stride, padding=padding, body=xo.maximum)
-ones = xo.broadcast_in_dim(xo.tensor(1.0), [], list(pooled.shape))
-counts = xo.select_and_scatter(img, ones, xo.tensor(0.0), window, stride, padding,
-                               select=ge, scatter=xo.add)
+counts = xo.select_and_scatter(img, xnp.ones(pooled.shape), xo.tensor(0.0), window, stride,
+                               padding, select=ge, scatter=xo.add)
 np.testing.assert_array_equal(
-    np.asarray(counts),
+    counts,
     select_and_scatter_reference(digit, np.ones(pooled.shape, np.float32), 0.0, window,
                                  stride, padding))
-assert np.asarray(counts).sum() == pooled.size  # every window picks exactly one pixel
+assert counts.sum() == pooled.size  # every window picks exactly one pixel
 
 weights = xo.tensor(rng.standard_normal(pooled.shape).astype(np.float32))
 
 
 def weighted_pool(x):
     p = xo.reduce_window(x, neg_inf, window, stride, padding=padding, body=xo.maximum)
-    return xo.reduce(p * weights, xo.tensor(0.0), [0, 1], xo.add)
+    return (p * weights).sum()
 
 
 pool_grad = xo.grad(weighted_pool)(img)
@@ -482,7 +483,7 @@ patch_attrs = dict(offset_dims=[1, 2], collapsed_slice_dims=[], start_index_map=
 patches = xo.gather(img, xo.tensor(starts), **patch_attrs)
 np.testing.assert_array_equal(gather_reference(digit, starts, **patch_attrs),
                               np.asarray(patches))
-np.testing.assert_array_equal(np.asarray(patches)[3], digit[5:8, 2:5])  # clamped
+np.testing.assert_array_equal(patches[3], digit[5:8, 2:5])  # clamped
 
 colours = ["crimson", "darkorange", "seagreen", "royalblue"]
 fig = plt.figure(figsize=(9, 4.2))
@@ -499,6 +500,31 @@ for k in range(4):
               cmap="Greys", boxes=[(0, 0, 3, 3, colours[k])])
 plt.tight_layout()
 plt.show()
+
+# %% [markdown]
+# NumPy-style indexing on a tensor is this op: `img[rows, cols]` with integer index
+# arrays is one `gather` whose index vectors pair the arrays up element by element. The
+# four crops are `img[R, C]` with `R[k, i, j] = start_row[k] + i` and
+# `C[k, i, j] = start_col[k] + j`. Unlike the spec's `gather`, indexing never clamps: the
+# crop asked for at (7, 2) is an `IndexError`, as in NumPy, so we index with the clamped
+# starts.
+
+# %%
+offsets = np.arange(3)
+
+
+def crop_indices(corners):
+    return (corners[:, 0, None, None] + offsets[None, :, None],
+            corners[:, 1, None, None] + offsets[None, None, :])
+
+
+np.testing.assert_array_equal(img[crop_indices(clamped)], patches)  # the same 4x3x3 crops
+try:
+    img[crop_indices(starts)]
+except IndexError as e:
+    print(e)
+else:
+    raise AssertionError("an out-of-bounds crop did not raise")
 
 # %% [markdown]
 # ## `scatter`: the transpose of gather
@@ -557,16 +583,19 @@ np.testing.assert_array_equal(
 # operand is a `scatter`-add of the cotangent.
 
 # %%
-canvas = xo.broadcast_in_dim(xo.tensor(0.0), [], [8, 8])
-stamps = xo.broadcast_in_dim(xo.tensor(1.0), [], [4, 3, 3])
+canvas, stamps = xnp.zeros((8, 8)), xnp.ones((4, 3, 3))
 stamp_dims = dict(update_window_dims=[1, 2], inserted_window_dims=[],
                   scatter_dims_to_operand_dims=[0, 1], index_vector_dim=1)
 stamped = xo.scatter(canvas, xo.tensor(starts), stamps, update_computation=xo.add,
                      **stamp_dims)
 want = scatter_add_reference(np.zeros((8, 8), np.float32), starts,
                              np.ones((4, 3, 3), np.float32), **stamp_dims)
-np.testing.assert_array_equal(np.asarray(stamped), want)
-assert np.asarray(stamped).sum() == 3 * 9 + 3  # three whole stamps, one row of the last
+np.testing.assert_array_equal(stamped, want)
+assert stamped.sum() == 3 * 9 + 3  # three whole stamps, one row of the last
+
+# the everyday form: .at[].add is a scatter-add; mode="drop" skips out-of-bounds targets
+# as scatter does (the default, as NumPy, raises an IndexError instead)
+np.testing.assert_array_equal(canvas.at[crop_indices(starts)].add(1.0, mode="drop"), stamped)
 
 # gather's operand gradient = scatter-add of the cotangent at the same (clamped) starts
 cotangent = rng.standard_normal((4, 3, 3)).astype(np.float32)
@@ -574,7 +603,7 @@ cotangent = rng.standard_normal((4, 3, 3)).astype(np.float32)
 
 def crops_dot_cotangent(x):
     crops = xo.gather(x, xo.tensor(starts), **patch_attrs)
-    return xo.reduce(crops * xo.tensor(cotangent), xo.tensor(0.0), [0, 1, 2], xo.add)
+    return (crops * cotangent).sum()
 
 
 gather_grad = xo.grad(crops_dot_cotangent)(img)
@@ -602,5 +631,7 @@ plt.show()
 # * `gather` clamps its start indices; `scatter` skips out-of-bounds updates element by
 #   element and combines colliding ones. Each is the other's transpose, which is how
 #   xops differentiates them.
+# * Their everyday forms: `t[rows, cols]` is a gather that raises on an out-of-bounds
+#   index instead of clamping; `t.at[rows, cols].add(v, mode="drop")` is scatter-add.
 #
 # Next: [3. Autodiff from scratch](03_autodiff_from_scratch.ipynb).

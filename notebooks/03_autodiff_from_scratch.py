@@ -28,7 +28,8 @@
 # 1. builds that engine in 40 lines of NumPy, to see that nothing more is needed;
 # 2. reads the same pieces in xops' own `xops/autodiff/tape.py`;
 # 3. uses xops' API (`xo.grad`, `xo.value_and_grad`, `xo.vjp`, `Tensor.backward`) and
-#    checks its gradients by finite differences;
+#    checks its gradients by finite differences (the functions being differentiated are
+#    written in the everyday layer: `A @ w`, `x.sum()`, `xnp.tanh`, as in notebook 1);
 # 4. differentiates through a `xo.while_` loop whose trip count depends on the data;
 # 5. computes a Hessian-vector product by differentiating a gradient, and checks it
 #    against the analytic Hessian.
@@ -39,9 +40,8 @@ import inspect
 import numpy as np
 
 import xops as xo
+import xops.numpy as xnp
 from xops.autodiff import tape
-
-F = xo.nn.functional  # F.sum(t): xo.reduce(t, 0, all dims, xo.add)
 
 # %% [markdown]
 # ## 1. A tape in 40 lines
@@ -165,7 +165,9 @@ np.testing.assert_allclose([xt.grad.item(), yt.grad.item()], analytic, rtol=1e-1
 #
 # * `t.backward()` accumulates into `.grad` of the leaves (as in PyTorch);
 # * `xo.grad(f)(x)`, `xo.value_and_grad(f, argnums)(...)` and `xo.vjp(f, *primals)`
-#   are functional (as in JAX) and never touch `.grad`.
+#   are functional (as in JAX) and never touch `.grad`. Their inputs may be tensors,
+#   NumPy arrays, Python numbers or lists (a list of numbers is one array), and nested
+#   tuples / lists / dicts of those; an integer input has no gradient and raises.
 #
 # A gradient is only as trustworthy as its check. The central difference
 # $\big(f(x + \epsilon e_i) - f(x - \epsilon e_i)\big) / 2\epsilon$ approximates
@@ -185,26 +187,36 @@ def numerical_grad(f, x, eps=1e-6):
     return g
 
 
+A = np.array([[1.0, -2.0, 0.5], [0.3, 0.8, -1.1]])
+
+
 def softplus_energy(w):
     """A function mixing elementwise ops, a matrix product, a reduction and a divide."""
-    A = xo.tensor(np.array([[1.0, -2.0, 0.5], [0.3, 0.8, -1.1]]))
-    z = xo.dot_general(A, w, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
-    return F.sum(xo.log_plus_one(xo.exponential(z))) / (1.0 + F.sum(w * w))
+    z = A @ w  # an f64 NumPy matrix times an f64 tensor: a tensor (dot_general)
+    return xnp.log1p(xnp.exp(z)).sum() / (1.0 + w @ w)
 
 
 w0 = np.array([0.2, -0.4, 1.5])
-value, g = xo.value_and_grad(softplus_energy)(xo.tensor(w0))
+value, g = xo.value_and_grad(softplus_energy)(w0)  # a NumPy f64 array in, f64 tensors out
 g_fd = numerical_grad(softplus_energy, w0)
-print("value", value.item(), "\nxops grad ", np.asarray(g), "\nfinite diff", g_fd)
-np.testing.assert_allclose(np.asarray(g), g_fd, rtol=1e-7, atol=1e-9)
+print(f"value {value:.12f}", "\nxops grad ", g, "\nfinite diff", g_fd)
+assert g.dtype == xo.float64
+np.testing.assert_allclose(g, g_fd, rtol=1e-7, atol=1e-9)
 
 # the vjp form: cotangents for a vector-valued function, checked the same way
-out, vjp_fn = xo.vjp(lambda w: xo.tanh(w) * w, xo.tensor(w0))
+out, vjp_fn = xo.vjp(lambda w: xnp.tanh(w) * w, w0)
 cotangent = np.array([1.0, -2.0, 0.5])
-(w_bar,) = vjp_fn(xo.tensor(cotangent))
+(w_bar,) = vjp_fn(cotangent)  # a cotangent may be a NumPy array too
 np.testing.assert_allclose(
-    np.asarray(w_bar),
-    numerical_grad(lambda w: F.sum(xo.tanh(w) * w * xo.tensor(cotangent)), w0), rtol=1e-7)
+    w_bar, numerical_grad(lambda w: (xnp.tanh(w) * w * cotangent).sum(), w0), rtol=1e-7)
+
+# integer inputs have no gradient: an error, never a silent zero
+try:
+    xo.grad(lambda w: (w * w).sum())([1, 2, 3])
+except xo.SpecError as e:
+    print(e)
+else:
+    raise AssertionError("an integer input was differentiated")
 
 # %% [markdown]
 # ## 4. A gradient through `xo.while_`
@@ -224,19 +236,18 @@ print(xo.while_.__doc__)
 # The test case: Newton's method for $\sqrt a$, $x \leftarrow (x + a/x)/2$, run **until
 # converged**, so the number of iterations depends on `a`. The loop's result is
 # $\sqrt a$, and its derivative should be $1 / (2\sqrt a)$, even though no one wrote a
-# rule for `sqrt` here: the tape differentiates the iterations themselves.
+# rule for `sqrt` here: the tape differentiates the iterations themselves. (The loop is
+# the spec's `while`; its condition and body are written with operators.)
 
 # %%
 def newton_sqrt(a, rtol=1e-14):
     def cond(x, k):
-        not_converged = xo.compare(xo.abs(x * x - a), a * rtol, "GT")
-        return xo.and_(not_converged, xo.compare(k, 100, "LT"))
+        return (abs(x * x - a) > a * rtol) & (k < 100)
 
     def body(x, k):
         return (x + a / x) * 0.5, k + 1
 
-    start = xo.broadcast_in_dim(xo.tensor(1.0, "f64"), [], [])
-    return xo.while_((start, xo.tensor(0, "i32")), cond, body)
+    return xo.while_((xo.tensor(1.0, "f64"), xo.tensor(0, "i32")), cond, body)
 
 
 for a_val in [2.0, 9.0, 1e4]:
@@ -276,19 +287,18 @@ v0 = rng.standard_normal(3)
 
 def iterate(v, W, steps=5):
     def body(i, v):
-        Wv = xo.dot_general(W, v, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
-        return i + 1, xo.tanh(Wv) + v * 0.5
+        return i + 1, xnp.tanh(W @ v) + v * 0.5
 
-    _, v_final = xo.while_((xo.tensor(0, "i32"), v), lambda i, v: xo.compare(i, steps, "LT"), body)
-    return F.sum(v_final * v_final)
+    _, v_final = xo.while_((xo.tensor(0, "i32"), v), lambda i, v: i < steps, body)
+    return v_final @ v_final
 
 
-gv, gW = xo.grad(iterate, argnums=(0, 1))(xo.tensor(v0), xo.tensor(W0))
-np.testing.assert_allclose(np.asarray(gv), numerical_grad(lambda v: iterate(v, xo.tensor(W0)), v0),
+gv, gW = xo.grad(iterate, argnums=(0, 1))(v0, W0)
+np.testing.assert_allclose(gv, numerical_grad(lambda v: iterate(v, xo.tensor(W0)), v0),
                            rtol=1e-6, atol=1e-9)
-np.testing.assert_allclose(np.asarray(gW), numerical_grad(lambda W: iterate(xo.tensor(v0), W), W0),
+np.testing.assert_allclose(gW, numerical_grad(lambda W: iterate(xo.tensor(v0), W), W0),
                            rtol=1e-6, atol=1e-9)
-print("d/dv:", np.asarray(gv))
+print("d/dv:", gv)
 
 # %% [markdown]
 # ## 5. A Hessian-vector product
@@ -311,19 +321,17 @@ labels = np.sign(rng.standard_normal(n))
 
 
 def logistic_loss(w):
-    margins = xo.dot_general(xo.tensor(X), w, lhs_contracting_dimensions=[1],
-                             rhs_contracting_dimensions=[0]) * xo.tensor(labels)
-    data = F.sum(xo.log_plus_one(xo.exponential(-margins))) / n
-    return data + 0.5 * lam * F.sum(w * w)
+    margins = (X @ w) * labels
+    return xnp.log1p(xnp.exp(-margins)).mean() + 0.5 * lam * (w @ w)
 
 
 def hvp(f, w, v):
-    return xo.grad(lambda w: F.sum(xo.grad(f)(w) * v))(w)
+    return xo.grad(lambda w: xo.grad(f)(w) @ v)(w)
 
 
 w = rng.standard_normal(d)
 v = rng.standard_normal(d)
-Hv = np.asarray(hvp(logistic_loss, xo.tensor(w), xo.tensor(v)))
+Hv = np.asarray(hvp(logistic_loss, w, v))
 
 s = 1 / (1 + np.exp(-labels * (X @ w)))
 H = X.T @ (X * (s * (1 - s))[:, None]) / n + lam * np.eye(d)
@@ -339,15 +347,55 @@ np.testing.assert_allclose(Hv, H @ v, rtol=1e-10)
 # %%
 eps = 1e-5
 grad_L = xo.grad(logistic_loss)
-grad_plus, grad_minus = (np.asarray(grad_L(xo.tensor(w + s * eps * v))) for s in (1, -1))
+grad_plus, grad_minus = (np.asarray(grad_L(w + s * eps * v)) for s in (1, -1))
 fd_Hv = (grad_plus - grad_minus) / (2 * eps)
 np.testing.assert_allclose(Hv, fd_Hv, rtol=1e-6)
 
-H_columns = np.stack([np.asarray(hvp(logistic_loss, xo.tensor(w), xo.tensor(e)))
-                      for e in np.eye(d)], axis=1)
+H_columns = np.stack([np.asarray(hvp(logistic_loss, w, e)) for e in np.eye(d)], axis=1)
 np.testing.assert_allclose(H_columns, H_columns.T, rtol=1e-12, atol=1e-14)
 np.testing.assert_allclose(H_columns, H, rtol=1e-10)
 print("Hessian from 4 HVPs:\n", np.round(H_columns, 4))
+
+# %% [markdown]
+# ## Gradients across processes: collectives on a grid
+#
+# A collective moves values between the processes of StableHLO's process grid.
+# `xops.distributed.run_parallel(fn, args)` runs `fn` once per process of an in-process
+# grid (one thread each, replicas x partitions); inside it, `xo.all_gather`,
+# `xo.all_reduce`, ... meet the other processes at a rendezvous. Every collective is
+# linear, and its transpose is another collective: the cotangent of `all_gather` is a
+# `reduce_scatter` (add) of the cotangents, so each process gets back the sum of every
+# process's cotangent at its own slice. The objective this differentiates is the sum over
+# processes of each process's value, which is what data-parallel training wants.
+
+# %%
+from xops.distributed import run_parallel
+
+
+def layer(x):  # each process passes its own x; every process gets all of them
+    return xo.all_gather(x, 0, [[0, 1, 2]])
+
+
+xs = [np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 6.0])]
+gathered = run_parallel(layer, [[xo.tensor(x)] for x in xs])   # 3 replicas x 1 partition
+for row in gathered:
+    np.testing.assert_array_equal(row[0], np.concatenate(xs))
+print(gathered[1][0])
+
+# %%
+rng = np.random.default_rng(0)
+us = [rng.standard_normal(6) for _ in xs]   # one output cotangent per process
+
+
+def cotangent_of_x(x, u):
+    _, back = xo.vjp(layer, xo.tensor(x))
+    return back(xo.tensor(u))[0]             # runs reduce_scatter across the processes
+
+
+grads = [row[0] for row in run_parallel(cotangent_of_x, [[(x, u)] for x, u in zip(xs, us)])]
+for p, g in enumerate(grads):
+    np.testing.assert_allclose(g, sum(u[2 * p:2 * p + 2] for u in us), rtol=1e-15)
+print(np.round(np.stack([np.asarray(g) for g in grads]), 4))
 
 # %% [markdown]
 # ## Summary
@@ -359,5 +407,7 @@ print("Hessian from 4 HVPs:\n", np.round(H_columns, 4))
 #   actually ran, so gradients flow through data-dependent loops.
 # * Rules built from xops ops make higher derivatives free: a Hessian-vector product is
 #   `xo.grad` of a function calling `xo.grad`.
+# * Collectives differentiate like any linear op: their transposes are collectives
+#   (`all_gather` <-> `reduce_scatter`), run on the same process grid.
 #
 # Next: [4. Training a CNN on the digits](04_training_a_cnn.ipynb).

@@ -35,6 +35,7 @@ from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
 import xops as xo
+import xops.numpy as xnp
 from xops import nn, optim
 from xops.autodiff import tape
 
@@ -112,8 +113,8 @@ assert sum(p.size for p in model.parameters()) == conv_and_bn + 128 * 10 + 10
 # %%
 xb, yb = xo.tensor(x_train[:32]), xo.tensor(y_train[:32])
 loss = F.softmax_cross_entropy(model(xb), yb)
-print("initial loss", loss.item(), " log(10) =", np.log(10))
-assert abs(loss.item() - np.log(10)) < 0.5
+print(f"initial loss {loss:.4f}, log(10) = {np.log(10):.4f}")
+assert abs(loss - np.log(10)) < 0.5
 
 recorded = collections.Counter(node.op for node in tape._topological([loss]))
 print(dict(recorded))
@@ -142,10 +143,10 @@ def evaluate(model, x, y, batch=BATCH):
     """Test accuracy in eval mode (batch norm uses its running statistics)."""
     model.eval()
     with xo.no_grad():
-        pred = np.concatenate([np.asarray(model(xo.tensor(x[i:i + batch]))).argmax(axis=1)
-                               for i in range(0, len(x), batch)])
+        pred = xnp.concat([model(xo.tensor(x[i:i + batch])).argmax(axis=1)
+                           for i in range(0, len(x), batch)])
     model.train()
-    return float((pred == y).mean()), pred
+    return (pred == y).astype(xnp.float64).mean().item(), np.asarray(pred)
 
 
 step_losses, epoch_losses, accuracies = [], [], []
@@ -232,7 +233,7 @@ with xo.no_grad():
 # the first layer is a plain convolution: check one feature map against NumPy
 padded = np.pad(x_test[0, 0], 1)
 by_hand = np.array([[np.sum(padded[i:i + 3, j:j + 3] * filters[5, 0]) for j in range(8)]
-                    for i in range(8)]) + np.asarray(model.conv1.bias)[5]
+                    for i in range(8)]) + model.conv1.bias[5].item()
 np.testing.assert_allclose(feature_maps[5], by_hand, rtol=1e-5, atol=1e-5)
 
 fig, axes = plt.subplots(2, 9, figsize=(11, 2.8))

@@ -750,12 +750,17 @@ def test_cli(tmp_path, capsys):
     from xops.stablehlo.__main__ import main
     p = tmp_path / "t.mlir"
     p.write_text(CLI_FILE)
-    assert main([str(p)]) == 1
+    assert main([str(p), "--allow-skip"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "PASS t.mlir::good"
     assert out[1].startswith("FAIL t.mlir::bad (line 13): check.expect_eq_const: 1 of 2")
     assert out[2].startswith("SKIP t.mlir::infeed: infeed")
     assert out[-1] == "1 passed, 1 failed, 1 skipped"
+    # without --allow-skip, a function xops cannot run yet is a failure
+    assert main([str(p)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].startswith("FAIL t.mlir::infeed: cannot run: infeed")
+    assert out[-1] == "1 passed, 2 failed"
     good = tmp_path / "g.mlir"
     good.write_text(CLI_FILE.split("// -----")[0])
     assert main([str(good), "--trace"]) == 0

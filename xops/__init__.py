@@ -9,6 +9,7 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .errors import SpecError  # noqa: E402
+from .limits import config, debug_nans, deterministic, NonFiniteError  # noqa: E402,F401
 from . import dtypes  # noqa: E402
 from .dtypes import DType, as_dtype, all_dtypes  # noqa: E402
 from .dtypes import *  # noqa: E402,F401,F403  (xo.float32, xo.bfloat16, ...)
@@ -27,12 +28,14 @@ from .ops.solve import *  # noqa: E402,F401,F403
 from .ops.rng import *  # noqa: E402,F401,F403
 from .ops.control import *  # noqa: E402,F401,F403
 from .ops.quantization import *  # noqa: E402,F401,F403
+from .ops.collectives import *  # noqa: E402,F401,F403
 from .ops import elementwise as _elementwise, movement as _movement  # noqa: E402
 from .ops import conversion as _conversion, misc as _misc, linalg as _linalg  # noqa: E402
 from .ops import convolution as _convolution, reduction as _reduction  # noqa: E402
 from .ops import normalization as _normalization, indexing as _indexing  # noqa: E402
 from .ops import fft as _fft, solve as _solve, rng as _rng, control as _control  # noqa: E402
 from .ops import quantization as _quantization  # noqa: E402
+from .ops import collectives as _collectives  # noqa: E402
 
 from .autodiff import (backward, enable_grad, grad, is_grad_enabled, no_grad,  # noqa: E402,F401
                        value_and_grad, vjp)
@@ -48,11 +51,11 @@ __all__ = ["SpecError", "DType", "as_dtype", "all_dtypes", "Tensor", "tensor", "
            *_conversion.__all__, *_misc.__all__, *_linalg.__all__,
            *_convolution.__all__, *_reduction.__all__, *_normalization.__all__,
            *_indexing.__all__, *_fft.__all__, *_solve.__all__, *_rng.__all__, *_control.__all__,
-           *_quantization.__all__]
+           *_quantization.__all__, *_collectives.__all__]
 
 
 def __getattr__(name):  # lazy subpackages: xo.stablehlo, xo.nn, xo.optim (keep `import xops` fast)
-    if name in ("stablehlo", "nn", "optim"):
+    if name in ("stablehlo", "nn", "optim", "distributed"):
         import importlib
         return importlib.import_module(f"xops.{name}")
     raise AttributeError(f"module 'xops' has no attribute {name!r}")

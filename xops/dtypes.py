@@ -28,6 +28,8 @@ ml_dtypes reuses chars ('E' is both bfloat16 and uint1).
 import numpy as np
 import ml_dtypes
 
+from .errors import SpecError
+
 __all__ = ["DType", "as_dtype", "all_dtypes"]
 
 
@@ -194,11 +196,13 @@ def all_dtypes():
     return list(_ALL)
 
 
-def as_dtype(x):
+def as_dtype(x, op="element type", label=""):
     """The DType for ``x``: a DType, a spec name (``"f32"``, ``"bf16"``, ``"i4"``,
     ``"complex<f32>"``, ``"!quant.uniform<i8:f32, 0.1:-30>"``), an xops/NumPy name
     (``"float32"``), a NumPy or ml_dtypes dtype or scalar type, or a Python type (bool ->
-    i1, int -> i64, float -> f32, complex -> c64).
+    i1, int -> i64, float -> f32, complex -> c64). Anything else is a SpecError naming
+    ``op`` (the op that was given ``x`` as an element type) and ``label`` (the
+    constraint or input of that op that takes the element type).
     """
     if isinstance(x, DType):
         return x
@@ -207,17 +211,27 @@ def as_dtype(x):
         return dt
     if isinstance(x, str) and x.lstrip().startswith("!quant."):
         from .qtype import as_quantized  # quantized element types (xops.qtype)
-        return as_quantized(x)
-    if x in _PY_TYPES:
+        try:
+            return as_quantized(x)
+        except SpecError:
+            raise
+        except TypeError as e:  # text that does not parse
+            raise SpecError(op, label, str(e)) from None
+    if isinstance(x, type) and x in _PY_TYPES:
         return _PY_TYPES[x]
+    if not isinstance(x, (str, np.dtype, type)):
+        # np.dtype() would also take objects with a .dtype (arrays, tensors), lists of
+        # fields (structured dtypes) and None (float64): none of them names a type
+        raise SpecError(op, label, f"expected an element type (a DType, a name such as 'f32' "
+                                f"or a NumPy dtype), got {type(x).__name__} {x!r:.60}")
     try:
         npd = np.dtype(x)
-    except TypeError:
-        raise TypeError(f"not an element type: {x!r}") from None
+    except (TypeError, ValueError):
+        raise SpecError(op, label, f"not an element type: {x!r:.60}") from None
     dt = _BY_KEY.get(npd)
     if dt is None:
-        raise TypeError(f"element type {npd} is not one the StableHLO spec names "
-                        f"(supported: {', '.join(d.name for d in _ALL)})")
+        raise SpecError(op, label, f"element type {npd} is not one the StableHLO spec names "
+                                f"(supported: {', '.join(d.name for d in _ALL)})")
     return dt
 
 
@@ -246,7 +260,7 @@ def from_compute(a, dt):
         raise AssertionError("float -> int must go through convert")  # never silently
     if dt.np == _E8M0 and a.dtype.kind == "f":
         return _f32_to_e8m0(a.astype(np.float32, copy=False))
-    if dt.np == np.float16 and a.dtype.kind == "f":
+    if a.dtype.kind == "f" and dt.kind in ("float", "complex"):
         with np.errstate(over="ignore"):  # overflow to +-inf is the rounded result
             return a.astype(dt.np)
     return a.astype(dt.np)

@@ -127,8 +127,9 @@ class QuantizedType(DType):
                                            f"give quantization_dimension for per-axis scales")
         else:
             quantization_dimension = _int_arg(quantization_dimension, "quantization_dimension", "C12")
-            if quantization_dimension < 0:
-                raise SpecError(op, "C12", f"0 <= quantization_dimension is required, got "
+            if not 0 <= quantization_dimension < 2 ** 31:
+                raise SpecError(op, "C12", f"0 <= quantization_dimension < 2**31 is required "
+                                           f"(a dimension number, si32), got "
                                            f"{quantization_dimension}")
         self.storage_type, self.expressed_type = st, ex
         self.scales = tuple(float(v) for v in exact)
@@ -270,17 +271,27 @@ def _type_arg(x, name):
 
 
 def _float_tuple(x):
-    arr = np.asarray(x.numpy() if hasattr(x, "numpy") else x, dtype=np.float64).reshape(-1)
+    try:
+        arr = np.asarray(x.numpy() if hasattr(x, "numpy") else x, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim > 1:
+        raise SpecError("quantized type", "C5", f"scales must be a number or a 1-D sequence of "
+                                                f"numbers, got {x!r:.60}")
+    arr = arr.reshape(-1)
     if arr.size == 0:
         raise SpecError("quantized type", "C10", "at least one scale is required")
     return tuple(float(v) for v in arr)
 
 
 def _int_tuple(x):
-    arr = np.asarray(x.numpy() if hasattr(x, "numpy") else x).reshape(-1)
-    if arr.size == 0 or arr.dtype.kind not in "iu":
+    try:
+        arr = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim > 1 or arr.size == 0 or arr.dtype.kind not in "iu":
         raise SpecError("quantized type", "C9", f"zero points must be integers, got {x!r}")
-    return tuple(int(v) for v in arr)
+    return tuple(int(v) for v in arr.reshape(-1))
 
 
 def _int_arg(x, name, label):

@@ -4,10 +4,13 @@ A Tensor holds a read-only NumPy array in its element type's holder dtype. No op
 ever changes an existing tensor's data; every op returns new tensors. Python
 operators map to the spec's ops (see :mod:`xops.ops.operators`).
 """
+import threading
+
 import numpy as np
 
 from .dtypes import DType, as_dtype
 from .errors import SpecError
+from .device import cpu as _cpu
 
 __all__ = ["Tensor", "tensor", "typestr"]
 
@@ -25,16 +28,18 @@ class Tensor:
     """
 
     __slots__ = ("_value", "_dtype", "requires_grad", "grad", "_node", "__weakref__")
-    __array_ufunc__ = None  # make `ndarray <op> Tensor` defer to Tensor's operators
     __hash__ = object.__hash__  # tensors hash by identity (== is elementwise compare)
 
     def __init__(self, data, dtype=None):
         t = tensor(data, dtype)
         self._value = t._value
         self._dtype = t._dtype
-        self.requires_grad = False
+        self.requires_grad = t.requires_grad  # Tensor(x) of a tensor on the tape stays on it
         self.grad = None
-        self._node = None
+        self._node = t._node
+        if t._node is not None:
+            from .autodiff.tape import _replace_output
+            _replace_output(t._node, t, self)
 
     # -- attributes ---------------------------------------------------------------
     @property
@@ -61,9 +66,13 @@ class Tensor:
     # -- conversion to host values -------------------------------------------------
     def numpy(self):
         """A writable NumPy copy in the holder dtype (ml_dtypes types stay ml_dtypes)."""
+        if self.requires_grad:
+            _note_escape(self)
         return self._value.copy()
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:
+            _note_escape(self)  # the tape cannot follow the value (xops.autodiff.boundary)
         v = self._value
         if dtype is not None and np.dtype(dtype) != v.dtype:
             return v.astype(dtype)
@@ -73,10 +82,14 @@ class Tensor:
         if self._value.size != 1:
             raise ValueError(f"item(): only a one-element tensor converts to a Python "
                              f"scalar, got {self.type}")
+        if self.requires_grad:
+            _note_escape(self)
         return self._value.reshape(()).item() if not self._dtype.is_narrow else \
             self._value.reshape(()).astype(self._dtype.compute).item()
 
     def tolist(self):
+        if self.requires_grad:
+            _note_escape(self)
         v = self._value
         if self._dtype.is_narrow:
             v = v.astype(self._dtype.compute)
@@ -121,6 +134,208 @@ class Tensor:
 
     __str__ = __repr__
 
+    # -- the everyday layer: methods and properties (xops.numpy, docs/numpy.md) -------
+    # Each calls the namespace function, so methods promote and broadcast like xnp.
+    # NumPy and PyTorch spellings both work: axis=/dim=, keepdims=/keepdim=,
+    # x.reshape(2, 3) and x.reshape((2, 3)).
+    @property
+    def device(self):
+        """Where the data lives: ``xops.device.Device`` (``str`` is ``"cpu"``)."""
+        return _cpu
+
+    @property
+    def T(self):
+        """The axes reversed (NumPy; the array API standard defines it for 2-D)."""
+        if self._value.ndim < 2:
+            return _fresh(self)  # a new object: t[...] = v must not show through it
+        return _xnp.permute_dims(self, tuple(range(self.ndim))[::-1])
+
+    @property
+    def mT(self):
+        """The last two axes swapped (a stack of matrices transposed)."""
+        return _xnp.matrix_transpose(self)
+
+    @property
+    def real(self):
+        return _xnp.real(self) if self._dtype.kind == "complex" else _fresh(self)
+
+    @property
+    def imag(self):
+        return _xnp.imag(self)
+
+    def __array_namespace__(self, /, *, api_version=None):
+        if api_version not in (None, "2024.12", "2023.12", "2022.12", "2021.12"):
+            raise ValueError(f"xops.numpy implements the array API standard 2024.12, not "
+                             f"{api_version!r}")
+        return _xnp
+
+    def to_device(self, device, /, *, stream=None):
+        """This tensor on ``device`` (a Device or ``"cpu"``; CUDA is not available yet)."""
+        from .device import as_device
+        as_device(device, "to_device")
+        return _fresh(self)
+
+    def to(self, target, /):
+        """PyTorch's ``.to``: a device (``"cpu"``, a Device) or an element type."""
+        from .device import Device, as_device
+        if isinstance(target, Device) or isinstance(target, str) and \
+                target.split(":")[0].lower() in ("cpu", "cuda", "gpu"):
+            as_device(target, "to")
+            return _fresh(self)
+        return _own(self, _xnp.astype(self, target, copy=False))
+
+    def __format__(self, spec):
+        if not spec:
+            return str(self)
+        if self._value.ndim:
+            raise TypeError(f"unsupported format string {spec!r} for a tensor of rank "
+                            f"{self.ndim}: format specs apply to 0-d tensors (use .item())")
+        return format(self.item(), spec)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            return _own(self, _xnp.round(self))
+        f = 10.0 ** ndigits
+        return _xnp.divide(_xnp.round(_xnp.multiply(self, f)), f)
+
+    def reshape(self, *shape):
+        """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``; -1 infers one dim."""
+        return _own(self, _xnp.reshape(self, shape[0] if len(shape) == 1 and
+                                       not isinstance(shape[0], int) else shape))
+
+    view = reshape
+
+    def transpose(self, *axes):
+        """No argument: axes reversed (NumPy). Two ints: swap those two axes (PyTorch's
+        ``transpose(dim0, dim1)``, also for 2-D tensors). A tuple, or one int per axis
+        for rank != 2: that permutation (NumPy)."""
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            return _own(self, _xnp.permute_dims(self, tuple(axes[0])))
+        if not axes:
+            return self.T
+        if len(axes) == 2:
+            perm = list(range(self.ndim))
+            i, j = (a % self.ndim if self.ndim else a for a in axes)
+            perm[i], perm[j] = perm[j], perm[i]
+            return _own(self, _xnp.permute_dims(self, tuple(perm)))
+        return _own(self, _xnp.permute_dims(self, axes))
+
+    def permute(self, *dims):
+        """PyTorch's permute: ``x.permute(2, 0, 1)`` or ``x.permute((2, 0, 1))``."""
+        return _own(self, _xnp.permute_dims(self, tuple(dims[0]) if len(dims) == 1 and
+                                            not isinstance(dims[0], int) else dims))
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        n = self._value.ndim
+        if n == 0:
+            return _xnp.reshape(self, (1,))
+        s, e = start_dim % n, end_dim % n
+        shape = self.shape[:s] + (int(np.prod(self.shape[s:e + 1])),) + self.shape[e + 1:]
+        return _own(self, _xnp.reshape(self, shape))
+
+    def squeeze(self, axis=None, *, dim=None):
+        axis = _axis_arg(axis, dim)
+        if axis is None:
+            axis = tuple(d for d, s in enumerate(self.shape) if s == 1)
+        return _own(self, _xnp.squeeze(self, axis))
+
+    def expand_dims(self, axis):
+        return _xnp.expand_dims(self, axis)
+
+    def unsqueeze(self, dim):
+        return _xnp.expand_dims(self, dim)
+
+    def sum(self, axis=None, dtype=None, keepdims=False, *, dim=None, keepdim=None):
+        if axis is None and dim is None and dtype is None and not keepdims and not keepdim \
+                and self._dtype.kind == "float":
+            return _xnp._reduction.sum_all(self)  # the one-call fast path
+        return _own(self, _xnp.sum(self, axis=_axis_arg(axis, dim), dtype=dtype,
+                                   keepdims=bool(keepdims or keepdim)))
+
+    def prod(self, axis=None, dtype=None, keepdims=False, *, dim=None, keepdim=None):
+        return _own(self, _xnp.prod(self, axis=_axis_arg(axis, dim), dtype=dtype,
+                                    keepdims=bool(keepdims or keepdim)))
+
+    def mean(self, axis=None, dtype=None, keepdims=False, *, dim=None, keepdim=None):
+        x = self if dtype is None else _xnp.astype(self, dtype)
+        return _own(self, _xnp.mean(x, axis=_axis_arg(axis, dim),
+                                    keepdims=bool(keepdims or keepdim)))
+
+    def max(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The largest value (a tensor; unlike torch, never a (values, indices) pair)."""
+        return _own(self, _xnp.max(self, axis=_axis_arg(axis, dim),
+                                   keepdims=bool(keepdims or keepdim)))
+
+    def min(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        return _own(self, _xnp.min(self, axis=_axis_arg(axis, dim),
+                                   keepdims=bool(keepdims or keepdim)))
+
+    def argmax(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        return _xnp.argmax(self, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
+
+    def argmin(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        return _xnp.argmin(self, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
+
+    def var(self, axis=None, ddof=0, keepdims=False, *, dim=None, keepdim=None, correction=None):
+        """Variance with ``ddof``/``correction`` (default 0, NumPy's and the standard's;
+        PyTorch's default is 1)."""
+        return _xnp.var(self, axis=_axis_arg(axis, dim),
+                        correction=ddof if correction is None else correction,
+                        keepdims=bool(keepdims or keepdim))
+
+    def std(self, axis=None, ddof=0, keepdims=False, *, dim=None, keepdim=None, correction=None):
+        return _xnp.std(self, axis=_axis_arg(axis, dim),
+                        correction=ddof if correction is None else correction,
+                        keepdims=bool(keepdims or keepdim))
+
+    def cumsum(self, axis=None, dtype=None, *, dim=None):
+        """Cumulative sum along ``axis``; no axis: over the flattened tensor (NumPy)."""
+        axis = _axis_arg(axis, dim)
+        x = self if axis is not None else _xnp.reshape(self, (self.size,))
+        return _xnp.cumulative_sum(x, axis=0 if axis is None else axis, dtype=dtype)
+
+    def any(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        return _xnp.any(self, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
+
+    def all(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        return _xnp.all(self, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
+
+    def clip(self, min=None, max=None):  # noqa: A002
+        return _own(self, _xnp.clip(self, min=min, max=max))
+
+    clamp = clip
+
+    def astype(self, dtype, copy=True):
+        """This tensor converted to ``dtype`` (``"f64"``, ``xo.float64``, ``np.float64``)."""
+        return _own(self, _xnp.astype(self, dtype, copy=copy))
+
+    def exp(self):
+        return _xnp.exp(self)
+
+    def log(self):
+        return _xnp.log(self)
+
+    def abs(self):
+        return _own(self, _xnp.abs(self))
+
+    def sqrt(self):
+        return _xnp.sqrt(self)
+
+    def conj(self):
+        return _own(self, _xnp.conj(self))
+
+    def round(self, decimals=0):
+        return self.__round__(decimals or None)
+
+    def copy(self):
+        """A tensor with its own buffer (on the tape when self is)."""
+        if self.requires_grad:
+            from .ops.reduction import _alias  # the identity primitive
+            return _alias(self)
+        return _wrap(self._value.copy(), self._dtype)
+
+    clone = copy
+
     # -- autodiff (xops.autodiff) ---------------------------------------------------
     def backward(self, gradient=None, create_graph=False):
         """Accumulate the gradient of this tensor into ``.grad`` of the leaves it was
@@ -137,12 +352,78 @@ class Tensor:
         self.requires_grad = flag
         return self
 
+    # -- interop (xops._interop): DLPack and NumPy's protocols ------------------------
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the buffer (no copy; read-only for DLPack 1.x consumers)."""
+        from ._interop import dlpack
+        return dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy ufuncs on tensors (``np.sin(t)``, ``ndarray + t``) run xops.numpy's
+        namesake: a Tensor, on the tape."""
+        from ._interop import array_ufunc
+        return array_ufunc(ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions on tensors (``np.mean(t)``) run xops.numpy's counterpart."""
+        from ._interop import array_function
+        return array_function(func, types, args, kwargs)
+
+    # -- indexing (xops._numpy_indexing; __getitem__ is installed by xops.ops.operators) --
     def __setitem__(self, key, value):
-        raise TypeError("xops tensors are immutable values; build a new one with "
-                        "xo.dynamic_update_slice, xo.select or xo.pad")
+        """``t[key] = value`` rebinds ``t`` to ``t.at[key].set(value)``: copy-on-write,
+        so views, detached copies and other holders of the old buffer never change."""
+        from ._numpy_indexing import setitem
+        setitem(self, key, value)
+
+    @property
+    def at(self):
+        """Functional updates as in JAX: ``t.at[idx].set(v)`` / ``.add`` / ``.multiply``
+        / ``.min`` / ``.max`` / ``.get()`` return new tensors (through scatter)."""
+        from ._numpy_indexing import At
+        return At(self)
 
     def __reduce__(self):
-        return (tensor, (self._value, self._dtype.name))
+        # pickles value, element type (narrow and quantized too) and requires_grad; the
+        # tape does not travel: an unpickled tensor is a leaf
+        return (_unpickle, (self._value, self._dtype, self.requires_grad))
+
+
+class _Escapes(threading.local):
+    count = 0  # conversions of tensors that require a gradient to NumPy / Python
+    watch = None  # a list collecting those tensors while xo.grad / vjp runs f
+
+
+_escapes = _Escapes()
+
+
+def _note_escape(t):
+    _escapes.count += 1
+    if _escapes.watch is not None:
+        _escapes.watch.append(t)
+
+
+def _unpickle(value, dtype, requires_grad=False):
+    out = _wrap(np.array(value, copy=True), dtype)
+    out.requires_grad = bool(requires_grad)
+    return out
+
+
+def _fresh(t):
+    """A new Tensor object holding ``t``'s (immutable) buffer, on the tape when ``t`` is
+    (the identity primitive). Methods return it where the value is unchanged, never
+    ``t`` itself: ``t[...] = v`` rebinds the object ``t``, and results computed before
+    must not change with it."""
+    from .ops.reduction import _alias
+    return _alias(t)
+
+
+def _own(t, out):
+    """``out``, or a new object for it when a namespace function handed back ``t``."""
+    return _fresh(t) if out is t else out
 
 
 def _wrap(value, dtype):
@@ -150,8 +431,7 @@ def _wrap(value, dtype):
     t = Tensor.__new__(Tensor)
     if type(value) is not np.ndarray:
         value = np.asarray(value)  # NumPy ufuncs give scalars for 0-d inputs
-    if value.flags.writeable:
-        value.flags.writeable = False
+    value.setflags(write=False)  # (cheaper than reading and setting value.flags)
     t._value = value
     t._dtype = dtype
     t.requires_grad = False
@@ -165,7 +445,7 @@ def _default_dtype(value):
     values follow PyTorch/JAX for floats (f32) and PyTorch/NumPy for ints (i64)."""
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         return as_dtype(value.dtype)
-    arr = np.asarray(value)
+    arr = _host_array(value)
     k = arr.dtype.kind
     if k == "b":
         return as_dtype("i1")
@@ -175,8 +455,36 @@ def _default_dtype(value):
         return as_dtype("f32")
     if k == "c":
         return as_dtype("c64")
-    raise TypeError(f"cannot make a tensor from {type(value).__name__} "
-                    f"(NumPy sees dtype {arr.dtype})")
+    raise SpecError("tensor", "", f"cannot make a tensor from {_describe(value)}: only "
+                                  f"numbers (bool, int, float, complex) and nested sequences "
+                                  f"of them are tensor data")
+
+
+def _describe(data):
+    text = repr(data)
+    return f"{type(data).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def _host_array(data, np_dtype=None):
+    """``np.asarray(data)`` for user data, with NumPy's errors for ragged or non-numeric
+    data turned into one labelled SpecError; integers past 64 bits are refused (NumPy
+    would make an object array of them)."""
+    try:
+        arr = np.asarray(data, dtype=np_dtype)
+    except OverflowError as e:
+        raise SpecError("tensor", "", f"{e}: integers must fit 64 bits") from None
+    except (TypeError, ValueError) as e:
+        if "inhomogeneous" in str(e) or "sequence" in str(e):
+            raise SpecError("tensor", "", f"ragged nested sequence (the rows must all have "
+                                          f"the same length): {_describe(data)}") from None
+        raise SpecError("tensor", "", f"cannot make a tensor from {_describe(data)}: "
+                                      f"{e}") from None
+    if arr.dtype == object or arr.dtype.kind in "OSUVMm":
+        raise SpecError("tensor", "", f"cannot make a tensor from {_describe(data)}: only "
+                                      f"numbers (bool, int, float, complex) and nested "
+                                      f"sequences of them are tensor data (NumPy sees "
+                                      f"dtype {arr.dtype})")
+    return arr
 
 
 def _from_python(data, dt):
@@ -189,16 +497,14 @@ def _from_python(data, dt):
             raise SpecError("tensor", "", f"{e} for element type {dt.name} "
                                           f"[{dt.min}, {dt.max}]") from None
         except (TypeError, ValueError):
-            arr = np.asarray(data)
+            arr = _host_array(data)
         else:
             if arr.size and dt.bits < 64 and (int(arr.min()) < dt.min or int(arr.max()) > dt.max):
                 raise SpecError("tensor", "", f"values in [{int(arr.min())}, {int(arr.max())}] do "
                                               f"not fit element type {dt.name} [{dt.min}, {dt.max}]")
             return arr
     else:
-        arr = np.asarray(data)
-    if arr.dtype == object:
-        raise TypeError(f"cannot make a tensor from ragged or object data: {data!r:.60}")
+        arr = _host_array(data)
     return arr
 
 
@@ -240,24 +546,108 @@ def tensor(data, dtype=None, requires_grad=False):
                [3, 4]], bf16[2,2])
     """
     if isinstance(data, Tensor):
-        dt = data._dtype if dtype is None else as_dtype(dtype)
+        dt = data._dtype if dtype is None else as_dtype(dtype, "tensor")
         if dt.kind == "quant" or data._dtype.kind == "quant":
             out = _quantized_literal(data, dt)
+        elif data.requires_grad and not requires_grad and _recording():
+            out = _on_tape(data, dt)  # xo.tensor(x) inside a transform keeps the graph
         else:
             out = _wrap(data._value if dt is data._dtype else _cast(data._value, dt), dt)
-    elif dtype is not None and as_dtype(dtype).kind == "quant":
-        out = _quantized_literal(data, as_dtype(dtype))
+    elif dtype is not None and as_dtype(dtype, "tensor").kind == "quant":
+        out = _quantized_literal(data, as_dtype(dtype, "tensor"))
     else:
-        dt = as_dtype(dtype) if dtype is not None else _default_dtype(data)
+        mark = _escapes.count
+        if isinstance(data, (list, tuple)) and _holds_quantized(data):
+            raise SpecError("tensor", "", "cannot stack quantized tensors with tensor() "
+                                          "(their storage integers would lose the quantized "
+                                          "type): use xo.concatenate, or give the storage "
+                                          "values with dtype=<the quantized type>")
+        dt = as_dtype(dtype, "tensor") if dtype is not None else _default_dtype(data)
         if isinstance(data, (np.ndarray, np.generic)):
             arr = _cast(np.asarray(data), dt)
         else:
             arr = _cast(_from_python(data, dt), dt)
         out = _wrap(arr, dt)
+        if _escapes.count != mark and not requires_grad and isinstance(data, (list, tuple)) \
+                and _recording():
+            out = _from_tensors(data, dt)  # tensors that require a gradient inside
     if requires_grad:
         _check_grad_dtype(out, True)
         out.requires_grad = True
     return out
+
+
+def _holds_quantized(data):
+    """Whether nested lists hold a quantized Tensor (a row of numbers ends the search
+    at its first entry, so plain numeric data costs one check per row)."""
+    for v in data:
+        if isinstance(v, Tensor):
+            if v._dtype.quantized:
+                return True
+        elif isinstance(v, (list, tuple)):
+            if _holds_quantized(v):
+                return True
+        else:
+            return False
+    return False
+
+
+def _recording():
+    from .autodiff.tape import is_grad_enabled
+    return is_grad_enabled()
+
+
+def _on_tape(t, dt):
+    """``t`` as element type ``dt``, recorded (a new Tensor object in either case)."""
+    from .ops.conversion import convert
+    from .ops.movement import reshape
+    return reshape(t, t.shape) if dt is t._dtype else convert(t, dt)
+
+
+def _from_tensors(data, dt):
+    """``tensor(data)`` for nested lists holding tensors that require a gradient: built
+    with reshape + concatenate (and convert), so the result stays on the tape."""
+    from .ops.movement import concatenate, reshape
+
+    def build(x):
+        if isinstance(x, Tensor):
+            if x._dtype.quantized:
+                raise SpecError("tensor", "", f"cannot stack quantized {x.type} with "
+                                              f"tensor(); use xo.concatenate")
+            return _on_tape(x, dt) if x.requires_grad else tensor(x, dt)
+        if isinstance(x, (list, tuple)) and len(x) and \
+                any(isinstance(v, (Tensor, list, tuple)) for v in x):
+            parts = [build(v) for v in x]
+            if len({p.shape for p in parts}) > 1:
+                raise TypeError(f"cannot make a tensor from ragged data: parts of shapes "
+                                f"{[p.shape for p in parts]}")
+            return concatenate([reshape(p, (1,) + p.shape) for p in parts], 0)
+        return tensor(x, dt)
+    watch = _escapes.watch
+    if watch is not None:  # these conversions were ours, not the user's
+        inside = {id(t) for t in _leaves_of(data)}
+        watch[:] = [t for t in watch if id(t) not in inside]
+    return build(data)
+
+
+def _leaves_of(x):
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _leaves_of(v)]
+    return []
+
+
+def _integer_data(data):
+    """Host data of integers: NumPy's integer kinds and ml_dtypes' int2/int4/uint2/uint4
+    arrays (whose NumPy kind is 'V'), i.e. any holder of a spec integer type."""
+    npd = np.asarray(data).dtype
+    if npd.kind in "iu":
+        return True
+    try:
+        return as_dtype(npd).kind in ("si", "ui")
+    except TypeError:
+        return False
 
 
 def _quantized_literal(data, qt):
@@ -270,7 +660,7 @@ def _quantized_literal(data, qt):
             raise SpecError("tensor", "", f"cannot change {data._dtype.name} into {qt.name} "
                                           f"with tensor(): use xo.uniform_quantize / "
                                           f"xo.uniform_dequantize / xo.bitcast_convert")
-    if not isinstance(data, Tensor) and np.asarray(data).dtype.kind not in "iu":
+    if not isinstance(data, Tensor) and not _integer_data(data):
         raise SpecError("tensor", "C1", f"a quantized literal holds integers of the storage "
                                         f"type {qt.storage_type.name} (the spec's "
                                         f"has_syntax), got {np.asarray(data).dtype} data; "
@@ -287,3 +677,13 @@ def _check_grad_dtype(t, flag):
 
 
 # The operators are attached by xops.ops.operators (imported by xops/__init__).
+
+
+def _axis_arg(axis, dim):
+    """``axis=`` (NumPy) or ``dim=`` (PyTorch); lists become tuples."""
+    if dim is not None:
+        axis = dim
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+_xnp = None  # xops.numpy, bound by xops.ops.operators._install (it sits above this layer)

@@ -19,14 +19,19 @@ one entry per parameter — a cotangent Tensor, None (no gradient), or a list of
 for a parameter that takes a sequence of tensors; a shorter tuple means None for the
 rest.
 """
+import bisect
 import functools
 import inspect
+import os
 import threading
+import weakref
 
 import numpy as np
 
 from ..errors import SpecError
+from ..limits import config as _config
 from ..tensor import Tensor, _wrap
+from . import boundary as _boundary
 
 __all__ = ["primitive", "no_grad", "enable_grad", "is_grad_enabled", "backward", "grad",
            "value_and_grad", "vjp"]
@@ -74,11 +79,13 @@ class enable_grad(no_grad):
 class Node:
     """One recorded op call: its outputs' cotangents flow back through ``rule``."""
 
-    __slots__ = ("op", "rule", "args", "outputs", "flat", "multi")
+    __slots__ = ("op", "rule", "args", "outputs", "flat", "multi", "epoch", "where")
 
     def __init__(self, op, rule, args, outputs, multi):
         self.op, self.rule, self.args, self.outputs, self.multi = op, rule, args, outputs, multi
         self.flat = _leaves(outputs)
+        self.where = _user_frame()  # (file, line) that called the op: for error messages
+        self.epoch = _assignments.epoch  # see "Assignment" below: the version check
 
     def __repr__(self):
         return f"<Node {self.op}>"
@@ -135,28 +142,45 @@ def primitive(name):
 
     Attach its gradient rule right below the op with ``@op.defvjp``. An op whose rule is
     missing still runs; asking for a gradient through it raises a SpecError naming it.
+
+    Dispatch fast path: ``op._fast`` (set by e.g. :func:`xops.ops._core.fast_binary`) is
+    tried first on calls with positional arguments only while no debug flag is set. It
+    returns the result for argument signatures it has validated (no argument requires a
+    gradient or is quantized, element types and shapes the op accepts, computed exactly
+    as the op's body would), and None for everything else, which then takes the full
+    path below: every check, every error message unchanged.
     """
     def decorate(fn):
         sig = inspect.signature(fn)
 
         @functools.wraps(fn)
         def op(*args, **kwargs):
+            fast = op._fast  # see deffast: validated signatures skip the op's checks
+            if fast is not None and not kwargs and not _config.check_finite:
+                out = fast(args)
+                if out is not None:
+                    return out
             if not _wants_grad(args, kwargs):
-                return fn(*args, **kwargs)
-            if quantized_dispatch is not None and _any_quantized(args, kwargs):
-                return quantized_dispatch(name, op, fn, args, kwargs)
-            if not _mode.enabled:
-                return fn(*args, **kwargs)
-            _mode.enabled = False  # the op's own implementation records nothing
-            try:
                 out = fn(*args, **kwargs)
-            finally:
-                _mode.enabled = True
-            bound = sig.bind(*args, **kwargs)
-            bound.apply_defaults()
-            return _record(name, op._vjp, tuple(bound.arguments.values()), out)
+            elif quantized_dispatch is not None and _any_quantized(args, kwargs):
+                out = quantized_dispatch(name, op, fn, args, kwargs)
+            elif not _mode.enabled:
+                out = fn(*args, **kwargs)
+            else:
+                _mode.enabled = False  # the op's own implementation records nothing
+                try:
+                    out = fn(*args, **kwargs)
+                finally:
+                    _mode.enabled = True
+                bound = sig.bind(*args, **kwargs)
+                bound.apply_defaults()
+                out = _record(name, op._vjp, tuple(bound.arguments.values()), out)
+            if _config.check_finite:  # xops.config.debug_nans: off = this one flag test
+                _check_finite(name, out, args, kwargs)
+            return out
 
         op._vjp = None
+        op._fast = None
         op.op_name = name
 
         def defvjp(rule):
@@ -172,8 +196,41 @@ def _restructure(x, fn):
     if isinstance(x, Tensor):
         return fn(x)
     if isinstance(x, (list, tuple)):
-        return type(x)(_restructure(v, fn) for v in x)
+        items = [_restructure(v, fn) for v in x]
+        if hasattr(x, "_fields"):  # a named tuple (ConvDimensionNumbers): fields by position
+            return type(x)(*items)
+        return type(x)(items)
     return x
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _user_frame():
+    """(file, line) of the innermost caller outside the xops package (where the user
+    called the op), for messages; None if there is none."""
+    import sys
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
+        f = f.f_back
+    return None if f is None else (f.f_code.co_filename, f.f_lineno)
+
+
+def _check_finite(name, out, args, kwargs):
+    """The NaN/Inf check of xops.config.debug_nans / debug_infs (on only when asked)."""
+    from ..dtypes import to_compute
+    from ..limits import NonFiniteError, config
+    for i, o in enumerate(_leaves(out)):
+        if o._dtype.kind not in ("float", "complex") or o._dtype.quantized:
+            continue
+        v = to_compute(o._value, o._dtype)
+        bad = [w for w, hit in (("NaN", config.debug_nans and np.isnan(v).any()),
+                                ("inf", config.debug_infs and np.isinf(v).any())) if hit]
+        if bad:
+            ins = [t.type for t in _leaves(list(args) + list(kwargs.values()))]
+            raise NonFiniteError(name, "debug_nans", f"result #{i} ({o.type}) holds "
+                                                     f"{' and '.join(bad)} (operands: "
+                                                     f"{', '.join(ins) or 'none'})")
 
 
 def _record(name, rule, args, out):
@@ -216,6 +273,8 @@ def _topological(roots):
             continue
         seen.add(id(node))
         stack.append((node, True))
+        if node.epoch != _assignments.epoch:  # something was assigned since it ran
+            _fix_versions(node)
         for p in node.parents():
             if p._node is not None and id(p._node) not in seen:
                 stack.append((p._node, False))
@@ -250,15 +309,32 @@ def _run_rule(node, cts):
     if node.rule is None:
         raise SpecError(node.op, "grad", f"no gradient rule for {node.op}: it is not "
                                          f"differentiable in xops (see docs/autodiff.md)")
-    if node.multi:
-        filled = iter([c if c is not None else (_zeros_like(o) if _differentiable(o) else None)
-                       for c, o in zip(cts, node.flat)])
-        res = node.rule(_restructure(node.outputs, lambda t: next(filled)), node.outputs, *node.args)
-    else:
-        res = node.rule(cts[0], node.outputs, *node.args)
+    try:
+        if node.multi:
+            filled = iter([c if c is not None else (_zeros_like(o) if _differentiable(o)
+                                                    else None)
+                           for c, o in zip(cts, node.flat)])
+            res = node.rule(_restructure(node.outputs, lambda t: next(filled)), node.outputs,
+                            *node.args)
+        else:
+            res = node.rule(cts[0], node.outputs, *node.args)
+    except Exception as e:
+        _name_node(e, node)
+        raise
     if not isinstance(res, (tuple, list)):
         res = (res,)
     return res
+
+
+def _name_node(e, node):
+    """Say in ``e`` which recorded op's gradient failed and where that op was called:
+    ``... [in the gradient of dot_general, recorded at train.py:12]``."""
+    where = f", recorded at {node.where[0]}:{node.where[1]}" if node.where else ""
+    note = f"in the gradient of {node.op}{where}"
+    if isinstance(e, SpecError) and e.args and note not in str(e.args[0]):
+        e.args = (f"{e.args[0]} [{note}]",) + e.args[1:]
+    elif not isinstance(e, SpecError) and hasattr(e, "add_note"):
+        e.add_note(note)
 
 
 def _pairs(arg, g):
@@ -283,6 +359,8 @@ def _backprop(roots, cotangents, create_graph):
             cts = [grads.get(id(o)) for o in node.flat]
             if all(c is None for c in cts):
                 continue
+            if node.epoch != _assignments.epoch:  # something was assigned since it ran
+                _check_versions(node)
             for arg, g in zip(node.args, _run_rule(node, cts)):
                 for a, ga in _pairs(arg, g):
                     if a.requires_grad:
@@ -309,6 +387,8 @@ def backward(tensor, gradient=None, create_graph=False):
             raise SpecError("backward", "", f"gradient can be left out only for one-element "
                                             f"tensors, got {tensor.type}")
         gradient = _ones_like(tensor)
+    else:  # arrays, lists and numbers too (xops.autodiff.boundary)
+        gradient = _boundary.as_cotangent(gradient, tensor, "backward")
     grads, keep = _backprop([tensor], [gradient], create_graph)
     from ..ops.elementwise import add
     for k, t in keep.items():
@@ -341,9 +421,6 @@ def _map(tree, fn, leaves=(Tensor,)):
     return tree
 
 
-_PRIMAL_LEAVES = (Tensor, np.ndarray, np.generic, float, int, complex)
-
-
 def _as_input(x):
     """A primal as a differentiable input. A primal already on a tape (inside an outer
     transform) is used as is, so the outer transform sees through the inner one."""
@@ -361,22 +438,49 @@ def _as_input(x):
 
 def vjp(f, *primals):
     """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` returns the cotangents of the primals
-    (pytrees of tensors in, pytrees out, as ``jax.vjp``)."""
+    (pytrees of tensors in, pytrees out, as ``jax.vjp``). Primals and cotangents may be
+    arrays, numbers and nested lists too (see :mod:`xops.autodiff.boundary`)."""
     nested = any(isinstance(t, Tensor) and t.requires_grad for t in _flatten(primals))
-    xs = _map(primals, _as_input, _PRIMAL_LEAVES)
-    with enable_grad():
+    xs = tuple(_boundary.map_primals(p, lambda x: _as_input(_boundary.as_primal(x)))
+               for p in primals)
+    with enable_grad(), _boundary.watch_escapes() as escaped:
         out = f(*xs)
     outs = _flatten(out)
-    inputs = _flatten(xs)
 
     def vjp_fn(cotangent):
-        cts = _flatten(cotangent)
-        if len(cts) != len(outs):
-            raise SpecError("vjp", "", f"the cotangent has {len(cts)} tensors for {len(outs)} outputs")
+        cts = _cotangents(cotangent, out, outs)
         live = [(o, c) for o, c in zip(outs, cts) if o.requires_grad]
         grads, _ = _backprop([o for o, _ in live], [c for _, c in live], create_graph=nested)
+        missing = [(i, t) for i, t in enumerate(_flatten(xs)) if id(t) not in grads]
+        _boundary.check_connected(missing, escaped.tensors)
         return _map(xs, lambda t: grads.get(id(t)) if id(t) in grads else _zeros_like(t))
     return out, vjp_fn
+
+
+def _cotangents(cotangent, out, outs):
+    """The cotangent of each output tensor (in _flatten order), converted."""
+    pairs = []
+
+    def walk(c, o):
+        if isinstance(o, Tensor):
+            pairs.append((c, o))
+        elif isinstance(o, (list, tuple)) and isinstance(c, (list, tuple)) and len(c) == len(o):
+            for ci, oi in zip(c, o):
+                walk(ci, oi)
+        elif isinstance(o, dict) and isinstance(c, dict) and sorted(c) == sorted(o):
+            for k in sorted(o):
+                walk(c[k], o[k])
+        elif _flatten(o):
+            raise ValueError
+    try:
+        walk(cotangent, out)
+    except ValueError:  # another structure with as many tensors (as before)
+        cts = _flatten(cotangent)
+        if len(cts) != len(outs):
+            raise SpecError("vjp", "", f"the cotangent has {len(cts)} tensors for "
+                                       f"{len(outs)} outputs") from None
+        pairs = list(zip(cts, outs))
+    return [_boundary.as_cotangent(c, o, "vjp") for c, o in pairs]
 
 
 def value_and_grad(f, argnums=0, has_aux=False):
@@ -414,3 +518,135 @@ def grad(f, argnums=0, has_aux=False):
         (value, g) = vg(*args)
         return (g, value[1]) if has_aux else g
     return wrapped
+
+
+# ---------------------------------------------------------------------------------------
+# Assignment: versions and rebinding (``t[idx] = v``, ``xo.nn.assign_``)
+# ---------------------------------------------------------------------------------------
+# Tensors are immutable values, but a Tensor *object* can be rebound to a new buffer.
+# A node keeps the objects it was called with, so its rule would read the new value:
+# a silently wrong gradient. Every rebinding therefore advances a global epoch and
+# records it for the tensor; a node remembers the epoch it was recorded in, and the
+# backward walk looks at a node's tensors only when the epoch moved since (one int
+# comparison per node otherwise). A rebinding done while recording keeps the previous
+# value and history in a separate Tensor (``old`` in :func:`rebind`): a node that used
+# the tensor before is pointed at that one (its rule then reads the value it saw, and
+# the cotangent flows into the old history), which is the true gradient. Where no such
+# Tensor exists (``no_grad`` assignments, ``assign_``, or it was freed because nothing
+# on the tape held it), backward raises, as PyTorch does.
+
+class _Assignments:
+    epoch = 0  # bumped by every rebinding
+
+
+_assignments = _Assignments()
+# id(Tensor) -> (weak reference, [epoch of each assignment], [weak reference to the
+# Tensor holding the value before it, or None]); keyed by identity (a
+# WeakKeyDictionary would compare tensors with ==, which is elementwise)
+_assigned = {}
+_assign_lock = threading.Lock()
+
+
+def _forget(ref, key):
+    entry = _assigned.get(key)
+    if entry is not None and entry[0] is ref:
+        del _assigned[key]
+
+
+def _entry(t):
+    entry = _assigned.get(id(t))
+    return entry if entry is not None and entry[0]() is t else None
+
+
+def _epochs(t):
+    entry = _entry(t)
+    return entry[1] if entry is not None else None
+
+
+def bump_version(t, previous=None):
+    """Record that Tensor object ``t`` is being rebound to a new value (its version + 1);
+    ``previous``: a Tensor that holds the value (and history) ``t`` had until now."""
+    with _assign_lock:
+        _assignments.epoch += 1
+        entry = _entry(t)
+        if entry is None:
+            entry = (weakref.ref(t, functools.partial(_forget, key=id(t))), [], [])
+            _assigned[id(t)] = entry
+        entry[1].append(_assignments.epoch)
+        entry[2].append(weakref.ref(previous) if previous is not None else None)
+
+
+def version(t):
+    """How many times Tensor object ``t`` was rebound (PyTorch's ``t._version``)."""
+    return len(_epochs(t) or ())
+
+
+def _fix_versions(node):
+    """Point the node's arguments that were rebound after it ran at the Tensors holding
+    the values it saw (where they still exist); _check_versions raises for the rest."""
+    def swap(a):
+        entry = _entry(a)
+        if entry is None or entry[1][-1] <= node.epoch:
+            return a
+        i = bisect.bisect_right(entry[1], node.epoch)  # the first assignment after it
+        ref = entry[2][i]
+        held = ref() if ref is not None else None
+        return a if held is None else held
+    if any(_entry(a) is not None for a in _leaves(node.args)):
+        node.args = _restructure(node.args, swap)
+
+
+def _check_versions(node):
+    for t in _leaves(node.args) + node.flat:
+        epochs = _epochs(t)
+        if epochs and epochs[-1] > node.epoch:
+            saved = sum(1 for e in epochs if e <= node.epoch)
+            raise SpecError("backward", "", f"one of the tensors needed for gradient "
+                                            f"computation has been modified by an assignment: "
+                                            f"{node.op} saved {t.type} at version {saved}, now "
+                                            f"version {len(epochs)}. Compute the gradient "
+                                            f"before assigning (t[...] = v, assign_), or use "
+                                            f"t.at[...].set(v), which returns a new tensor")
+
+
+def _replace_output(node, old, new):
+    node.outputs = _restructure(node.outputs, lambda o: new if o is old else o)
+    node.flat = [new if o is old else o for o in node.flat]
+
+
+def rebind(t, make, op="setitem"):
+    """Rebind Tensor object ``t`` to ``make(old)``, where ``old`` is a separate Tensor
+    holding ``t``'s current value (and, while recording, its place on the tape).
+
+    As PyTorch's in-place ops: a leaf that requires a gradient cannot be assigned to
+    while gradients are recorded (under ``no_grad`` it can: its value changes, it stays
+    a leaf); an op output that is on the tape is assigned to by recording the update
+    (``make``'s ops) on top of its history, so gradients flow through both. Nodes that
+    used ``t`` before are pointed at ``old`` by the backward walk (see above); after a
+    ``no_grad`` assignment they make backward raise instead.
+    """
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(t).__name__}")
+    recording = _mode.enabled
+    if recording and t.requires_grad and t._node is None:
+        raise SpecError(op, "", f"a leaf tensor that requires a gradient ({t.type}) cannot "
+                                f"be assigned to in place while gradients are recorded; use "
+                                f"t.at[...].set(v) (a new tensor), or assign under "
+                                f"xo.no_grad()")
+    if not recording:  # nothing is recorded: only the value (and the version) changes
+        bump_version(t)
+        new = make(_wrap(t._value, t._dtype))
+        t._value, t._dtype = new._value, new._dtype
+        return t
+    old = _wrap(t._value, t._dtype)
+    if t._node is not None:  # t's history now belongs to `old`
+        old.requires_grad, old._node = True, t._node
+        _replace_output(t._node, t, old)
+    bump_version(t, old)  # before make(): its own node must not count as stale
+    new = make(old)
+    t._value, t._dtype = new._value, new._dtype
+    t._node = new._node
+    t.requires_grad = new.requires_grad
+    if new._node is not None:
+        _replace_output(new._node, new, t)
+    return t

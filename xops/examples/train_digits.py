@@ -2,14 +2,21 @@
 
     python -m xops.examples.train_digits                      # ~99% test accuracy
     python -m xops.examples.train_digits --epochs 5 --plot digits.png --save digits.npz
+    mpiexec -n 2 python -m xops.examples.train_digits --seed 0 --epochs 2 --save w2.npz
 
-The model is conv(1->16, 3x3) -> batch norm -> relu -> max pool 2 -> conv(16->32) ->
+The model is conv(1->16, 3x3, no bias) -> batch norm -> relu -> max pool 2 -> conv(16->32) ->
 batch norm -> relu -> max pool 2 -> dense(128->10), trained with softmax cross-entropy
 and Adam under a cosine learning-rate schedule. Every piece is an xops op
 (``xo.convolution``, ``xo.batch_norm_training``, ``xo.reduce_window``, ``xo.dot_general``,
 ...) and the gradients come from xops' tape. 1797 images: a stratified 80/20 split
-(fixed), so the 359 test images are never trained on. 8 epochs reach 98.6-99.7% test
+(fixed), so the 359 test images are never trained on. 8 epochs reach 98.3-99.4% test
 accuracy (seeds 0-4) in a few seconds once Numba's cache is warm.
+
+Under ``mpiexec -n N`` it trains data-parallel with ``xops.distributed.DataParallel``:
+each rank takes its part of every global batch, the loss is the global mean (weighted
+by each rank's count), batch-norm statistics cover the global batch, gradients are
+summed with one ``all_reduce`` per step, and rank 0 prints and saves. The result equals
+the single-process run up to the order of floating-point sums.
 
 Needs the ``examples`` extra: scikit-learn (the data), tqdm (progress bars, optional),
 matplotlib (``--plot``, optional).
@@ -22,6 +29,7 @@ import numpy as np
 
 import xops as xo
 from xops import nn, optim
+from xops.distributed import DataParallel, is_main
 
 F = nn.functional
 
@@ -63,9 +71,14 @@ def load_data(test_fraction=0.2):
 
 
 def build_model():
+    # no conv biases: batch norm subtracts the mean right after, so a bias there has a
+    # gradient that is exactly zero in theory and pure rounding noise in practice, which
+    # Adam (dividing by its root mean square) would turn into a random walk
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(1, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(32 * 2 * 2, 10))
 
 
@@ -135,6 +148,10 @@ def _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit):
         x_train, y_train = x_train[:limit], y_train[:limit]
     xo.random_seed(seed)  # model initialisation draws from xops' stream
     model = build_model()
+    net = DataParallel(model)  # one process: the model itself; under mpiexec: data-parallel
+    main_rank = is_main()
+    if not main_rank:
+        log, progress, save, plot = (lambda *a, **k: None), False, None, None
     opt = optim.Adam(model.parameters(), lr=lr)
     sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(epochs, 1))
     shuffle = np.random.default_rng(seed)
@@ -148,8 +165,8 @@ def _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit):
         bar = _progress(starts, len(starts), f"epoch {epoch + 1}/{epochs}", progress)
         for i in bar:
             idx = order[i:i + batch_size]
-            xb, yb = xo.tensor(x_train[idx]), xo.tensor(y_train[idx])
-            loss = F.softmax_cross_entropy(model(xb), yb)
+            xb, yb = net.shard(x_train[idx]), net.shard(y_train[idx])  # this rank's part
+            loss = net.mean(F.softmax_cross_entropy(net(xb), yb, reduction="none"))
             opt.zero_grad()
             loss.backward()
             opt.step()

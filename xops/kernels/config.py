@@ -14,6 +14,7 @@
 import glob
 import hashlib
 import os
+import threading
 import types
 
 PARALLEL_THRESHOLD = int(os.environ.get("XOPS_PARALLEL_THRESHOLD", 1 << 16))
@@ -109,7 +110,30 @@ class Kernel:
     def __call__(self, n, *args):
         if n < PARALLEL_THRESHOLD:
             return self.serial(*args)
-        return self.parallel(*args)
+        if _layer_threadsafe:
+            return self.parallel(*args)
+        with _launch_lock:  # see _note_layer
+            out = self.parallel(*args)
+            _note_layer()
+        return out
+
+
+# Numba's "workqueue" threading layer (its fallback where neither TBB nor OpenMP loads)
+# must not run two parallel regions at once: concurrent launches from several Python
+# threads abort the process. Until the first parallel launch tells which layer runs,
+# and for good if it is workqueue, launches are serialised by this lock; with the omp
+# or tbb layer (thread-safe) they run concurrently, lock-free.
+_launch_lock = threading.Lock()
+_layer_threadsafe = False
+
+
+def _note_layer():
+    global _layer_threadsafe
+    import numba
+    try:
+        _layer_threadsafe = numba.threading_layer() in ("omp", "tbb")
+    except ValueError:  # not initialised (cannot happen after a launch)
+        pass
 
 
 def kernel(py_func):

@@ -7,6 +7,9 @@ Integer kernels take int64 or uint64 arrays (the caller widens narrower types an
 wraps the result back to the type's width), so each kernel has two specialisations
 instead of eight; ``bits`` is the element type's width, ``signed`` its signedness.
 """
+import contextvars
+import threading
+
 import numpy as np
 from numba import prange
 
@@ -213,3 +216,56 @@ def select_bits(pred, on_true, on_false, out):
         for i in prange(n):
             a = on_true[i]
             out[i] = a if pred[i] else b
+
+
+# ---------------------------------------------------------------------------------------
+# NumPy's transcendental ufuncs on both cores
+# ---------------------------------------------------------------------------------------
+# NumPy's SIMD loops (exp, log, tanh, sin, cos on f32; libm for f64 on AVX2) are faster
+# per core than a Numba loop over libm, but single-threaded. Large contiguous inputs are
+# cut into blocks, one per thread. Each element's result depends only on that element:
+# every block but the last is a whole number of _BLOCK elements (a multiple of any SIMD
+# width and unroll), so the vector/tail split of the last block is the whole array's own,
+# and results are bit-identical for any thread count (tests/test_elementwise_kernels.py).
+
+THREADED_UFUNCS = frozenset((np.exp, np.expm1, np.log, np.log1p, np.tanh, np.sin, np.cos))
+THREADED_THRESHOLD = 1 << 18  # below this a thread hand-off (~20-50 us) is not repaid
+_BLOCK = 1 << 12
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _threads():
+    import numba
+    return numba.get_num_threads()
+
+
+def _get_pool(workers):
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < workers:
+            from concurrent.futures import ThreadPoolExecutor
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="xops-ufunc")
+        return _pool
+
+
+def threaded_unary(ufunc, a):
+    """``ufunc(a)`` for one of THREADED_UFUNCS on a real float array, computed in blocks
+    on up to numba.get_num_threads() threads (the caller's NumPy error state applies in
+    each); the same bits as ``ufunc(a)``."""
+    n = a.size
+    threads = _threads() if n >= THREADED_THRESHOLD else 1
+    if threads < 2 or ufunc not in THREADED_UFUNCS or a.dtype.kind != "f" \
+            or not a.flags.c_contiguous:
+        return ufunc(a)
+    flat = a.reshape(-1)
+    out = np.empty_like(flat)
+    step = -(-n // threads // _BLOCK) * _BLOCK  # a whole number of blocks per thread
+    bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+    pool = _get_pool(len(bounds) - 1)
+    jobs = [pool.submit(contextvars.copy_context().run, ufunc, flat[lo:hi], out=out[lo:hi])
+            for lo, hi in bounds[1:]]
+    ufunc(flat[:bounds[0][1]], out=out[:bounds[0][1]])
+    for job in jobs:
+        job.result()
+    return out.reshape(a.shape)

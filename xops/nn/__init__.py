@@ -14,9 +14,10 @@ from .modules import (AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, Cross
                       Sigmoid, Softmax, Tanh)
 from .parameter import Parameter, assign_
 from .functional import softmax_cross_entropy, mse, cross_entropy
-from .serialization import load, save
+from .serialization import CheckpointError, load, save
 
 __all__ = ["functional", "init", "Generator", "Parameter", "assign_", "save", "load",
+           "CheckpointError",
            "Module", "Sequential", "ModuleList", "Linear", "Conv1d", "Conv2d", "BatchNorm1d",
            "BatchNorm2d", "MaxPool2d", "AvgPool2d", "ReLU", "GELU", "Sigmoid", "Tanh",
            "Softmax", "LogSoftmax", "Dropout", "Flatten", "Identity", "Embedding",

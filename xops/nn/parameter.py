@@ -14,10 +14,10 @@ state dict is a snapshot: no ``copy.deepcopy`` needed). ``assign_`` is the only 
 xops that rebinds a tensor's value; the optimizers, ``Module.load_state_dict``,
 ``BatchNorm``'s running statistics and the in-place initialisers all go through it.
 
-One caveat, the same as PyTorch's in-place updates: a tape recorded *before* an
-``assign_`` refers to the parameter object, so calling ``backward()`` on it *after* the
-update would read the new value. Run ``backward()`` before ``optimizer.step()`` (the
-usual loop does).
+As with PyTorch's in-place updates, a tape recorded *before* an ``assign_`` refers to
+the parameter object: ``assign_`` advances the parameter's version, and ``backward()``
+through such a tape raises instead of reading the new value. Run ``backward()`` before
+``optimizer.step()`` (the usual loop does).
 """
 import numpy as np
 
@@ -68,6 +68,8 @@ def assign_(param, value, *, allow_type_change=False):
             raise ValueError(f"assign_: a parameter that requires a gradient must stay "
                              f"floating-point, got {value._dtype.name}")
         param.grad = None  # a gradient of the old type no longer fits
+    from ..autodiff.tape import bump_version
+    bump_version(param)  # a tape that saved param now fails loudly in backward()
     param._value = value._value
     param._dtype = value._dtype
     return param

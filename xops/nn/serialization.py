@@ -22,13 +22,22 @@ dict name -> tensor is written exactly as before, without the tree.
 import collections
 import json
 import os
+import tempfile
+import zipfile
 
 import numpy as np
 
 from ..dtypes import as_dtype
+from ..errors import SpecError
 from ..tensor import Tensor, tensor
 
-__all__ = ["save", "load"]
+__all__ = ["CheckpointError", "load", "save"]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file cannot be read back: truncated, corrupt, not written by
+    :func:`save` (or not an ``.npz`` at all), holding pickled objects, or not matching the
+    model it is loaded into (``Module.load_state_dict``). A ValueError."""
 
 _KEYS = "__xops_keys__"
 _DTYPES = "__xops_dtypes__"
@@ -131,8 +140,27 @@ def save(obj, path):
     arrays[_DTYPES] = np.array(dtypes, dtype=str)
     if tree is not None:
         arrays[_TREE] = np.array(json.dumps(tree, allow_nan=True))
-    with open(os.fspath(path), "wb") as f:
-        np.savez(f, **arrays)
+    _write_atomically(os.fspath(path), arrays)
+
+
+def _write_atomically(path, arrays):
+    """Write to a temporary file in the same directory, flush it to disk, then rename it
+    over ``path`` (atomic on POSIX and Windows): a failure at any point leaves the
+    previous file at ``path`` as it was, and no partial file behind."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".npz.tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def load(path):
@@ -141,24 +169,55 @@ def load(path):
     for a nested state (an optimizer's, a checkpoint), the same tree of dicts, lists,
     tuples, tensors and plain values that was saved. A plain ``.npz`` without xops'
     type table loads with the arrays' NumPy types."""
+    path = os.fspath(path)
+    # (the file is opened here, not by np.load, which leaks its handle when the zip
+    # directory is damaged)
+    with open(path, "rb") as f:
+        try:
+            z = np.load(f, allow_pickle=False)
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+            raise CheckpointError(f"load: {path} is not a readable .npz checkpoint "
+                                  f"({type(e).__name__}: {e})") from e
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise CheckpointError(f"load: {path} holds a single .npy array, not an .npz "
+                                  f"checkpoint written by xops.nn.save")
+        try:
+            with z:
+                return _read(z, path)
+        except CheckpointError:
+            raise
+        except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError, SpecError,
+                zipfile.BadZipFile, json.JSONDecodeError) as e:
+            # truncated members (zlib/CRC errors), pickled objects (allow_pickle=False),
+            # a missing or inconsistent type table, a damaged tree
+            raise CheckpointError(f"load: {path} is truncated or corrupt "
+                                  f"({type(e).__name__}: {e})") from e
+
+
+def _read(z, path):
     out = collections.OrderedDict()
-    with np.load(os.fspath(path), allow_pickle=False) as z:
-        names = set(z.files)
-        if _KEYS in names:
-            keys = [str(k) for k in z[_KEYS]]
-            dtypes = [str(d) for d in z[_DTYPES]]
-        else:
-            keys = sorted(names)
-            dtypes = [None] * len(keys)
-        for k, name in zip(keys, dtypes):
-            a = z[k]
-            if name is None:
-                out[k] = tensor(a)
-                continue
-            dt = as_dtype(name)
-            if a.dtype != dt.np:
-                a = a.view(dt.np)  # raw bits back to the ml_dtypes type
-            out[k] = tensor(a, dt)
-        if _TREE in names:
-            return _decode(json.loads(str(z[_TREE][()])), out)
+    names = set(z.files)
+    if _KEYS in names:
+        keys = [str(k) for k in z[_KEYS]]
+        dtypes = [str(d) for d in z[_DTYPES]]
+        if len(keys) != len(dtypes) or not set(keys) <= names:
+            raise CheckpointError(f"load: {path}: the type table does not match the "
+                                  f"stored arrays")
+    else:
+        keys = sorted(names)
+        dtypes = [None] * len(keys)
+    for k, name in zip(keys, dtypes):
+        a = z[k]
+        if name is None:
+            out[k] = tensor(a)
+            continue
+        dt = as_dtype(name)
+        if a.dtype != dt.np:
+            if a.dtype.itemsize != dt.np.itemsize or a.dtype.kind not in "biu":
+                raise CheckpointError(f"load: {path}: {k!r} is stored as {a.dtype}, which "
+                                      f"cannot hold {dt.name}")
+            a = a.view(dt.np)  # raw bits back to the ml_dtypes type
+        out[k] = tensor(a, dt)
+    if _TREE in names:
+        return _decode(json.loads(str(z[_TREE][()])), out)
     return out

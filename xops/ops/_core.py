@@ -4,6 +4,7 @@ Operands may be Tensors, NumPy arrays or Python scalars. Python scalars are *wea
 they take the element type of the op's first tensor operand (as in JAX), so
 ``xo.add(x_bf16, 1)`` stays bf16. NumPy arrays and NumPy scalars keep their own type.
 """
+import inspect
 import numbers
 
 import numpy as np
@@ -13,7 +14,7 @@ from ..errors import SpecError, check
 from ..tensor import Tensor, _default_dtype, _wrap, typestr
 
 __all__ = ["as_tensor", "operands", "check", "SpecError", "typestr", "tstr", "result",
-           "compute", "kinds_str", "attr_ints", "attr_int"]
+           "compute", "kinds_str", "attr_ints", "attr_int", "check_arity"]
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -30,17 +31,48 @@ def as_tensor(x, dtype=None, op="tensor", name="operand"):
         return x
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic):
-        dt = as_dtype(dtype) if dtype is not None else _default_dtype(x)
-        return _wrap(_weak_scalar(op, name, x, dt), dt)
-    if isinstance(x, (np.ndarray, np.generic)):
-        dt = as_dtype(x.dtype)
-        return _wrap(np.array(x, copy=True), dt)
-    if isinstance(x, (list, tuple)):
-        from ..tensor import tensor
-        return tensor(x, dtype)
-    raise SpecError(op, "", f"{name} must be a Tensor, NumPy array or Python scalar, "
-                            f"got {type(x).__name__}")
+    try:
+        if isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic):
+            dt = as_dtype(dtype, op) if dtype is not None else _default_dtype(x)
+            return _wrap(_weak_scalar(op, name, x, dt), dt)
+        if isinstance(x, (np.ndarray, np.generic)):
+            dt = as_dtype(x.dtype, op)
+            return _wrap(np.array(x, copy=True), dt)
+        if isinstance(x, (list, tuple)):
+            from ..tensor import tensor
+            return tensor(x, dtype)
+    except SpecError as e:
+        if e.op == op and e.label:
+            raise
+        # (tensor construction or a dtype lookup refused it: say which op and operand)
+        raise SpecError(op, e.label or input_label(op, name), f"{name}: {_message(e)}") from None
+    raise SpecError(op, input_label(op, name), f"{name} must be a Tensor, NumPy array or "
+                                               f"Python scalar, got {type(x).__name__}")
+
+
+def input_label(op, name):
+    """The label of input ``name`` of op ``op`` for errors about its Python-level type:
+    the spec's Inputs-table label I<k>, k its position in the public function's
+    signature (``"operand #1"`` / ``"inputs[2]"`` name the k-th operand / the sequence)."""
+    base = name.split("[")[0].split(" #")[0].strip()
+    if " #" in name:
+        k = name.split(" #")[1]
+        if k.isdigit():
+            return f"I{int(k) + 1}"
+    import xops
+    fn = getattr(xops, op, None) or getattr(xops, op + "_", None)
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return "I1"
+    return f"I{params.index(base) + 1}" if base in params else "I1"
+
+
+def _message(e):
+    """A SpecError's message without its "op (label): " prefix."""
+    text = str(e)
+    prefix = f"{e.op} ({e.label}): " if e.label else f"{e.op}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
 
 
 def _weak_scalar(op, name, x, dt):
@@ -50,22 +82,25 @@ def _weak_scalar(op, name, x, dt):
     elif dt.kind in ("si", "ui"):
         ok = isinstance(x, (bool, int)) and dt.min <= x <= dt.max
         if isinstance(x, int) and not ok and not isinstance(x, bool):
-            raise SpecError(op, "", f"Python int {x} for {name} is out of range for "
+            raise SpecError(op, input_label(op, name), f"Python int {x} for {name} is out of "
+                                                       f"range for "
                                     f"{dt.name} [{dt.min}, {dt.max}]")
     elif dt.kind == "float":
         ok = isinstance(x, (bool, int, float))
     else:
         ok = isinstance(x, numbers.Number)
     if not ok:
-        raise SpecError(op, "", f"Python {type(x).__name__} {x!r} for {name} cannot take "
+        raise SpecError(op, input_label(op, name), f"Python {type(x).__name__} {x!r} for "
+                                                   f"{name} cannot take "
                                 f"the element type {dt.name} of the other operands; convert "
                                 f"explicitly with xo.convert")
     if dt.kind == "float" and isinstance(x, int) and -2 ** 63 <= x < 2 ** 63:
         return int_to_float(np.array(x, np.int64), dt).reshape(())  # one rounding
     if dt.kind == "float" and dt.is_narrow:
         return from_compute(np.array(x, np.float64), dt)
-    if dt.kind == "complex":
-        return np.array(complex(x), dt.np)
+    if dt.kind in ("float", "complex"):
+        with np.errstate(over="ignore"):  # a too large value rounds to inf (IEEE)
+            return np.array(complex(x) if dt.kind == "complex" else x, dt.np)
     if dt.kind in ("si", "ui"):
         return np.array(int(x), np.int64 if dt.kind == "si" else np.uint64).astype(dt.np)
     return np.array(x, dt.np)
@@ -104,19 +139,42 @@ def result(arr, dt):
 
 def attr_ints(op, label, name, value, length=None):
     """A list of Python ints from an attribute given as a sequence, array or Tensor."""
-    if isinstance(value, Tensor):
-        value = value._value
-    try:
-        arr = np.asarray(value)
-        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-            raise TypeError
-        out = [int(v) for v in arr.reshape(-1)]
-    except (TypeError, ValueError):
-        raise SpecError(op, label, f"{name} must be a 1-D sequence of integers, got {value!r}") \
-            from None
+    if type(value) in (list, tuple) and all(type(v) is int for v in value):
+        out = list(value)  # the common spelling: no NumPy round trip
+    else:
+        if isinstance(value, Tensor):
+            value = value._value
+        try:
+            arr = np.asarray(value)
+            if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+                raise TypeError
+            out = [int(v) for v in arr.reshape(-1)]
+        except (TypeError, ValueError, OverflowError):
+            raise SpecError(op, label, f"{name} must be a 1-D sequence of integers, got "
+                                       f"{value!r:.80}") from None
+    if any(v >= _SI64_END or v < -_SI64_END for v in out):
+        raise SpecError(op, label, f"{name} entries must fit si64 (the attribute's type in the "
+                                   f"spec), got {out}")
     if length is not None and len(out) != length:
         raise SpecError(op, label, f"{name} must have {length} entries, got {len(out)}: {out}")
     return out
+
+
+_SI64_END = 1 << 63
+
+
+def check_arity(op, label, what, fn, n):
+    """A body/computation/comparator must be callable with n positional arguments (the
+    check the spec's region types make); unknowable signatures (builtins) pass."""
+    check(callable(fn), op, label, lambda: f"{what} must be callable, got {type(fn).__name__}")
+    try:
+        inspect.signature(fn).bind(*range(n))
+    except TypeError:
+        raise SpecError(op, label, f"{what} must take {n} argument{'s' if n != 1 else ''}, "
+                                   f"got a callable with signature "
+                                   f"{inspect.signature(fn)}") from None
+    except ValueError:
+        pass
 
 
 def attr_int(op, label, name, value):
@@ -125,4 +183,125 @@ def attr_int(op, label, name, value):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) and not (
             isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu"):
         raise SpecError(op, label, f"{name} must be an integer, got {value!r}")
-    return int(value)
+    value = int(value)
+    if not -_SI64_END <= value < _SI64_END:
+        raise SpecError(op, label, f"{name} must fit si64 (the attribute's type in the spec), "
+                                   f"got {value}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# Dispatch fast path (see xops.autodiff.tape.primitive)
+# ---------------------------------------------------------------------------------------
+
+try:  # np.errstate(all="ignore") without its per-call object and keyword handling
+    from numpy._core.umath import _extobj_contextvar as _ERRCTX
+    from numpy._core.umath import _make_extobj
+    # all four conditions ignored: the error callback is then never called, and the
+    # buffer size only matters to casting loops, which the fast path never runs
+    _IGNORE = _make_extobj(all="ignore")
+except ImportError:  # another NumPy layout: the public context manager
+    _ERRCTX = None
+
+_new = object.__new__
+
+
+def _quiet_call(ufunc, a, b):
+    """``ufunc(a, b)`` on two arrays of one type under ``np.errstate(all="ignore")``
+    (the spec defines NaN/inf results), at a fraction of the context manager's cost."""
+    if _ERRCTX is None:
+        with np.errstate(all="ignore"):
+            return ufunc(a, b)
+    token = _ERRCTX.set(_IGNORE)
+    try:
+        return ufunc(a, b)
+    finally:
+        _ERRCTX.reset(token)
+
+
+# weak Python scalars the fast path converts: the conversion is exact for these ranges
+# (as_tensor's own rules give the same value), larger ones take the full path
+_FAST_INT = {"float": 1 << 24, "si": 127, "ui": 127}
+
+
+def _fast_scalar(s, dt):
+    """Weak Python scalar ``s`` as a 0-d array of non-narrow type ``dt``, or None where
+    the full path must decide (a type mismatch, a rounding, a range error)."""
+    ts = type(s)
+    if ts is float:
+        if dt.kind != "float":
+            return None
+        return np.array(s, dt.np) if abs(s) <= 3.0e38 or s != s else None
+    if ts is int:
+        lim = _FAST_INT.get(dt.kind)
+        if lim is None or not (-lim <= s <= lim) or (s < 0 and dt.kind == "ui"):
+            return None
+        return np.array(s, dt.np)
+    return None
+
+
+def fast_binary(op, ufunc, kinds):
+    """Give the ``@primitive`` binary elementwise ``op`` a dispatch fast path for the
+    calls its body answers with ``ufunc`` on the holder arrays: two plain Tensors of one
+    non-narrow element type of ``kinds`` and one shape (or one such Tensor and a weak
+    Python scalar exactly representable in its type), no gradient required. Any other
+    call returns None and runs the op's full path (all checks, same errors). Integer
+    ufuncs on arrays raise no floating-point warnings, so only float/complex calls pay
+    for the quiet error state."""
+    kinds = frozenset(kinds)
+    inexact = frozenset(("float", "complex"))
+
+    def fast(args):
+        try:
+            x, y = args
+        except ValueError:
+            return None
+        if type(x) is Tensor:
+            dt = x._dtype
+            # (non-narrow: held as computed; quantized types leave through the full path)
+            if dt.quantized or x.requires_grad or dt.kind not in kinds or dt.compute is not dt.np:
+                return None
+            if type(y) is Tensor:
+                if y._dtype is not dt or y.requires_grad:
+                    return None
+                a, b = x._value, y._value
+                if a.shape != b.shape:
+                    return None
+            else:
+                a, b = x._value, _fast_scalar(y, dt)
+                if b is None:
+                    return None
+        elif type(y) is Tensor:
+            dt = y._dtype
+            if dt.quantized or y.requires_grad or dt.kind not in kinds or dt.compute is not dt.np:
+                return None
+            a, b = _fast_scalar(x, dt), y._value
+            if a is None:
+                return None
+        else:
+            return None
+        quiet = dt.kind in inexact
+        if quiet and _ERRCTX is not None:  # _quiet_call, inlined (a call costs ~0.1 us)
+            token = _ERRCTX.set(_IGNORE)
+            try:
+                r = ufunc(a, b)
+            finally:
+                _ERRCTX.reset(token)
+        elif quiet:
+            r = _quiet_call(ufunc, a, b)
+        else:
+            r = ufunc(a, b)
+        # tensor._wrap, inlined: r is a fresh result (a NumPy scalar for 0-d operands)
+        if type(r) is not np.ndarray:
+            r = np.asarray(r)
+        r.setflags(write=False)  # (half the cost of r.flags.writeable = False)
+        t = _new(Tensor)
+        t._value = r
+        t._dtype = dt
+        t.requires_grad = False
+        t.grad = None
+        t._node = None
+        return t
+
+    op._fast = fast
+    return fast

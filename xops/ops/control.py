@@ -268,12 +268,13 @@ def register_custom_call(name, fn=None):
     it names as keyword parameters (all of them if it takes ``**kwargs``).
     """
     if not isinstance(name, str) or not name:
-        raise SpecError("register_custom_call", "",
+        raise SpecError("register_custom_call", "I1",
                         f"name must be a non-empty string, got {name!r}")
     if fn is None:
         return lambda f: register_custom_call(name, f)
     if not callable(fn):
-        raise SpecError("register_custom_call", "", f"fn must be callable, got {type(fn).__name__}")
+        raise SpecError("register_custom_call", "I2",
+                        f"fn must be callable, got {type(fn).__name__}")
     _CUSTOM_CALLS[name] = fn
     return fn
 

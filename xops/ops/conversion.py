@@ -39,7 +39,7 @@ def _result_dtype(op, dtype):
     try:
         return as_dtype(dtype)
     except TypeError as e:
-        raise SpecError(op, "", f"result element type: {e}") from None
+        raise SpecError(op, "I2", f"result element type: {e}") from None
 
 
 def _part_dtype(dt):

@@ -50,6 +50,7 @@ from ..autodiff.tape import primitive
 from ..dtypes import as_dtype, from_compute, to_compute
 from ..kernels import convolution as K
 from ..tensor import Tensor, _wrap, typestr
+from ..limits import check_nbytes
 from ._core import SpecError, attr_int, attr_ints, check, compute, operands, result
 
 __all__ = ["convolution", "conv_with_general_padding", "conv", "ConvDimensionNumbers"]
@@ -554,6 +555,7 @@ def _convolution_impl(x, y, a):
         chan *= a.bgc
     n_out = y.shape[dn.kernel_output_feature_dimension]
     out_pos = math.prod(a.out_spatial)
+    check_nbytes("convolution", (batch, n_out, *a.out_spatial), work)
 
     if batch * n_out * out_pos == 0 or c_group * k_taps == 0:
         out = np.zeros((batch, n_out, *a.out_spatial), work)
@@ -566,6 +568,15 @@ def _convolution_impl(x, y, a):
             w = np.flip(w, flips)
         w = np.ascontiguousarray(w, dtype=work)
         strategy = _strategy(a, chan, n_out, groups, k_taps, out_pos)
+        padded = math.prod(lo + (0 if s == 0 else (s - 1) * ld + 1) + hi
+                           for s, (lo, hi), ld in zip(a.in_spatial, a.padding, a.lhs_dilation))
+        check_nbytes("convolution", (batch, chan, padded), work, "padded input temporary")
+        if strategy == "window_sum":
+            check_nbytes("convolution", (batch, n_out * k_taps, math.prod(a.in_spatial) + 1),
+                         work, "window-sum temporary")
+        else:
+            check_nbytes("convolution", (batch, chan * k_taps, out_pos), work,
+                         "im2col temporary")
         if strategy == "window_sum":
             out = _window_sum_matmul(lhs_c, w, a, work, batch, chan, groups, n_out)
         else:
@@ -836,14 +847,15 @@ def _reference(lhs, rhs, a, feature_group_count, batch_group_count):
                     if a.reversal[d]]
     for output_spatial_index in np.ndindex(*out_spatial):
         lhs_window_start = np.array(lhs_shape(0, output_spatial_index, 0)) * lhs_window_strides
-        limit = np.minimum(lhs_window_start + lhs_window_dimensions * lhs_window_dilations,
-                           padded_lhs.shape)
+        limit = [min(int(st) + int(w) * int(dl), n)  # (Python ints: dilations up to 2**63)
+                 for st, w, dl, n in zip(lhs_window_start, lhs_window_dimensions,
+                                         lhs_window_dilations, padded_lhs.shape)]
         lhs_window = padded_lhs[tuple(slice(s, e, d) for s, e, d in
                                       zip(lhs_window_start, limit, lhs_window_dilations))]
         reversed_lhs_window = np.flip(lhs_window, reverse_dims) if reverse_dims else lhs_window
         # dot_general(reversed_lhs_window, rhs, contracting = spatial + feature): the
         # result dims are lhs's free dim (batch) then rhs's (output feature)
-        dot_product = np.tensordot(
+        dot_product = _tensordot_ieee(
             reversed_lhs_window, rhs,
             axes=([*dn.input_spatial_dimensions, dn.input_feature_dimension],
                   [*dn.kernel_spatial_dimensions, dn.kernel_input_feature_dimension]))
@@ -851,6 +863,21 @@ def _reference(lhs, rhs, a, feature_group_count, batch_group_count):
             dot_product = dot_product.T
         res[result_shape(slice(None), output_spatial_index, slice(None))] = dot_product
     return res
+
+
+def _tensordot_ieee(a, b, axes):
+    """np.tensordot without BLAS (the reference's products must be IEEE's: BLAS kernels
+    may skip zero operands and lose the NaN of 0 * NaN and 0 * inf)."""
+    ax_a, ax_b = list(axes[0]), list(axes[1])
+    free_a = [d for d in range(a.ndim) if d not in ax_a]
+    free_b = [d for d in range(b.ndim) if d not in ax_b]
+    m = int(np.prod([a.shape[d] for d in free_a], dtype=np.int64))
+    k = int(np.prod([a.shape[d] for d in ax_a], dtype=np.int64))
+    n = int(np.prod([b.shape[d] for d in free_b], dtype=np.int64))
+    a2 = np.transpose(a, free_a + ax_a).reshape(m, k)
+    b2 = np.transpose(b, ax_b + free_b).reshape(k, n)
+    out = (a2[:, :, None] * b2[None, :, :]).sum(axis=1)
+    return out.reshape([a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
 
 
 def _permute(values, permutation, rank):

@@ -34,8 +34,9 @@ from ..autodiff.tape import primitive
 from ..dtypes import as_dtype
 from ..kernels import elementwise as K
 from ..tensor import Tensor, _wrap
-from ._core import (SpecError, as_tensor, check, compute, kinds_str, operands, result,
-                    tstr)
+from . import _portable
+from ._core import (SpecError, as_tensor, check, compute, fast_binary, kinds_str, operands,
+                    result, tstr)
 
 __all__ = [
     "abs", "negate", "sign", "exponential", "exponential_minus_one", "log", "log_plus_one",
@@ -147,9 +148,29 @@ def _make_complex(re, im, dtype):
 
 
 def _same(x, fn):
-    """Apply a NumPy function in x's compute domain; result has x's element type."""
+    """Apply a NumPy function in x's compute domain; result has x's element type.
+    complex64 is evaluated in complex128 and rounded once: NumPy's complex64 functions
+    lose thousands of ULPs where a part cancels (log1p near |1 + z| = 1, expm1, rsqrt,
+    logistic), and the StableHLO reference interpreter computes complex ops in double."""
     with _quiet():
-        return result(fn(compute(x)), x._dtype)
+        a = compute(x)
+        if a.dtype == np.complex64:
+            a = a.astype(np.complex128)
+        if a.size >= K.THREADED_THRESHOLD:  # exp, tanh, ... in blocks on every core
+            return result(K.threaded_unary(fn, a), x._dtype)
+        return result(fn(a), x._dtype)
+
+
+def _complex64_in_double(fn):
+    """A binary NumPy function that evaluates complex64 operands in complex128 (the
+    caller rounds once to complex64): complex64 division and pow lose hundreds of ULP
+    where a part cancels; the StableHLO reference interpreter computes both in double."""
+    def wide(a, b):
+        if a.dtype == np.complex64:
+            return fn(a.astype(np.complex128), b.astype(np.complex128))
+        return fn(a, b)
+    wide.__name__ = getattr(fn, "__name__", "wide")
+    return wide
 
 
 def _same2(x, y, fn):
@@ -428,7 +449,9 @@ def cbrt(operand):
     >>> xo.cbrt(xo.tensor([8.0, -27.0]))   # [2, -3]
     """
     x = _unary("cbrt", operand, _FC)
-    return _same(x, (lambda v: np.power(v, 1 / 3)) if x._dtype.kind == _C else np.cbrt)
+    # reals: the same bits on every CPU, exact on perfect cubes (NumPy's SIMD and
+    # scalar cbrt loops differ in the last bit; see xops.ops._portable)
+    return _same(x, (lambda v: np.power(v, 1 / 3)) if x._dtype.kind == _C else _portable.cbrt)
 
 
 @cbrt.defvjp
@@ -733,7 +756,7 @@ def divide(lhs, rhs):
     x, y = _binary("divide", lhs, rhs, _NUM)
     if x._dtype.kind in _INT:
         return _int_kernel(K.int_divide, K.uint_divide, x, y)
-    return _same2(x, y, np.divide)
+    return _same2(x, y, _complex64_in_double(np.divide))
 
 
 @divide.defvjp
@@ -787,7 +810,7 @@ def power(lhs, rhs):
             K.int_power(n, a, b, out, False)
         return _int_kernel(signed_pow if x._dtype.kind == _SI else unsigned_pow,
                            unsigned_pow, x, y)
-    return _same2(x, y, np.power)
+    return _same2(x, y, _complex64_in_double(np.power))
 
 
 @power.defvjp
@@ -1149,3 +1172,10 @@ def _clamp_vjp(g, out, min, operand, max):
     if _needs(max):
         g_hi = _sum_to(select(compare(hi_x, x, "LT"), g, z), hi)
     return g_lo, g_x, g_hi
+
+
+# The dispatch fast path (xops.ops._core.fast_binary): the calls these bodies answer with
+# the plain ufunc (non-narrow numeric types, one shape) skip the per-call checks.
+for _op, _ufunc in ((add, np.add), (subtract, np.subtract), (multiply, np.multiply)):
+    fast_binary(_op, _ufunc, _NUM)
+del _op, _ufunc

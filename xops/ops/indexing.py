@@ -7,7 +7,8 @@ with batching dims, which the conformance suite uses):
   dim(operand, d_operand) - slice_sizes[d_operand])`` (004 "gather", full_start_index),
   in 64 bits with uint64 values saturated, so no index value can read out of bounds.
   A collapsed or batching dim with slice size 0 leaves the spec's operand_index
-  pointing at no element; xops fills such (non-empty) results with zeros.
+  pointing at no element; xops fills such (non-empty) results with zero bits (+0;
+  2**-127 for f8E8M0FNU, which has no zero).
 * **scatter skips per element**: 004 "scatter" updates ``results...[result_index]``
   only "if result_index is in bounds for shape(results...)", one update element at a
   time, so a window that is partly out of bounds still writes its in-bounds part (XLA's
@@ -69,6 +70,7 @@ from ..kernels import config as _config
 from ..kernels import indexing as K
 from ..kernels import pool as _pool
 from ..tensor import Tensor, _wrap
+from ..limits import check_nbytes
 from ._core import SpecError, as_tensor, attr_int, attr_ints, check, compute, operands, tstr
 
 __all__ = ["gather", "scatter", "sort", "top_k"]
@@ -154,9 +156,10 @@ _UINT_BY_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 def _bits(a):
     """A holder array as unsigned integers of its item size (C-contiguous, a view where
     possible); 16-byte items become pairs of uint64 (a trailing dim of 2)."""
-    a = np.ascontiguousarray(a)
+    if not a.flags.c_contiguous:
+        a = a.copy()  # (np.ascontiguousarray would make a 0-d array 1-d)
     if a.dtype.itemsize == 16:
-        return a.view(np.uint64).reshape(a.shape + (2,))
+        return a.reshape(a.shape + (1,)).view(np.uint64)  # (reshape first: 0-d too)
     return a.view(_UINT_BY_SIZE[a.dtype.itemsize])
 
 
@@ -262,6 +265,7 @@ def gather(operand, start_indices, offset_dims, collapsed_slice_dims, start_inde
     plan = _gather_plan(x, si, offset_dims, collapsed_slice_dims, start_index_map,
                         index_vector_dim, slice_sizes, indices_are_sorted,
                         operand_batching_dims, start_indices_batching_dims)
+    check_nbytes(op, plan.result_shape, x._dtype)
     return _wrap(_gather_impl(x, si, plan), x._dtype)
 
 
@@ -355,11 +359,11 @@ def _gather_impl(x, si, p):
     if out.size == 0:
         return out
     if any(p.slice_sizes[d] == 0 for d in p.collapsed + p.obd):
-        out[...] = 0  # no element to read (see the module docstring)
-        return out
+        out.reshape(-1).view(np.uint8)[...] = 0  # no element to read (module docstring):
+        return out  # zero bits, +0 of every type (f8E8M0FNU, without a zero: 2**-127)
     src = _bits(x._value)
     dst = out.view(src.dtype) if out.dtype.itemsize != 16 else \
-        out.view(np.uint64).reshape(shape_out + (2,))
+        out.reshape(shape_out + (1,)).view(np.uint64)  # (reshape first: 0-d results too)
     sshape, oshape = list(src.shape), list(dst.shape)
     slice_sizes = list(p.slice_sizes)
     odims = [d for d in range(x.ndim) if d not in p.collapsed and d not in p.obd]

@@ -20,6 +20,7 @@ import numpy as np
 from ..autodiff.tape import primitive
 from ..dtypes import as_dtype
 from ..tensor import Tensor
+from ..limits import check_nbytes
 from ._core import SpecError, attr_ints, check, compute, operands, result, tstr
 from .movement import transpose
 from .convolution import _abs_max
@@ -56,14 +57,10 @@ def dot_general(lhs, rhs, lhs_batching_dimensions=(), rhs_batching_dimensions=()
     """
     op = "dot_general"
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
-    lb = attr_ints(op, "I3", "lhs_batching_dimensions", lhs_batching_dimensions) \
-        if len(lhs_batching_dimensions) else []
-    rb = attr_ints(op, "I4", "rhs_batching_dimensions", rhs_batching_dimensions) \
-        if len(rhs_batching_dimensions) else []
-    lc = attr_ints(op, "I5", "lhs_contracting_dimensions", lhs_contracting_dimensions) \
-        if len(lhs_contracting_dimensions) else []
-    rc = attr_ints(op, "I6", "rhs_contracting_dimensions", rhs_contracting_dimensions) \
-        if len(rhs_contracting_dimensions) else []
+    lb = attr_ints(op, "I3", "lhs_batching_dimensions", lhs_batching_dimensions)
+    rb = attr_ints(op, "I4", "rhs_batching_dimensions", rhs_batching_dimensions)
+    lc = attr_ints(op, "I5", "lhs_contracting_dimensions", lhs_contracting_dimensions)
+    rc = attr_ints(op, "I6", "rhs_contracting_dimensions", rhs_contracting_dimensions)
     check(len(lb) == len(rb), op, "C1", lambda: f"lhs_batching_dimensions {lb} and "
           f"rhs_batching_dimensions {rb} must have the same size")
     check(len(lc) == len(rc), op, "C2", lambda: f"lhs_contracting_dimensions {lc} and "
@@ -86,7 +83,7 @@ def dot_general(lhs, rhs, lhs_batching_dimensions=(), rhs_batching_dimensions=()
               lambda: f"precision_config must be 2 of {_PRECISIONS}, got {precision_config!r}")
     check(x._dtype is y._dtype, op, "C13",
           lambda: f"lhs and rhs must have the same element type, got {tstr(x)} and {tstr(y)}")
-    out_dt = x._dtype if preferred_element_type is None else as_dtype(preferred_element_type)
+    out_dt = x._dtype if preferred_element_type is None else as_dtype(preferred_element_type, op, "C12")
     check(not out_dt.quantized, op, "C14",
           lambda: f"a quantized result needs quantized lhs and rhs, got {tstr(x)} and "
                   f"{tstr(y)} with preferred_element_type {out_dt.name}")
@@ -163,6 +160,7 @@ def _dot_general_impl(x, y, lb, rb, lc, rc, out_dt):
     lf = [d for d in range(x.ndim) if d not in lb and d not in lc]
     rf = [d for d in range(y.ndim) if d not in rb and d not in rc]
     acc = _accumulation_dtype(out_dt)
+    check_nbytes("dot_general", [x.shape[d] for d in lb + lf] + [y.shape[d] for d in rf], acc)
     a = _to_accumulation(x, out_dt, acc)
     b = _to_accumulation(y, out_dt, acc)
     bshape = [x.shape[d] for d in lb]

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..autodiff.tape import primitive
 from ..dtypes import as_dtype, from_compute
+from ..limits import check_nbytes
 from ..tensor import Tensor, _default_dtype, _wrap, typestr
 from ._core import SpecError, as_tensor, attr_int, attr_ints, check, operands, tstr
 
@@ -229,7 +230,10 @@ def iota(iota_dimension, shape, dtype="i64"):
                   f"or quantized type, got {dt.name}")
     check(0 <= d < len(dims), op, "C1",
           lambda: f"iota_dimension must be in [0, rank={len(dims)}), got {d}")
+    check_nbytes(op, dims, dt)
     n = dims[d]
+    if 0 in dims:  # empty: no index line either (it could be 2**62 long)
+        return _wrap(np.empty(dims, dt.np), dt)
     if dt.kind in ("si", "ui"):
         check(n == 0 or n - 1 <= dt.max, op, "I2",
               lambda: f"an iota of length {n} does not fit in {dt.name} (max {dt.max})")
@@ -274,6 +278,7 @@ def broadcast_in_dim(operand, broadcast_dimensions, shape):
         check(x.shape[k] in (1, dims[b]), op, "C5",
               lambda: f"operand dim {k} has size {x.shape[k]}, which must be 1 or equal "
                       f"result dim {b} of size {dims[b]} (operand {tstr(x)}, shape {dims})")
+    check_nbytes(op, dims, x._dtype)  # (a stride-0 view, but every consumer allocates)
     order = sorted(range(r), key=lambda k: bd[k])  # operand dims in result order
     v = np.transpose(x._value, order)
     view = [1] * rr
@@ -317,6 +322,7 @@ def broadcast(operand, broadcast_sizes):
     sizes = attr_ints(op, "I2", "broadcast_sizes", broadcast_sizes)
     check(all(s >= 0 for s in sizes), op, "C1",
           lambda: f"broadcast_sizes must be non-negative, got {sizes}")
+    check_nbytes("broadcast", (*sizes, *x.shape), x._dtype)
     return _wrap(np.broadcast_to(x._value, (*sizes, *x.shape)), x._dtype)
 
 
@@ -627,6 +633,7 @@ def pad(operand, padding_value, edge_padding_low, edge_padding_high, interior_pa
               lambda: f"result dim {d} = low + dim + max(dim - 1, 0) * interior + high = "
                       f"{low[d]} + {x.shape[d]} + {builtins.max(x.shape[d] - 1, 0)} * "
                       f"{inner[d]} + {high[d]} = {dims[d]} is negative")
+    check_nbytes(op, dims, x._dtype)
     out = np.empty(dims, x._dtype.np)
     out[...] = pv._value
     dst, src = [], []

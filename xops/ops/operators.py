@@ -1,29 +1,39 @@
-"""Python operators and basic indexing on Tensors, mapped to the spec's ops.
+"""Python operators on Tensors, with the everyday layer's semantics (:mod:`xops.numpy`).
 
-* ``+ - * / % **`` -> add, subtract, multiply, divide, remainder, power (integer ``/``
-  truncates and ``%`` takes the dividend's sign, as the spec says);
-  ``== != < <= > >=`` -> compare; unary ``-`` -> negate, ``abs()`` -> abs, ``~`` -> not;
-  ``& | ^`` -> and, or, xor; ``<<`` -> shift_left, ``>>`` -> shift_right_arithmetic for
-  signed integers and shift_right_logical for unsigned ones (as in NumPy);
-  ``@`` -> dot_general with NumPy's matmul rules (leading dims are batch dims and
-  broadcast; a 1-D operand contributes no free dim).
-* Operands broadcast NumPy-style, through broadcast_in_dim. Python scalars take the
-  tensor's element type; two tensors of different element types are an error that
-  points at ``xo.convert`` (there is no implicit promotion in the spec).
-* ``t[1]``, ``t[:, ::2]``, ``t[..., None]``, ``t[::-1]`` map to slice, reverse and
-  reshape. Advanced (array) indexing is gather's job.
+* ``+ - * / // % ** @``, ``== != < <= > >=``, ``& | ^ << >>``, unary ``- + abs() ~``
+  are the ``xops.numpy`` functions: types promote (the array API standard's table within
+  a kind, integer with float gives the float type, Python scalars are weak), operands
+  broadcast NumPy-style, ``/`` is true division (integers divide as f32), ``//`` floors
+  and ``%`` takes the divisor's sign, as in Python and NumPy. ``>>`` is arithmetic for
+  signed and logical for unsigned integers.
+* In-place forms (``a += b``) rebind the name to a new tensor: tensors are values.
+* ``@`` follows NumPy's matmul (leading dims are batch dims and broadcast; a 1-D
+  operand contributes no free dim), on dot_general.
+* The spec functions ``xo.add``, ``xo.divide``, ``xo.remainder``, ... stay strict: one
+  element type, one shape, spec semantics (integer divide truncates, remainder takes the
+  dividend's sign). docs/numpy.md describes the boundary.
+
+The fast path — two tensors of one element type and shape, or a tensor and a Python
+scalar of its kind — calls the spec op directly after two attribute checks.
 """
-import operator
-
 import numpy as np
 
-from ..tensor import Tensor
+from ..limits import config as _config
+from ..tensor import Tensor, _own
 from . import elementwise as ew
 from . import linalg
 from . import movement as mv
 from ._core import SpecError, as_tensor, tstr
 
-_PY = (bool, int, float, complex)
+_xnp = None  # xops.numpy, bound by _install (it is built on the ops imported here)
+
+_ALL = frozenset(("bool", "si", "ui", "float", "complex"))
+_NUM = frozenset(("si", "ui", "float", "complex"))
+_INEXACT = frozenset(("float", "complex"))
+_REAL = frozenset(("si", "ui", "float"))
+_INTB = frozenset(("bool", "si", "ui"))
+_INT = frozenset(("si", "ui"))
+_OPERAND = (Tensor, np.ndarray, np.generic, list, tuple, bool, int, float, complex)
 
 
 def _broadcast_to(t, shape):
@@ -34,31 +44,58 @@ def _broadcast_to(t, shape):
     return mv.broadcast_in_dim(t, dims, shape)
 
 
-def _binop(fn, name, a, b):
-    """Apply binary op ``fn`` to ``a`` (a Tensor) and ``b`` with NumPy broadcasting."""
-    if type(b) is Tensor and a._value.shape == b._value.shape:
-        return fn(a, b)  # the common case: no conversion, no broadcasting
-    if isinstance(b, _PY) and not isinstance(b, np.generic):
-        return fn(a, b)  # weak scalar: takes a's element type inside the op
-    b = as_tensor(b, op=name, name="rhs")
-    if a._dtype is not b._dtype:
-        raise SpecError(name, "C1", f"operands have different element types {tstr(a)} and "
-                                    f"{tstr(b)}; xops never promotes implicitly: convert one "
-                                    f"with xo.convert(x, {a._dtype.name!r})")
-    try:
-        shape = np.broadcast_shapes(a._value.shape, b._value.shape)
-    except ValueError:
-        raise SpecError(name, "C1", f"shapes {tstr(a)} and {tstr(b)} do not broadcast "
-                                    f"(NumPy rules: trailing dims equal or 1)") from None
-    return fn(_broadcast_to(a, shape), _broadcast_to(b, shape))
+def _binop(fn, kinds, name, a, b):
+    """``a <op> b`` for the Tensor ``a``: the spec op ``fn`` on the fast path (same type
+    and shape, or a weak scalar ``a``'s type absorbs), else xnp's function ``name``."""
+    tb = type(b)
+    if tb is Tensor:
+        if a._dtype is b._dtype and a._value.shape == b._value.shape and \
+                a._dtype.kind in kinds:
+            return fn(a, b)
+    elif tb is float:
+        if a._dtype.kind in _INEXACT and a._dtype.kind in kinds:
+            return fn(a, b)
+    elif tb is int:
+        if a._dtype.kind in _NUM and a._dtype.kind in kinds:
+            return fn(a, b)
+    elif not isinstance(b, _OPERAND):
+        return NotImplemented
+    if a._dtype.quantized or isinstance(b, Tensor) and b._dtype.quantized:
+        return _quantized(fn, name, a, b)
+    return getattr(_xnp, name)(a, b)
 
 
-def _reflected(fn, name, a, b):
-    """``b <op> a`` where ``a`` is the Tensor (reflected operator)."""
-    if isinstance(b, _PY) and not isinstance(b, np.generic):
-        return fn(b, a)
-    b = as_tensor(b, op=name, name="lhs")
-    return _binop(lambda x, y: fn(y, x), name, a, b)
+def _quantized(fn, name, a, b, reflected=False):
+    """Quantized operands keep the spec op's semantics (dequantize, op, quantize to the
+    first quantized operand's type); only broadcasting is added."""
+    if fn is _never:
+        raise SpecError(name, "", f"no operator form for quantized operands {tstr(a)}; use "
+                                  f"xo.dequantize_op_quantize")
+    b = as_tensor(b, op=name, name="operand") if not isinstance(b, (bool, int, float)) else b
+    if isinstance(b, Tensor) and a._value.shape != b._value.shape:
+        try:
+            shape = np.broadcast_shapes(a._value.shape, b._value.shape)
+        except ValueError:
+            raise SpecError(name, "", f"shapes {tstr(a)} and {tstr(b)} do not broadcast") \
+                from None
+        a, b = _broadcast_to(a, shape), _broadcast_to(b, shape)
+    return fn(b, a) if reflected else fn(a, b)
+
+
+def _rbinop(fn, kinds, name, a, b):
+    """``b <op> a`` (reflected) for the Tensor ``a``."""
+    tb = type(b)
+    if tb is float:
+        if a._dtype.kind in _INEXACT and a._dtype.kind in kinds:
+            return fn(b, a)
+    elif tb is int:
+        if a._dtype.kind in _NUM and a._dtype.kind in kinds:
+            return fn(b, a)
+    elif not isinstance(b, _OPERAND):
+        return NotImplemented
+    if a._dtype.quantized or isinstance(b, Tensor) and b._dtype.quantized:
+        return _quantized(fn, name, a, b, reflected=True)
+    return getattr(_xnp, name)(b, a)
 
 
 def _compare(direction):
@@ -67,24 +104,30 @@ def _compare(direction):
     return op
 
 
-def _shift_right(x, y):
-    fn = ew.shift_right_logical if x._dtype.kind == "ui" else ew.shift_right_arithmetic
-    return fn(x, y)
+def _never(x, y):  # an operator with no spec-op fast path
+    raise AssertionError("unreachable")
 
 
+# dunder -> (spec op for the fast path, kinds it covers, xnp function)
 _BINARY = {
-    "add": (ew.add, "add"), "sub": (ew.subtract, "subtract"),
-    "mul": (ew.multiply, "multiply"), "truediv": (ew.divide, "divide"),
-    "mod": (ew.remainder, "remainder"), "pow": (ew.power, "power"),
-    "and": (ew.and_, "and"), "or": (ew.or_, "or"), "xor": (ew.xor, "xor"),
-    "lshift": (ew.shift_left, "shift_left"), "rshift": (_shift_right, "shift_right"),
+    "add": (ew.add, _NUM, "add"), "sub": (ew.subtract, _NUM, "subtract"),
+    "mul": (ew.multiply, _NUM, "multiply"), "truediv": (ew.divide, _INEXACT, "divide"),
+    "floordiv": (_never, (), "floor_divide"), "mod": (_never, (), "remainder"),
+    "pow": (ew.power, _INEXACT, "pow"),
+    "and": (ew.and_, _INTB, "bitwise_and"), "or": (ew.or_, _INTB, "bitwise_or"),
+    "xor": (ew.xor, _INTB, "bitwise_xor"),
+    "lshift": (ew.shift_left, _INT, "bitwise_left_shift"),
+    "rshift": (_never, (), "bitwise_right_shift"),
 }
-_COMPARE = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
+_COMPARE = {"eq": ("EQ", _ALL, "equal"), "ne": ("NE", _ALL, "not_equal"),
+            "lt": ("LT", _REAL, "less"), "le": ("LE", _REAL, "less_equal"),
+            "gt": ("GT", _REAL, "greater"), "ge": ("GE", _REAL, "greater_equal")}
 
 
 def matmul(a, b):
-    """``a @ b`` with NumPy's rules, on dot_general."""
-    b = as_tensor(b, a._dtype if isinstance(b, _PY) else None, "dot_general", "rhs")
+    """``a @ b`` with NumPy's rules, on dot_general (operands of one element type)."""
+    b = as_tensor(b, a._dtype if isinstance(b, (bool, int, float, complex)) else None,
+                  "dot_general", "rhs")
     if a.ndim == 0 or b.ndim == 0:
         raise SpecError("dot_general", "C12", f"@ needs operands of rank >= 1, got {tstr(a)} "
                                               f"and {tstr(b)} (use * for scalars)")
@@ -109,93 +152,77 @@ def matmul(a, b):
     return out
 
 
+def _matmul_op(self, other, /):
+    if type(other) is Tensor and other._dtype is self._dtype:
+        return matmul(self, other)
+    if not isinstance(other, _OPERAND):
+        return NotImplemented
+    return _xnp.matmul(self, other)
+
+
+def _rmatmul_op(self, other, /):
+    if not isinstance(other, _OPERAND):
+        return NotImplemented
+    return _xnp.matmul(other, self)
+
+
+def _forward(fn, kinds, name):
+    fast = getattr(fn, "_fast", None)  # the spec op's dispatch fast path (_core.fast_binary)
+    if fast is not None:
+        def op(self, other, /):
+            if not _config.check_finite:  # what the op's wrapper would do, one call less
+                out = fast((self, other))
+                if out is not None:
+                    return out
+            if type(other) is Tensor and self._dtype is other._dtype and \
+                    self._value.shape == other._value.shape and self._dtype.kind in kinds:
+                return fn(self, other)
+            return _binop(fn, kinds, name, self, other)
+        return op
+
+    def op(self, other, /):
+        if type(other) is Tensor and self._dtype is other._dtype and \
+                self._value.shape == other._value.shape and self._dtype.kind in kinds:
+            return fn(self, other)  # the fast path, inlined (one Python call less)
+        return _binop(fn, kinds, name, self, other)
+    return op
+
+
+def _backward(fn, kinds, name):
+    def op(self, other, /):
+        return _rbinop(fn, kinds, name, self, other)
+    return op
+
+
+def _unary(name):
+    def op(self, /):  # +t, abs(unsigned t): a new object, never t itself (t[...] = v)
+        return _own(self, getattr(_xnp, name)(self))
+    return op
+
+
 def _install():
-    for dunder, (fn, name) in _BINARY.items():
-        def forward(self, other, fn=fn, name=name):
-            return _binop(fn, name, self, other)
-
-        def backward(self, other, fn=fn, name=name):
-            return _reflected(fn, name, self, other)
-        setattr(Tensor, f"__{dunder}__", forward)
-        setattr(Tensor, f"__r{dunder}__", backward)
-    for dunder, direction in _COMPARE.items():
-        def cmp(self, other, fn=_compare(direction)):
-            return _binop(fn, "compare", self, other)
-        setattr(Tensor, f"__{dunder}__", cmp)
-    Tensor.__neg__ = lambda self: ew.negate(self)
-    Tensor.__pos__ = lambda self: self
-    Tensor.__abs__ = lambda self: ew.abs(self)
-    Tensor.__invert__ = lambda self: ew.not_(self)
+    global _xnp
+    from .. import numpy as xnp
+    _xnp = xnp
+    import sys
+    sys.modules[Tensor.__module__]._xnp = xnp  # the Tensor methods call the namespace
+    for dunder, (fn, kinds, name) in _BINARY.items():
+        for prefix, make in (("", _forward), ("r", _backward)):
+            op = make(fn, kinds, name)
+            op.__name__ = op.__qualname__ = f"__{prefix}{dunder}__"
+            setattr(Tensor, op.__name__, op)
+    for dunder, (direction, kinds, name) in _COMPARE.items():
+        op = _forward(_compare(direction), kinds, name)
+        op.__name__ = op.__qualname__ = f"__{dunder}__"
+        setattr(Tensor, op.__name__, op)
+    for dunder, name in (("neg", "negative"), ("pos", "positive"), ("abs", "abs"),
+                         ("invert", "bitwise_invert")):
+        op = _unary(name)
+        op.__name__ = op.__qualname__ = f"__{dunder}__"
+        setattr(Tensor, op.__name__, op)
     Tensor.__getitem__ = getitem
-    Tensor.__matmul__ = matmul
-    Tensor.__rmatmul__ = lambda self, other: matmul(as_tensor(other, op="dot_general"), self)
+    Tensor.__matmul__ = _matmul_op
+    Tensor.__rmatmul__ = _rmatmul_op
 
 
-# ---------------------------------------------------------------------------------------
-# Basic indexing
-# ---------------------------------------------------------------------------------------
-
-def _normalise_key(key, rank):
-    """Expand ``key`` into one entry per result position (ints, slices, None)."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    items = []
-    for k in key:
-        if k is None or k is Ellipsis or isinstance(k, slice):
-            items.append(k)
-            continue
-        try:
-            items.append(operator.index(k))
-        except TypeError:
-            raise TypeError(f"xops basic indexing takes ints, slices, None and ...; got "
-                            f"{type(k).__name__}. Index with arrays through xo.gather") from None
-    if sum(k is Ellipsis for k in items) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for k in items if k is not None and k is not Ellipsis)
-    if used > rank:
-        raise IndexError(f"too many indices: {used} for a tensor of rank {rank}")
-    if Ellipsis in items:
-        i = items.index(Ellipsis)
-        items[i:i + 1] = [slice(None)] * (rank - used)
-    else:
-        items += [slice(None)] * (rank - used)
-    return items
-
-
-def getitem(t, key):
-    """``t[key]`` with basic indexing: slice, then reverse, then reshape."""
-    items = _normalise_key(key, t.ndim)
-    start, limit, strides, flip, out_shape = [], [], [], [], []
-    d = 0
-    for k in items:
-        if k is None:
-            out_shape.append(1)
-            continue
-        n = t.shape[d]
-        if isinstance(k, int):
-            i = k + n if k < 0 else k
-            if not 0 <= i < n:
-                raise IndexError(f"index {k} is out of bounds for dimension {d} of size {n}")
-            start.append(i), limit.append(i + 1), strides.append(1)
-        else:
-            lo, hi, step = k.indices(n)
-            count = len(range(lo, hi, step))
-            if step > 0:
-                start.append(lo), limit.append(lo + (count - 1) * step + 1 if count else lo)
-            else:
-                # walk the reversed dimension forward: position j there is n-1-j here
-                lo = n - 1 - lo
-                start.append(lo), limit.append(lo + (count - 1) * -step + 1 if count else lo)
-                flip.append(d)
-            strides.append(abs(step))
-            out_shape.append(count)
-        d += 1
-    out = t
-    if flip:
-        out = mv.reverse(out, flip)
-    if any(s != 0 for s in start) or any(lim != n for lim, n in zip(limit, t.shape)) or \
-            any(s != 1 for s in strides):
-        out = mv.slice(out, start, limit, strides)
-    if tuple(out_shape) != out.shape:
-        out = mv.reshape(out, out_shape)
-    return out
+from .._numpy_indexing import getitem  # NumPy-style indexing lives there

@@ -33,7 +33,7 @@ from ..autodiff.tape import primitive
 from ..dtypes import as_dtype, from_compute
 from ..qtype import QuantizedType, is_quantized
 from ..tensor import Tensor, _wrap
-from ._core import SpecError, as_tensor, check, tstr
+from ._core import SpecError, as_tensor, check, check_arity, tstr
 
 __all__ = ["uniform_quantize", "uniform_dequantize", "dequantize_op_quantize",
            "QuantizedType", "is_quantized"]
@@ -47,9 +47,9 @@ def _quantized_result_type(op, dtype):
     try:
         dt = as_dtype(dtype)
     except (TypeError, ValueError) as e:
-        raise SpecError(op, "", f"result element type: {e}") from None
-    check(dt.quantized, op, "", lambda: f"the result element type must be a quantized type "
-                                        f"(xo.QuantizedType), got {dt.name}")
+        raise SpecError(op, "I2", f"result element type: {e}") from None
+    check(dt.quantized, op, "I2", lambda: f"the result element type must be a quantized type "
+                                          f"(xo.QuantizedType), got {dt.name}")
     return dt
 
 
@@ -94,7 +94,7 @@ def uniform_dequantize(operand):
     """
     op = "uniform_dequantize"
     x = as_tensor(operand, None, op, "operand")
-    check(x._dtype.quantized, op, "", lambda: f"operand must be a quantized tensor, got {tstr(x)}")
+    check(x._dtype.quantized, op, "I1", lambda: f"operand must be a quantized tensor, got {tstr(x)}")
     qt = x._dtype
     return _wrap(qt.dequantize(x._value), qt.expressed_type)
 
@@ -110,15 +110,16 @@ def dequantize_op_quantize(op, *inputs_and_output_type):
     >>> xo.dequantize_op_quantize(xo.add, a, b, b.dtype).numpy()     # conformance example
     array([-12,  -8], dtype=int8)
     """
+    name = "dequantize_op_quantize"
     if not inputs_and_output_type:
-        raise SpecError("dequantize_op_quantize", "", "the output type is missing")
+        raise SpecError(name, "I2", "the output type is missing")
     *inputs, output_type = inputs_and_output_type
+    check_arity(name, "I1", "op", op, len(inputs))
     result = op(*[_dequantized(x) for x in inputs])
     if isinstance(result, (tuple, list)):
         types = output_type if isinstance(output_type, (tuple, list)) else [output_type] * len(result)
         if len(types) != len(result):
-            raise SpecError("dequantize_op_quantize", "", f"{len(result)} results but "
-                                                          f"{len(types)} output types")
+            raise SpecError(name, "I2", f"{len(result)} results but {len(types)} output types")
         return type(result)(_requantized(r, t) for r, t in zip(result, types))
     return _requantized(result, output_type)
 
@@ -193,8 +194,8 @@ def dispatch(name, op, fn, args, kwargs):
     if name in _BODIES:
         return _bodies(name, op, bound)
     qt = next(t._dtype for t in tape._leaves(list(bound.arguments.values())) if t._dtype.quantized)
-    raise SpecError(name, "", f"has no quantized form in the spec, got an operand of type "
-                              f"{qt.name}; dequantize it first (xo.uniform_dequantize)")
+    raise SpecError(name, "I1", f"has no quantized form in the spec, got an operand of type "
+                                f"{qt.name}; dequantize it first (xo.uniform_dequantize)")
 
 
 def _quantized_args(bound):
@@ -204,6 +205,8 @@ def _quantized_args(bound):
 
 def _arithmetic(name, op, bound):
     qargs = _quantized_args(bound)
+    if name not in _CONTRACTIONS:
+        _check_all_quantized(name, bound)
     want = _RESULT_TYPE_FROM.get(name)
     qt = next((t._dtype for k, t in qargs if k == want), qargs[0][1]._dtype)
     values = {k: _dequantized(v) for k, v in bound.arguments.items()}
@@ -226,6 +229,24 @@ def _arithmetic(name, op, bound):
     return _requantized(result, qt)
 
 
+def _check_all_quantized(name, bound):
+    """(C1) baseline_type(...) of the data operands are equal: beside a quantized operand
+    every tensor operand is quantized (select's pred aside). Contractions take hybrid
+    operands and check them in _contraction_type."""
+    for k, v in bound.arguments.items():
+        if k == "pred":
+            continue
+        items = [v] if isinstance(v, (np.ndarray, np.generic)) else tape._leaves(v)
+        for t in items:
+            if isinstance(t, (np.ndarray, np.generic)) or not t._dtype.quantized:
+                what = tstr(t) if not isinstance(t, (np.ndarray, np.generic)) else \
+                    f"a NumPy {np.asarray(t).dtype} array"
+                raise SpecError(name, "C1", f"quantized and non-quantized operands do not mix "
+                                            f"(their baseline types differ): {k} is {what}; "
+                                            f"quantize it (xo.uniform_quantize) or dequantize "
+                                            f"the others")
+
+
 _CONTRACTIONS = {"dot_general": ("C14", "C15", "C16", "C17"), "dot": ("C14", "C15", "C16", "C17"),
                  "convolution": ("C28", "C29", "C30", "C31")}
 
@@ -234,9 +255,10 @@ def _contraction_type(name, bound, default):
     """The quantized checks of dot_general (C14-C17) and convolution (C28-C32); the
     result type is preferred_element_type when given, else lhs's."""
     a = bound.arguments
-    lhs, rhs = a["lhs"], a["rhs"]
+    # (a NumPy array or Python scalar beside a quantized operand: checked as a tensor)
+    lhs, rhs = (as_tensor(a[k], None, a.get("op", name), k) for k in ("lhs", "rhs"))
     pref = a.get("preferred_element_type")
-    out = default if pref is None else as_dtype(pref)
+    out = default if pref is None else as_dtype(pref, name, "C12")
     both, storage, expressed, last = _CONTRACTIONS[name]
     op = a.get("op", name)
     for what, t in (("lhs", lhs), ("rhs", rhs), ("result", out)):
@@ -294,20 +316,29 @@ def _one_type(name, label, tensors):
     return types.pop()
 
 
+_VARIADIC = ("inputs", "init_values", "updates")  # the data parameters that take lists
+
+
 def _data_tensors(name, bound, params):
     """The tensors of the data parameters; each must be quantized."""
     out = []
     for p in params:
         v = bound.arguments.get(p)
+        if isinstance(v, (list, tuple)) and p not in _VARIADIC:
+            # one operand given as a list of quantized tensors: the op would run on their
+            # storage stacked by tensor() (into i64) and label it with the quantized type
+            raise SpecError(name, "quantized", f"{p} must be one quantized tensor, got a "
+                                               f"{type(v).__name__} of {len(v)} values (stack "
+                                               f"tensors with xo.concatenate)")
         if not (isinstance(v, Tensor) or isinstance(v, (list, tuple)) and all(
                 isinstance(t, Tensor) for t in v)):
-            raise SpecError(name, "", f"{p} must be a quantized tensor like the other data "
-                                      f"operands (a Python number has no quantized meaning), "
-                                      f"got {v!r}")
+            raise SpecError(name, "quantized", f"{p} must be a quantized tensor like the other "
+                                               f"data operands (a Python number has no quantized "
+                                               f"meaning), got {v!r:.80}")
         for t in tape._leaves(v):
             if not t._dtype.quantized:
-                raise SpecError(name, "", f"{p} must have the quantized element type of the "
-                                          f"other data operands, got {tstr(t)}")
+                raise SpecError(name, "quantized", f"{p} must have the quantized element type of "
+                                                   f"the other data operands, got {tstr(t)}")
             out.append(t)
     return out
 
@@ -315,7 +346,7 @@ def _data_tensors(name, bound, params):
 def _check_no_other_quantized(name, bound, params):
     for k, v in bound.arguments.items():
         if k not in params and any(t._dtype.quantized for t in tape._leaves(v)):
-            raise SpecError(name, "", f"{k} must not be quantized")
+            raise SpecError(name, "quantized", f"{k} must not be quantized")
 
 
 def _storage(x):
@@ -341,7 +372,7 @@ def _movement(name, op, bound):
 
 def _bitcast(op, bound, values):
     """bitcast_convert: C1 is on storage types (E = storage_type for quantized types)."""
-    dst = as_dtype(values["dtype"])
+    dst = as_dtype(values["dtype"], op, "I2")
     values["dtype"] = dst.storage_type if dst.quantized else dst
     out = _run(op, bound, values)
     if dst.quantized:
@@ -391,27 +422,33 @@ def _check_round_trip(name, qt):
         check_type = qt
         if qt.is_per_axis:  # every value against every slice's scale and zero point
             if v.size * len(qt.scales) > 1 << 24:
-                raise SpecError(name, "", f"{qt.name} has too many scales to check that its "
-                                          f"body can run on real values; dequantize first")
+                raise SpecError(name, "quantized", f"{qt.name} has too many scales to check that "
+                                                   f"its body can run on real values; dequantize "
+                                                   f"first")
             v = np.repeat(v[:, None], len(qt.scales), axis=1)
             check_type = qt.replace(quantization_dimension=1)
         s = from_compute(v.astype(qt.storage_type.compute), qt.storage_type)
         ok = bool(np.array_equal(check_type.quantize(check_type.dequantize(s)), s))
         _EXACT[qt] = ok
     if not ok:
-        raise SpecError(name, "", f"runs its body on real values, which needs "
-                                  f"quantize(dequantize(i)) == i for every storage value of "
-                                  f"{qt.name}; that fails for this type: dequantize first")
+        raise SpecError(name, "quantized", f"runs its body on real values, which needs "
+                                           f"quantize(dequantize(i)) == i for every storage "
+                                           f"value of {qt.name}; that fails for this type: "
+                                           f"dequantize first")
 
 
 def _bodies(name, op, bound):
     data, bodies = _BODIES[name]
     _check_no_other_quantized(name, bound, data)
+    for p in data:  # every data operand a quantized Tensor (NumPy data cannot be)
+        v = bound.arguments.get(p)
+        for t in (v if isinstance(v, (list, tuple)) else [v]):
+            if not (isinstance(t, Tensor) and t._dtype.quantized):
+                what = tstr(t) if isinstance(t, Tensor) else type(t).__name__
+                raise SpecError(name, "quantized", f"quantized and non-quantized data operands "
+                                                   f"do not mix, got {what} for {p}")
     groups = [tape._leaves(bound.arguments.get(p)) for p in data]
     for t in (t for g in groups for t in g):
-        if not t._dtype.quantized:
-            raise SpecError(name, "", f"quantized and non-quantized data operands do not mix, "
-                                      f"got {tstr(t)}")
         _check_round_trip(name, t._dtype)
     values = {k: (_dequantized(v) if k in data else v) for k, v in bound.arguments.items()}
     for b, types in zip(bodies, _body_types(name, groups)):

@@ -95,7 +95,9 @@ from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
 from ._bodies import binary_op_name, comparison_direction
-from ._core import SpecError, as_tensor, attr_ints, check, compute, operands, result, tstr
+from ..limits import check_nbytes
+from ._core import (SpecError, as_tensor, attr_ints, check, check_arity, compute, operands,
+                    result, tstr)
 
 __all__ = ["reduce", "reduce_window", "select_and_scatter", "map"]
 
@@ -175,6 +177,7 @@ def _outputs(op, label, what, value, n):
 def _body_types(op, label, body, inits, xs, what="body"):
     """The element types E_i the body computes in: those it returns for the init values
     (one call on 0-d values). Each must be promotable from its input's type (C6/C13)."""
+    check_arity(op, label, what, body, 2 * len(inits))
     outs = _outputs(op, label, what, body(*inits, *inits), len(inits))
     for i, (o, x) in enumerate(zip(outs, xs)):
         check(o.ndim == 0, op, label,
@@ -758,9 +761,12 @@ def _num_windows(n, window, stride, base_dilation, window_dilation, lo, hi):
     return (padded_input - dilated_window) // stride + 1
 
 
-def _table(n, window, stride, base_dilation, window_dilation, lo, out):
+def _table(n, window, stride, base_dilation, window_dilation, lo, out, op="reduce_window"):
     """t[w, o]: the operand index along one dim of window element w of window o, or -1
-    on padding or a base-dilation hole."""
+    on padding or a base-dilation hole (an empty table when there is no window)."""
+    if out == 0:
+        return np.zeros((0, 0), np.int64)
+    check_nbytes(op, (window, out), 8, "window index table")
     c = (np.arange(out, dtype=np.int64)[None, :] * stride
          + np.arange(window, dtype=np.int64)[:, None] * window_dilation - lo)
     valid = (c >= 0) & (c <= (n - 1) * base_dilation) & (c % base_dilation == 0)
@@ -860,6 +866,8 @@ def reduce_window(inputs, init_values, window_dimensions, window_strides=None,
     check(callable(body), op, "C13", lambda: f"body must be callable, got {body!r}")
     out_shape = [_num_windows(*a) for a in zip(xs[0].shape, wd, ws, bd, wdl,
                                                [p[0] for p in pad], [p[1] for p in pad])]
+    for x in xs:
+        check_nbytes(op, out_shape, x._dtype)
     tables = [_table(nd, w, s, b, d, p[0], o)
               for nd, w, s, b, d, p, o in zip(xs[0].shape, wd, ws, bd, wdl, pad, out_shape)]
 
@@ -867,10 +875,11 @@ def reduce_window(inputs, init_values, window_dimensions, window_strides=None,
     plan = _kernel_plan(xs[0]._dtype, name) if name else None
     if plan is not None:
         canon = _canonical4(tables, xs[0].shape, out_shape)
-        if canon is not None:
+        if canon is not None and xs[0].size:
             return _reduce_window_fast(xs[0], inits[0], canon, out_shape, *plan)
-        # rank > 4 after merging: the same semantics (compute type, one rounding) on
-        # the generic path, then one rounding
+        # rank > 4 after merging, or an empty operand whose windows hold padding only
+        # (no kernel layout has a zero-size input row): the same semantics (compute
+        # type, one rounding) on the generic path, then one rounding
         cdt = _compute_dtype(xs[0]._dtype)
         (out,) = _reduce_window_generic([_widen(xs[0], cdt)], [_widen(inits[0], cdt)],
                                         tables, out_shape, body, [cdt])
@@ -1239,9 +1248,10 @@ def select_and_scatter(operand, source, init_value, window_dimensions=None,
     nwin = [_num_windows(nd, w, s, 1, 1, p[0], p[1]) for nd, w, s, p in zip(x.shape, wd, ws, pad)]
     check(list(src.shape) == nwin, op, "C2",
           lambda: f"source must have one element per window, shape {nwin}, got {tstr(src)}")
-    check(callable(select), op, "C9", lambda: f"select must be callable, got {select!r}")
+    check_arity(op, "C9", "select", select, 2)
     check(callable(scatter), op, "C10", lambda: f"scatter must be callable, got {scatter!r}")
-    tables = [_table(nd, w, s, 1, 1, p[0], o) for nd, w, s, p, o in zip(x.shape, wd, ws, pad, nwin)]
+    tables = [_table(nd, w, s, 1, 1, p[0], o, op)
+              for nd, w, s, p, o in zip(x.shape, wd, ws, pad, nwin)]
 
     direction = comparison_direction(select)
     name = binary_op_name(scatter)
@@ -1482,8 +1492,7 @@ def map(inputs, dimensions, computation):
     dims = attr_ints(op, "I2", "dimensions", dimensions)
     check(dims == list(range(xs[0].ndim)), op, "C3",
           lambda: f"dimensions must be {list(range(xs[0].ndim))} (all dims in order), got {dims}")
-    check(callable(computation), op, "C4",
-          lambda: f"computation must be callable, got {computation!r}")
+    check_arity(op, "C4", "computation", computation, len(xs))
     (out,) = _outputs(op, "C4", "computation", computation(*xs), 1)
     if out.shape != xs[0].shape:
         check(out.ndim == 0, op, "C4",

@@ -35,6 +35,7 @@ import numpy as np
 from ..autodiff.tape import primitive
 from ..dtypes import as_dtype, from_compute
 from ..kernels import rng as K
+from ..limits import check_nbytes
 from ..tensor import Tensor, _wrap
 from ._core import SpecError, as_tensor, check, compute, operands, tstr
 
@@ -204,6 +205,7 @@ def rng_bit_generator(rng_algorithm, initial_state, shape, dtype="ui64"):
         raise SpecError(op, "I2", f"output element type: {e}") from None
     check(dt.kind in ("si", "ui", "float"), op, "I2",
           lambda: f"output must be a tensor of integer or floating-point type, got {dt.name}")
+    check_nbytes(op, dims, dt)
     state = [int(v) for v in st._value]
     bits, new = _bit_generator(algo, state, dims, 64 if dt.bits == 64 else 32)
     out_state = _wrap(np.array(new, np.uint64), st._dtype)
@@ -244,7 +246,7 @@ def random_seed(seed):
     if isinstance(seed, Tensor):
         seed = int(seed)
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise SpecError("random_seed", "", f"seed must be an integer, got {seed!r}")
+        raise SpecError("random_seed", "I1", f"seed must be an integer, got {seed!r}")
     with _STREAM.lock:
         _STREAM.key = int(seed) & _M64
         _STREAM.counter = 0
@@ -341,15 +343,17 @@ def _rng(op, a, b, shape, rng_distribution, names):
           lambda: f"NORMAL needs a floating-point type, got {tstr(x)}")
     dims = _shape_operand(op, "C3", shape)
     dt = x._dtype
+    check_nbytes(op, dims, dt)
+    check_nbytes(op, dims, 16, "temporary (random 64-bit words and float64 values)")
     if dist == "NORMAL":
         sd = float(compute(y))
         if not sd >= 0:
-            raise SpecError(op, "", f"NORMAL needs {names[1]} >= 0 (the spec leaves a "
-                                    f"negative standard deviation undefined), got {sd}")
+            raise SpecError(op, "I2", f"NORMAL needs {names[1]} >= 0 (the spec leaves a "
+                                      f"negative standard deviation undefined), got {sd}")
         return _wrap(_normal(x, y, dims, dt), dt)
     if not compute(x) < compute(y):
-        raise SpecError(op, "", f"UNIFORM needs {names[0]} < {names[1]} (the spec leaves "
-                                f"a >= b undefined), got {x.item()} and {y.item()}")
+        raise SpecError(op, "I2", f"UNIFORM needs {names[0]} < {names[1]} (the spec leaves "
+                                  f"a >= b undefined), got {x.item()} and {y.item()}")
     if dt.kind == "float":
         return _wrap(_uniform_float(x, y, dims, dt), dt)
     if dt.kind == "bool":  # [False, True) holds only False

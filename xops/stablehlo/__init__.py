@@ -5,21 +5,23 @@ every attribute and element type of the spec); the executor runs each op through
 public ``xo.*`` functions, so loaded programs use xops' kernels, checks and autodiff::
 
     prog = xo.stablehlo.load("model.mlir")        # or the program text
-    y = prog.main(x)                               # or prog("main", x)
+    y = prog(x)                                    # runs @main; prog.call("f", x) others
     prog.main.trace(x)                             # print each op, types and values
     g = xo.grad(lambda x: prog.loss(x))(x)        # through xops' autodiff tape
 
-``python -m xops.stablehlo FILE.mlir [--trace]`` runs the test functions of a StableHLO
-interpreter test file and reports pass/fail/skip per function. See docs/stablehlo.md.
+``python -m xops.stablehlo FILE.mlir [--args ...] [--print] [--allow-skip] [--trace]``
+runs a program's functions and reports pass/fail/skip per function, printing @main's
+results. See ``--help`` and docs/stablehlo.md.
 """
-from .executor import (CheckFailure, Function, OpNotImplemented, Program, Unsupported,
-                       load, load_all)
+from . import limits
+from .executor import (CheckFailure, Function, LoadError, OpNotImplemented, Program,
+                       Unsupported, load, load_all)
 from .ir import Module, Op, TensorType
 from .parser import ParseError, parse, parse_attribute, parse_type
 
 __all__ = ["load", "load_all", "Program", "Function", "parse", "parse_type",
            "parse_attribute", "ParseError", "OpNotImplemented", "Unsupported",
-           "CheckFailure", "Module", "Op", "TensorType", "OPS"]
+           "CheckFailure", "LoadError", "Module", "Op", "TensorType", "OPS", "limits"]
 
 
 def __getattr__(name):

@@ -18,7 +18,11 @@
   compares against the ``iter``-th one recorded under ``probe_id``.
 * ``interpreter.probe`` records its operand and returns it; ``interpreter.print``
   prints it (``tensor<2xi32> {[0, 1]}``).
-* ``stablehlo.custom_call @check.expect_*(...)`` is the same as the op.
+* ``stablehlo.custom_call @check.expect_*(...)`` (JAX's test programs) is the op with the
+  reference runner's custom-call defaults (ULP in [0, 3], tolerance 0.001);
+  ``@check.eq`` returns a true ``tensor<i1>``; ``@shape_assertion`` raises its
+  ``error_message`` when its predicate is false; sharding/placement annotations are
+  identities (see :data:`CUSTOM_CALL_TARGETS`).
 """
 import numpy as np
 
@@ -29,14 +33,15 @@ from .executor import CheckFailure, value_type_str
 from .ir import TensorType
 from .literals import constant_tensor
 
-__all__ = ["CHECK_OPS", "coerce_argument", "DEFAULT_TOLERANCE"]
+__all__ = ["CHECK_OPS", "CUSTOM_CALL_TARGETS", "coerce_argument", "DEFAULT_TOLERANCE"]
 
 DEFAULT_TOLERANCE = 0.0001
 DEFAULT_MAX_ULP = 4
 
 
-def coerce_argument(func, i, a):
-    """Argument ``i`` of ``func`` as a value of its declared type."""
+def coerce_argument(func, i, a, vectorised=False):
+    """Argument ``i`` of ``func`` as a value of its declared type (element type only
+    when the call runs inside a vectorised body, whose values carry a batch shape)."""
     t = func.arg_types[i]
     if isinstance(t, TensorType) and isinstance(t.elem, DType):
         if not isinstance(a, Tensor):
@@ -46,7 +51,7 @@ def coerce_argument(func, i, a):
                 raise SpecError("func.call", "", f"argument #{i} of @{func.name} must be "
                                                  f"{t}: {e}") from None
         from .executor import matches
-        if not matches(a, t):
+        if not matches(a, t, vectorised):
             raise SpecError("func.call", "", f"argument #{i} of @{func.name} must be {t}, "
                                              f"got {value_type_str(a)}")
     return a
@@ -251,9 +256,81 @@ CHECK_OPS = {
 }
 
 
-def custom_call_check(ctx, op, args, target):
-    """``stablehlo.custom_call @check.expect_eq(%a, %b)`` and friends."""
-    h = CHECK_OPS.get(target)
-    if h is None:
-        return None
-    return h(ctx, op, args), True
+# ---------------------------------------------------------------------------------------
+# custom_call targets (what JAX's test programs and exported functions use)
+# ---------------------------------------------------------------------------------------
+# The reference runner (stablehlo-translate --interpret) gives the custom-call forms of
+# the checks their own defaults: expect_close within [0, 3] ULP, expect_almost_eq within
+# 0.001; ``check.eq`` compares integers exactly, other types with expect_almost_eq's
+# default tolerance, and returns a true tensor<i1>.
+CUSTOM_CALL_MAX_ULP = 3
+CUSTOM_CALL_TOLERANCE = 0.001
+
+
+def _cc_operands(op, args, n):
+    if len(args) != n:
+        raise SpecError(f"custom_call @{op.attrs.get('call_target_name')}", "",
+                        f"takes {n} operands, got {len(args)}")
+    return args
+
+
+def _cc_close(ctx, op, args):
+    a, b = _cc_operands(op, args, 2)
+    expect_close("check.expect_close", a, b,
+                 op.attrs.get("max_ulp_difference", CUSTOM_CALL_MAX_ULP),
+                 op.attrs.get("min_ulp_difference"))
+
+
+def _cc_almost(ctx, op, args):
+    a, b = _cc_operands(op, args, 2)
+    expect_almost_eq("check.expect_almost_eq", a, b,
+                     op.attrs.get("tolerance", CUSTOM_CALL_TOLERANCE))
+
+
+def _cc_eq(ctx, op, args):
+    a, b = _cc_operands(op, args, 2)
+    expect_eq("check.expect_eq", a, b)
+
+
+def _cc_check_eq(ctx, op, args):
+    a, b = _cc_operands(op, args, 2)
+    if b.dtype.kind in ("si", "ui", "bool"):
+        expect_eq("check.eq", a, b)
+    else:
+        expect_almost_eq("check.eq", a, b, op.attrs.get("tolerance"))
+    return tensor(True, "i1") if op.results else None
+
+
+def _shape_assertion(ctx, op, args):
+    """JAX's shape_assertion(pred, dims...): fails with its error_message, where
+    ``{0}``, ``{1}``... are the dims' values."""
+    if not args:
+        raise SpecError("custom_call @shape_assertion", "", "needs a predicate operand")
+    if not bool(np.all(np.asarray(args[0]))):
+        msg = str(op.attrs.get("error_message", "shape assertion failed"))
+        vals = [np.asarray(a).tolist() for a in args[1:]]
+        try:
+            msg = msg.format(*vals)
+        except (IndexError, KeyError, ValueError):
+            pass
+        raise SpecError("custom_call @shape_assertion", "", msg)
+
+
+def _identity(ctx, op, args):
+    """Targets that only annotate a value (sharding, placement) on one device."""
+    return args[0] if len(args) == 1 else list(args)
+
+
+CUSTOM_CALL_TARGETS = {
+    "check.expect_close": _cc_close,
+    "check.expect_almost_eq": _cc_almost,
+    "check.expect_eq": _cc_eq,
+    "check.eq": _cc_check_eq,
+    "shape_assertion": _shape_assertion,
+    "Sharding": _identity,
+    "SPMDFullToShardShape": _identity,
+    "SPMDShardToFullShape": _identity,
+    "annotate_device_placement": _identity,
+    "MoveToHost": _identity,
+    "MoveToDevice": _identity,
+}

@@ -167,3 +167,7 @@ CHLO_OPS = {
     "chlo.scan": (_scan, ["slice", "reshape", "concatenate"]),
     "chlo.ragged_dot": (_ragged_dot, ["dot_general", "select"]),
 }
+
+from .chlo_math import CHLO_MATH_OPS  # noqa: E402  (elementwise math, broadcast_<op>)
+
+CHLO_OPS.update(CHLO_MATH_OPS)

@@ -37,7 +37,7 @@ from .ir import DenseAttr, QuantType, TensorType, TokenType, TupleType
 from .parser import parse
 
 __all__ = ["load", "load_all", "Program", "Function", "OpNotImplemented", "Unsupported",
-           "CheckFailure", "value_type_str", "summarize"]
+           "CheckFailure", "LoadError", "read_file", "value_type_str", "summarize"]
 
 
 class OpNotImplemented(NotImplementedError):
@@ -59,6 +59,28 @@ class Unsupported(NotImplementedError):
 
 class CheckFailure(AssertionError):
     """A ``check.expect_*`` op of the program failed."""
+
+
+class LoadError(SpecError):
+    """A program file that is missing, unreadable or not UTF-8 text."""
+
+    def __init__(self, message):
+        super().__init__("stablehlo.load", "", message)
+
+
+def read_file(path):
+    """The text of a program file; :class:`LoadError` with a one-line reason when it
+    cannot be read or is not UTF-8 text."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise LoadError(f"cannot read {os.fspath(path)!r}: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LoadError(f"{os.fspath(path)!r} is not UTF-8 text (byte "
+                        f"0x{data[e.start]:02x} at offset {e.start})") from None
 
 
 _MISSING = object()
@@ -136,8 +158,12 @@ class Context:
         return self.interp.region_callable(op.regions[i], self, vectorised)
 
     def call(self, name, args):
-        """Call function ``@name`` of the current module."""
-        return self.interp.call_symbol(self.module, name, args, self.depth + 1)
+        """Call function ``@name`` of the current module. Inside a vectorised body the
+        callee runs vectorised too: its arguments carry the body's batch of positions
+        (a reduce body calling ``@logaddexp(tensor<f32>, tensor<f32>)`` gets whole
+        arrays), so its declared shapes are checked per element, as the body's are."""
+        return self.interp.call_symbol(self.module, name, args, self.depth + 1,
+                                       self.vectorised, self.batch_shape)
 
 
 class Interpreter:
@@ -150,26 +176,27 @@ class Interpreter:
         self.printed = []
 
     # -- functions ------------------------------------------------------------------------
-    def call_symbol(self, module, name, args, depth=0):
+    def call_symbol(self, module, name, args, depth=0, vectorised=False, batch_shape=()):
         f = module.funcs.get(name)
         if f is None:
             raise SpecError("func.call", "", f"no function @{name} in this module "
                                              f"(has {', '.join('@' + n for n in module.funcs)})")
-        return self.call_func(module, f, args, depth)
+        return self.call_func(module, f, args, depth, vectorised, batch_shape)
 
-    def call_func(self, module, func, args, depth=0):
+    def call_func(self, module, func, args, depth=0, vectorised=False, batch_shape=()):
         from .checks import coerce_argument
         if func.body is None:
             raise SpecError("func.call", "", f"@{func.name} is only declared (no body)")
         if len(args) != len(func.arg_types):
             raise SpecError("func.call", "", f"@{func.name} takes {len(func.arg_types)} "
                                              f"argument(s), got {len(args)}")
-        vals = [coerce_argument(func, i, a) for i, a in enumerate(args)]
+        vals = [coerce_argument(func, i, a, vectorised) for i, a in enumerate(args)]
         if self.trace_file is not None:
             self._trace_line(depth, f"func @{func.name}(" + ", ".join(
                 f"{n}: {value_type_str(v)}" for n, v in zip(func.arg_names, vals)) + ")")
-        outs = self.run_block(func.body.entry, vals, None, module, depth, False, ())
-        self._check_types(func, outs, func.result_types, f"@{func.name} result", False)
+        outs = self.run_block(func.body.entry, vals, None, module, depth, vectorised,
+                              batch_shape if vectorised else ())
+        self._check_types(func, outs, func.result_types, f"@{func.name} result", vectorised)
         return outs
 
     # -- blocks -----------------------------------------------------------------------------
@@ -427,8 +454,10 @@ class Function:
 
 
 class Program:
-    """A loaded StableHLO program: ``prog.main(x)``, ``prog("main", x)``,
-    ``prog["add_n.impl"](x)``; ``prog.functions`` maps names to :class:`Function`."""
+    """A loaded StableHLO program. ``prog(x)`` runs ``@main`` with ``x`` (as
+    ``jax.jit(f)`` would); other functions: ``prog.call("name", x)``,
+    ``prog["add_n.impl"](x)`` or ``prog.name(x)``. ``prog.functions`` maps names to
+    :class:`Function`. (``prog("name", x)``, a function name first, still works.)"""
 
     def __init__(self, modules, trace=False, name=None):
         self.modules = list(modules)
@@ -469,7 +498,19 @@ class Program:
         except KeyError:
             raise KeyError(f"the program has no function @{name}") from None
 
-    def __call__(self, name, *args):
+    def __call__(self, *args):
+        """Run ``@main`` with ``args``. A first argument that is a string names the
+        function instead (the older ``prog("name", *args)`` form)."""
+        if args and isinstance(args[0], str):
+            return self.call(*args)
+        if "main" not in self.functions:
+            raise SpecError("stablehlo.load", "", f"the program has no @main to call (it "
+                                                  f"has {', '.join('@' + n for n in self.functions)}"
+                                                  f"); use prog.call(name, *args)")
+        return self.functions["main"](*args)
+
+    def call(self, name, *args):
+        """Run function ``@name`` with ``args``."""
         return self[name](*args)
 
     def __dir__(self):
@@ -490,8 +531,7 @@ def _read(text_or_path):
             isinstance(text_or_path, str) and "\n" not in text_or_path and
             (text_or_path.endswith(".mlir") or os.path.isfile(text_or_path))):
         path = os.fspath(text_or_path)
-        with open(path, encoding="utf-8") as f:
-            return f.read(), os.path.basename(path)
+        return read_file(path), os.path.basename(path)
     if not isinstance(text_or_path, str):
         raise TypeError(f"load() takes program text or a path, got "
                         f"{type(text_or_path).__name__}")

@@ -24,7 +24,7 @@ import numpy as np
 import xops as xo
 from ..errors import SpecError
 from ..tensor import Tensor
-from .checks import CHECK_OPS
+from .checks import CHECK_OPS, CUSTOM_CALL_TARGETS
 from .executor import OpNotImplemented, Unsupported
 from .ir import DenseAttr, StructAttr, SymbolRef, TensorType, TupleType
 from .literals import constant_tensor
@@ -210,12 +210,23 @@ def known_body(region):
     return None
 
 
-def body_of(ctx, i=0, vectorised=True):
+def body_of(ctx, i=0, vectorised=True, operands=()):
+    """Region ``i`` as the callable an xops op takes: the xops function itself for a
+    known body, else the interpreted region. Bodies over narrow floats (bf16, f16, f8)
+    are always interpreted: each application then rounds to the element type, as the
+    spec's body does (and XLA: JAX's bf16 cumsum expects it), where xops' own kernels
+    would accumulate in float32 and round once."""
     region = ctx.op.regions[i] if i < len(ctx.op.regions) else None
     if region is None:
         raise SpecError(ctx.op.name, "", f"missing region #{i}")
-    fn = known_body(region) if ctx.interp.trace_file is None else None
+    fn = known_body(region) if ctx.interp.trace_file is None and not _narrow(operands) \
+        else None
     return fn if fn is not None else ctx.region(i, vectorised)
+
+
+def _narrow(values):
+    return any(isinstance(a, Tensor) and a.dtype.kind == "float" and a.dtype.is_narrow
+               for a in values)
 
 
 # ---------------------------------------------------------------------------------------
@@ -275,6 +286,7 @@ def _constant(ctx, op, args):
 
 
 _register("stablehlo.constant", _constant, ["constant"])
+_register("chlo.constant", _constant, ["constant"])
 
 
 def _convert(ctx, op, args):
@@ -475,11 +487,37 @@ def _reduce(ctx, op, args):
         if body is None:
             raise Unsupported(f"stablehlo.reduce ... applies {name} is not supported")
     else:
-        body = body_of(ctx, 0)
+        body = body_of(ctx, 0, operands=args)
+    dims = ints(op.attrs.get("dimensions"))
+    if _narrow(args) and all(isinstance(a, Tensor) for a in args):
+        return _fold_in_order(inputs, inits, dims, body)
     out = call_xo("reduce", op.name, inputs if len(inputs) > 1 else inputs[0],
-                  inits if len(inits) > 1 else inits[0], ints(op.attrs.get("dimensions")),
-                  body)
+                  inits if len(inits) > 1 else inits[0], dims, body)
     return out
+
+
+def _fold_in_order(inputs, inits, dims, body):
+    """reduce over narrow floats (bf16, f16, f8): the body applied to the elements in
+    index order, one step at a time, each step rounding to the element type, as XLA
+    and the reference interpreter do (xops' reduce kernels add in float32 and round
+    once, or fold in a tree). The spec leaves the order to the implementation."""
+    x0 = inputs[0]
+    if any(not 0 <= d < x0.ndim for d in dims) or len(set(dims)) != len(dims):
+        return call_xo("reduce", "stablehlo.reduce", inputs if len(inputs) > 1 else x0,
+                       inits if len(inits) > 1 else inits[0], dims, body)  # its errors
+    keep = [d for d in range(x0.ndim) if d not in dims]
+    out_shape = [x0.shape[d] for d in keep]
+    k = int(np.prod([x0.shape[d] for d in dims], dtype=np.int64))
+    flat = [xo.reshape(xo.transpose(x, keep + sorted(dims)), out_shape + [k])
+            for x in inputs]
+    acc = [xo.broadcast_in_dim(i, [], out_shape) for i in inits]
+    n = len(out_shape)
+    for j in range(k):
+        cols = [xo.reshape(xo.slice(x, [0] * n + [j], out_shape + [j + 1], [1] * (n + 1)),
+                           out_shape) for x in flat]
+        res = body(*acc, *cols)
+        acc = list(res) if isinstance(res, (tuple, list)) else [res]
+    return acc[0] if len(acc) == 1 else acc
 
 
 def _reduce_window(ctx, op, args):
@@ -489,14 +527,15 @@ def _reduce_window(ctx, op, args):
                    inits if len(inits) > 1 else inits[0], ints(a.get("window_dimensions")),
                    ints(a.get("window_strides")), ints(a.get("base_dilations")),
                    ints(a.get("window_dilations")), pairs(a.get("padding")),
-                   body=body_of(ctx, 0))
+                   body=body_of(ctx, 0, operands=args))
 
 
 def _select_and_scatter(ctx, op, args):
     a = op.attrs
     return call_xo("select_and_scatter", op.name, args[0], args[1], args[2],
                    ints(a.get("window_dimensions")), ints(a.get("window_strides")),
-                   pairs(a.get("padding")), select=body_of(ctx, 0), scatter=body_of(ctx, 1))
+                   pairs(a.get("padding")), select=body_of(ctx, 0),
+                   scatter=body_of(ctx, 1, operands=args))
 
 
 def _map(ctx, op, args):
@@ -524,7 +563,7 @@ def _gather_kwargs(dn, slice_sizes, sorted_):
     kw = dict(offset_dims=ints(f.get("offset_dims", [])),
               collapsed_slice_dims=ints(f.get("collapsed_slice_dims", [])),
               start_index_map=ints(f.get("start_index_map", [])),
-              index_vector_dim=to_int(f.get("index_vector_dim")),
+              index_vector_dim=to_int(f.get("index_vector_dim", 0)),
               slice_sizes=slice_sizes,
               indices_are_sorted=bool(sorted_))
     opt = dict(operand_batching_dims=ints(f.get("operand_batching_dims", [])),
@@ -555,10 +594,10 @@ def _scatter(ctx, op, args):
     kw = dict(update_window_dims=ints(f.get("update_window_dims", [])),
               inserted_window_dims=ints(f.get("inserted_window_dims", [])),
               scatter_dims_to_operand_dims=ints(f.get("scatter_dims_to_operand_dims", [])),
-              index_vector_dim=to_int(f.get("index_vector_dim")),
+              index_vector_dim=to_int(f.get("index_vector_dim", 0)),
               indices_are_sorted=bool(a.get("indices_are_sorted", False)),
               unique_indices=bool(a.get("unique_indices", False)),
-              update_computation=body_of(ctx, 0))
+              update_computation=body_of(ctx, 0, operands=args))
     opt = dict(input_batching_dims=ints(f.get("input_batching_dims", [])),
                scatter_indices_batching_dims=ints(f.get("scatter_indices_batching_dims", [])))
     return call_xo("scatter", op.name, inputs if n > 1 else inputs[0], indices,
@@ -599,11 +638,18 @@ def _variadic_results(op, out):
     return out
 
 
-def _function(ctx, name):
+def _function(ctx, name, vectorised=False):
     """Function ``@name`` of the current module as a Python callable (one result as
-    is, several as a tuple)."""
+    is, several as a tuple). ``vectorised``: for xops functions that call it on whole
+    arrays, as they call region bodies (a sort comparator)."""
     def computation(*operands):
-        outs = ctx.call(name, list(operands))
+        if vectorised:
+            shapes = [a.shape for a in operands if isinstance(a, Tensor)]
+            batch = max(shapes, key=len) if shapes else ()
+            outs = ctx.interp.call_symbol(ctx.module, name, list(operands), ctx.depth + 1,
+                                          True, batch)
+        else:
+            outs = ctx.call(name, list(operands))
         return outs[0] if len(outs) == 1 else tuple(outs)
     computation.__name__ = computation.__qualname__ = name.replace(".", "_")
     return computation
@@ -705,7 +751,7 @@ def _get_tuple_element(ctx, op, args):
 
 
 def _optimization_barrier(ctx, op, args):
-    return list(call_xo("optimization_barrier", op.name, *args))
+    return _results(op, call_xo("optimization_barrier", op.name, *args))
 
 
 def _after_all(ctx, op, args):
@@ -726,8 +772,12 @@ _register("stablehlo.create_token", _create_token, ["create_token"])
 def _custom_call(ctx, op, args):
     target = op.attrs.get("call_target_name")
     target = target.name if isinstance(target, SymbolRef) else str(target)
+    if target in CUSTOM_CALL_TARGETS:
+        return CUSTOM_CALL_TARGETS[target](ctx, op, args)
     if target in CHECK_OPS:
         return CHECK_OPS[target](ctx, op, args)
+    if target in TARGETS:
+        return TARGETS[target](ctx, op, args)
     a = op.attrs
     called = [_function(ctx, c.name) if isinstance(c, SymbolRef) else c
               for c in (a.get("called_computations") or [])]
@@ -819,6 +869,7 @@ for _name, _h in CHECK_OPS.items():
     _register(_name, _h)
 
 from . import chlo  # noqa: E402  (registers the chlo decompositions)
+from .targets import TARGETS  # noqa: E402  (custom_call targets: ApproxTopK, LAPACK)
 
 for _name, (_h, _needs) in chlo.CHLO_OPS.items():
     _register(_name, _h, _needs)

@@ -7,6 +7,8 @@
   midpoint of the narrow type is settled with exact rational arithmetic.
 * Hex literals (``0x7F800000``) are bit patterns for float elements (NaN payloads and
   ``-0`` kept) and two's-complement values for integers of the element width.
+* A negative decimal literal of an unsigned type is its two's complement in the type's
+  width, as MLIR reads it (``-2 : ui8`` is 254), down to ``-2^(bits-1)``.
 * ``dense<"0x...">`` blobs hold the raw little-endian elements (one byte per element
   for i1 and the sub-byte types), or a single element for a splat.
 * A single element fills the whole shape (a splat); ``dense<>`` is an empty tensor.
@@ -100,8 +102,12 @@ def _elements(flat, dt):
         for v in flat:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise _err(f"{dt.name} literals must be integers, got {v!r}")
-            if isinstance(v, Hex) or (isinstance(v, int) and v < 0 and type(v) is not int):
+            if isinstance(v, Hex):
                 v = _wrap_bits(int(v), dt)
+            elif v < 0 and dt.kind == "ui" and v >= -(1 << (dt.bits - 1)):
+                # MLIR negates a negative literal in the type's width and accepts it when
+                # the sign bit comes out set: -2 : ui8 is 254 (two's complement)
+                v += 1 << dt.bits
             if not dt.min <= v <= dt.max:
                 raise _err(f"integer literal {v} does not fit {dt.name} "
                            f"[{dt.min}, {dt.max}]")

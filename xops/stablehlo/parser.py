@@ -52,9 +52,15 @@ __all__ = ["ParseError", "parse", "parse_module", "split_chunks", "parse_type",
 # ---------------------------------------------------------------------------------------
 
 _DIM = re.compile(r"(\?|[0-9]+)x")
+_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
 _UNRANKED = re.compile(r"\*x")
 _ELEM_NAMES = re.compile(r"(?:[su]?i[0-9]+|ui[0-9]+|f[0-9]+(?:E[0-9]+M[0-9]+[A-Z0-9]*)?|bf16|"
                          r"tf32|index|none)\b")
+# Ops printed without a dialect prefix (the func dialect's, inside func.func): a bare
+# word naming one always starts a new op.
+_BARE_OPS = frozenset({"return", "call"})
+
+
 def _element_type(name):
     """A DType for a spec element type name, else an OpaqueType (``tf32``, ``index``)."""
     try:
@@ -143,7 +149,19 @@ class Parser:
         if lx.accept(","):
             encoding = self.parse_attribute()
         lx.expect(">", "'>' closing the tensor type")
+        if shape is not None and None not in shape:
+            self._check_size(shape, elem, t.pos)
         return TensorType(None if shape is None else tuple(shape), elem, encoding)
+
+    def _check_size(self, shape, elem, pos):
+        """Refuse a tensor type larger than the memory limit (:mod:`.limits`)."""
+        from .limits import max_tensor_bytes, tensor_bytes
+        need, limit = tensor_bytes(shape, elem), max_tensor_bytes()
+        if need > limit:
+            dims = "x".join(map(str, shape))
+            raise self.error(f"resource limit: tensor<{dims}x{getattr(elem, 'spec_name', elem)}> "
+                             f"needs {need:,} bytes, more than the limit of {limit:,} bytes "
+                             f"(xops.config.max_bytes, env XOPS_MAX_BYTES)", pos)
 
     def parse_quant(self, tok):
         body = self._balanced_angle()[1:-1]
@@ -168,7 +186,7 @@ class Parser:
         while i < len(lx.text):
             c = lx.text[i]
             if c == '"':
-                m = re.compile(r'"(?:[^"\\]|\\.)*"').match(lx.text, i)
+                m = _STRING_RE.match(lx.text, i)
                 i = m.end() if m else i + 1
                 continue
             if c == "-" and lx.text.startswith("->", i):
@@ -674,6 +692,12 @@ class Parser:
                 word = t.text
                 if "." in word:
                     break  # the next op (one without results) starts here
+                if word in _BARE_OPS and not lx.peek2().is_("="):
+                    # ``return`` / ``call`` (the func dialect's ops, printed without
+                    # their dialect) start the next op. After ``stablehlo.constant
+                    # dense<..> : t`` the type was read with the literal, so nothing
+                    # else marks the end of the constant.
+                    break
                 if word == "loc" and lx.peek2().is_("("):
                     self._skip_loc()
                 elif word == "applies":
@@ -952,6 +976,48 @@ class Parser:
         self._skip_loc()
         return Func(name, arg_names, arg_types, results, body, visibility, attrs, line, col)
 
+    def _add_generic(self, module, op):
+        """Add a top-level op in generic form to ``module``."""
+        if op.name in ("builtin.module", "module"):
+            if op.attrs.get("sym_name") is not None:
+                module.name = module.name or str(op.attrs["sym_name"])
+            module.attrs.update({k: v for k, v in op.attrs.items() if k != "sym_name"})
+            for region in op.regions:
+                for block in region.blocks:
+                    for inner in block.ops:
+                        self._add_generic(module, inner)
+        elif op.name == "func.func":
+            f = _func_from_generic(op)
+            if f.name in module.funcs:
+                raise ParseError(f"function @{f.name} is defined twice", f.line, f.column)
+            module.funcs[f.name] = f
+
+    def _skip_statement(self):
+        """Skip one statement this parser has no use for: up to the end of its line,
+        past any brackets it opens (which may span lines)."""
+        lx = self.lx
+        lx.skip_ws()
+        text, i, depth = lx.text, lx.pos, 0
+        pairs = {"(": ")", "[": "]", "{": "}", "<": ">"}
+        closers = set(pairs.values())
+        while i < len(text):
+            c = text[i]
+            if c == '"':
+                m = _STRING_RE.match(text, i)
+                i = m.end() if m else i + 1
+                continue
+            if c == "-" and text.startswith("->", i):
+                i += 2
+                continue
+            if c in pairs:
+                depth += 1
+            elif c in closers:
+                depth = max(depth - 1, 0)
+            elif c == "\n" and depth == 0:
+                break
+            i += 1
+        lx.pos = i
+
     def parse_module_body(self, module, closing):
         lx = self.lx
         while True:
@@ -992,12 +1058,35 @@ class Parser:
                     self.attr_aliases[t.text[1:]] = value
                 else:
                     self.type_aliases[t.text[1:]] = self.parse_type()
-            elif t.kind in ("value", "ident", "string"):
-                # Other top-level ops (sdy.mesh, ...) carry nothing xops runs.
-                self.parse_op()
+            elif t.kind == "string" or t.kind == "value":
+                # the generic form: "builtin.module"() ({...}), "func.func"() ({...});
+                # other ops at the top level carry nothing xops runs
+                self._add_generic(module, self.parse_op())
+            elif t.kind == "ident":
+                # other top-level ops (sdy.mesh @mesh = <["x"=2]>, ...): skipped
+                self._skip_statement()
             else:
                 raise self.error(f"expected a function or a module, got {describe(t)}",
                                  t.pos)
+
+
+def _func_from_generic(op):
+    """A :class:`Func` from ``"func.func"() <{sym_name = "f", function_type = (..) -> ..,
+    sym_visibility = "private"}> ({ ^bb0(%arg0: ...): ... }) : () -> ()``."""
+    a = op.attrs
+    ft = a.get("function_type")
+    if not isinstance(ft, FunctionType):
+        raise ParseError(f"func.func needs function_type = (...) -> ..., got {ft!r}",
+                         op.line, op.column)
+    body = op.regions[0] if op.regions and op.regions[0].blocks else None
+    if body is not None:
+        names = [n for n, _ in body.entry.args]
+    else:
+        names = [f"%arg{i}" for i in range(len(ft.inputs))]
+    extra = {k: v for k, v in a.items() if k not in ("sym_name", "function_type",
+                                                      "sym_visibility")}
+    return Func(str(a.get("sym_name")), names, list(ft.inputs), list(ft.results), body,
+                str(a.get("sym_visibility", "public")), extra, op.line, op.column)
 
 
 def _starts_op(lx):

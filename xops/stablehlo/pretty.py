@@ -81,6 +81,11 @@ _RENAME = {
 }
 
 
+# Ops whose pretty form is ``name dense<...> : type`` (the type belongs to the literal).
+_CONSTANT_LIKE = ("stablehlo.constant", "chlo.constant", "check.expect_eq_const",
+                  "check.expect_almost_eq_const")
+
+
 def normalize(op, positional, extra):
     """Give a pretty-form op the attributes (and operand order) of its generic form."""
     name = op.name
@@ -93,8 +98,7 @@ def normalize(op, positional, extra):
             a["comparison_direction"] = EnumAttr(positional[0], "comparison_direction")
         if len(positional) > 1:
             a["compare_type"] = EnumAttr(positional[1], "comparison_type")
-    elif name in ("stablehlo.constant", "check.expect_eq_const",
-                  "check.expect_almost_eq_const"):
+    elif name in _CONSTANT_LIKE:
         if positional:
             a["value"] = positional[0]
     elif name in ("func.call", "call"):
@@ -166,8 +170,7 @@ def result_types(op, types):
     n = len(op.results)
     if operand_types is not None:
         return list(ts)
-    if op.name in ("stablehlo.constant", "check.expect_eq_const",
-                   "check.expect_almost_eq_const") and not ts:
+    if op.name in _CONSTANT_LIKE and not ts:
         v = op.attrs.get("value")
         return [v.type] * n if isinstance(v, DenseAttr) else []
     if n == 0:

@@ -50,6 +50,8 @@ class FunctionResult:
     reason: str = ""
     line: int = 0
     seconds: float = 0.0
+    values: list = None  # the function's results, when it ran
+    error: Exception = None  # the exception behind a fail/skip/missing status
 
 
 @dataclass
@@ -61,6 +63,7 @@ class Entry:
     test_id: str
     args: list = None
     error: Exception = None  # a parse error of its section
+    skip: str = None  # why it cannot run (e.g. @main needs arguments none were given)
 
 
 def _walk_ops(region):
@@ -106,10 +109,11 @@ def run_line_args(text):
     return None
 
 
-def collect(path, text=None, args=None, display=None):
+def collect(path, text=None, args=None, display=None, report_main=False):
     """The entry functions of a file, parsed once: a list of :class:`Entry`. Names
     repeated across sections get ``#2``, ``#3``... in their test ids, which start with
-    ``display`` (default: the file name)."""
+    ``display`` (default: the file name). With ``report_main``, an ``@main`` that takes
+    arguments none were given for is an entry that skips (the CLI reports it)."""
     if text is None:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -124,23 +128,26 @@ def collect(path, text=None, args=None, display=None):
                                  error=e))
             continue
         for name, f in m.funcs.items():
-            fargs = None
+            fargs, skip = None, None
             if f.arg_types:
                 if name == "main" and run_args is not None:
                     fargs = run_args
+                elif name == "main" and report_main:
+                    skip = (f"@main takes {len(f.arg_types)} argument(s) "
+                            f"({', '.join(map(str, f.arg_types))}): give them with --args")
                 else:
                     continue
             if f.body is None:
                 continue
             counts[name] = counts.get(name, 0) + 1
             tid = f"{fname}::{name}" + (f"#{counts[name]}" if counts[name] > 1 else "")
-            entries.append(Entry(fname, m, name, tid, fargs))
+            entries.append(Entry(fname, m, name, tid, fargs, skip=skip))
     return entries
 
 
 def _arg_values(entry):
     from .literals import constant_tensor
-    return [constant_tensor(a) for a in (entry.args or [])]
+    return [a if not hasattr(a, "data") else constant_tensor(a) for a in (entry.args or [])]
 
 
 def run_entry(entry, trace=None, programs=None):
@@ -149,8 +156,9 @@ def run_entry(entry, trace=None, programs=None):
     t0 = time.perf_counter()
     if entry.error is not None:
         return FunctionResult(entry.file, entry.name, entry.test_id, "fail",
-                              str(entry.error).splitlines()[0], entry.error.line)
-    reason = static_skip_reason(entry.module, entry.name)
+                              str(entry.error).splitlines()[0], entry.error.line,
+                              error=entry.error)
+    reason = entry.skip or static_skip_reason(entry.module, entry.name)
     if reason:
         return FunctionResult(entry.file, entry.name, entry.test_id, "skip", reason)
     key = id(entry.module)
@@ -160,24 +168,36 @@ def run_entry(entry, trace=None, programs=None):
         if programs is not None:
             programs[key] = prog
     fn = prog.functions[entry.name]
-    status, reason, line = "pass", "", 0
+    status, reason, line, values, error = "pass", "", 0, None, None
     try:
-        prog._run(fn, _arg_values(entry), trace if trace is not None else None)
+        out = prog._run(fn, _arg_values(entry), trace if trace is not None else None)
+        n = len(fn.result_types)
+        values = [] if n == 0 else [out] if n == 1 else list(out)
     except OpNotImplemented as e:
-        status, reason = "missing", str(e)
+        status, reason, error = "missing", str(e), e
         line = _line(e)
     except Unsupported as e:
-        status, reason = "skip", str(e)
+        status, reason, error = "skip", str(e), e
         line = _line(e)
     except CheckFailure as e:
-        status, reason = "fail", str(e)
+        status, reason, error = "fail", str(e), e
         line = _line(e)
     except (SpecError, ParseError, TypeError, ValueError, IndexError, KeyError,
             ArithmeticError, AttributeError, NotImplementedError, AssertionError) as e:
-        status, reason = "fail", f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        status, reason, error = "fail", f"{type(e).__name__}: {_first_line(e)}", e
+        line = _line(e)
+    except (RuntimeError, MemoryError, LookupError, OSError) as e:
+        # a runner reports every function; an error of this kind is a bug in xops
+        status, reason, error = "fail", f"internal error {type(e).__name__}: " \
+                                        f"{_first_line(e)}", e
         line = _line(e)
     return FunctionResult(entry.file, entry.name, entry.test_id, status, reason, line,
-                          time.perf_counter() - t0)
+                          time.perf_counter() - t0, values, error)
+
+
+def _first_line(e):
+    lines = str(e).splitlines()
+    return lines[0] if lines else ""
 
 
 def _line(e):
@@ -185,8 +205,8 @@ def _line(e):
     return loc[0] if loc else 0
 
 
-def run_file(path, trace=None, text=None, args=None):
+def run_file(path, trace=None, text=None, args=None, report_main=False):
     """Run every entry function of a file; a list of :class:`FunctionResult`."""
-    entries = collect(path, text, args)
+    entries = collect(path, text, args, report_main=report_main)
     programs = {}
     return [run_entry(e, trace, programs) for e in entries]

@@ -1,0 +1,134 @@
+"""Distributed workloads.
+
+Registered with the harness (one process): ``all_reduce_1M_grid2``, an ``xo.all_reduce``
+of 1M f32 on the in-process grid of 2 replicas (two threads and a rendezvous) against
+NumPy's ``a + b``: the cost of the grid's machinery.
+
+The MPI figures need two processes, so they run on their own::
+
+    python -m benchmarks.wl_distributed            # launches mpiexec -n 2 itself
+
+* ``all_reduce`` of 1M f32 across 2 ranks (``xo.all_reduce`` with ``xo.add``: header
+  agreement + ``Allreduce``) against raw mpi4py ``Allreduce`` on the same buffers,
+  interleaved, median of the rounds;
+* one data-parallel training step of the digits CNN (global batch 32, 16 per rank:
+  forward, backward with synchronised batch norm and one gradient ``all_reduce``, Adam)
+  beside the same step in one process on the whole batch of 32.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from .workloads import gbs, workload
+
+N = 1 << 20
+
+
+@workload("all_reduce_1M_grid2", "all_reduce add of (1048576,) f32 on the in-process grid "
+          "of 2 replicas (threads), NumPy: a + b", derived=gbs(3 * 4 * N))
+def _grid(be):
+    xo = be["xops"]
+    from xops.distributed import run_parallel
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(N, dtype=np.float32), rng.standard_normal(N, dtype=np.float32)
+    ta, tb = xo.tensor(a), xo.tensor(b)
+
+    def grid():
+        return run_parallel(lambda x: xo.all_reduce(x, computation=xo.add),
+                            [[ta], [tb]])[0][0]
+    return {"numpy": lambda: a + b, "xops": grid}
+
+
+def _median_ms(times):
+    return 1e3 * statistics.median(times)
+
+
+def _rank_part(rounds):
+    """Runs in each MPI rank; rank 0 prints the table rows."""
+    from mpi4py import MPI
+
+    import xops as xo
+    import xops.distributed as dist
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    x = np.random.default_rng(rank).standard_normal(N, dtype=np.float32)
+    out = np.empty_like(x)
+    tx = xo.tensor(x)
+    ref = xo.all_reduce(tx, computation=xo.add)   # warm: the split, the header path
+    comm.Allreduce(x, out, op=MPI.SUM)
+    assert np.array_equal(np.asarray(ref), out)
+    raw, ours = [], []
+    for i in range(rounds):
+        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+            comm.Barrier()
+            t0 = time.perf_counter()
+            if which == 0:
+                comm.Allreduce(x, out, op=MPI.SUM)
+            else:
+                xo.all_reduce(tx, computation=xo.add)
+            dt = time.perf_counter() - t0
+            (raw if which == 0 else ours).append(comm.allreduce(dt, op=MPI.MAX))
+
+    step_dp = _train_steps(xo, dist, rounds=max(5, rounds // 4))
+    if rank == 0:
+        r, o = _median_ms(raw), _median_ms(ours)
+        print(f"| all_reduce 1M f32, 2 ranks | mpi4py Allreduce {r:.3f} ms | "
+              f"xo.all_reduce {o:.3f} ms | {o / r:.2f}x |")
+        print(f"| digits CNN step, batch 32 | 2 ranks (16 each): {step_dp:.2f} ms |", flush=True)
+
+
+def _train_steps(xo, dist, rounds):
+    """Median ms of one training step (global batch 32) under the current context."""
+    from xops import optim
+    from xops.examples import train_digits
+    F = xo.nn.functional
+    x_train, y_train, _, _ = train_digits.load_data()
+    xo.random_seed(0)
+    net = dist.DataParallel(train_digits.build_model())
+    opt = optim.Adam(net.parameters(), lr=0.01)
+    times = []
+    for i in range(rounds + 2):
+        idx = np.arange(32 * i, 32 * (i + 1)) % len(x_train)
+        dist.barrier()
+        t0 = time.perf_counter()
+        xb, yb = net.shard(x_train[idx]), net.shard(y_train[idx])
+        loss = net.mean(F.softmax_cross_entropy(net(xb), yb, reduction="none"))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i >= 2:  # two warm-up steps (kernel compilation, the splits)
+            times.append(time.perf_counter() - t0)
+    return _median_ms(times)
+
+
+def main(argv=None):
+    args = sys.argv[1:] if argv is None else argv
+    rounds = 40
+    if args and args[0] == "--rank-part":
+        _rank_part(rounds)
+        return 0
+    if args and args[0] == "--single":
+        import xops as xo
+        import xops.distributed as dist
+        single = _train_steps(xo, dist, rounds=max(5, rounds // 4))
+        print(f"| digits CNN step, batch 32 | 1 process: {single:.2f} ms |", flush=True)
+        return 0
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    # one Numba/BLAS thread per process in both runs (2 ranks x 1 thread on 2 cores)
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1")
+    print("| workload | baseline | xops | ratio |\n|---|---|---|---|", flush=True)
+    me = [sys.executable, "-m", "benchmarks.wl_distributed"]
+    p = subprocess.run([*me, "--single"], env=env, timeout=600, check=False)
+    q = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "mpi4py", "-m",
+                        "benchmarks.wl_distributed", "--rank-part"], env=env, timeout=600,
+                       check=False)
+    return p.returncode or q.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""The dispatch fast path (xops.ops._core.fast_binary) and the threaded transcendental
+ufuncs (xops.kernels.elementwise.threaded_unary): same results, same errors, same
+recording as the full path."""
+import numpy as np
+import pytest
+
+import xops as xo
+import xops.numpy as xnp
+from xops.kernels import elementwise as K
+
+OPS = [(xo.add, np.add), (xo.subtract, np.subtract), (xo.multiply, np.multiply)]
+
+
+def _full(op, *args):
+    """``op(*args)`` with its fast path switched off: every check runs."""
+    fast, op._fast = op._fast, None
+    try:
+        return op(*args)
+    finally:
+        op._fast = fast
+
+
+def _same_tensor(a, b):
+    assert a.dtype is b.dtype and a.shape == b.shape
+    assert a._value.tobytes() == b._value.tobytes()
+    assert not a._value.flags.writeable and not b._value.flags.writeable
+
+
+@pytest.mark.parametrize("op,ufunc", OPS)
+@pytest.mark.parametrize("dt", ["f32", "f64", "c64", "i8", "i32", "ui8", "ui64", "i64"])
+def test_fast_path_matches_full_path(op, ufunc, dt):
+    rng = np.random.default_rng(1)
+    x = rng.integers(-100, 100, (3, 4)).astype(xo.as_dtype(dt).np) if dt[0] in "iu" else \
+        (rng.standard_normal((3, 4)) * 1e38).astype(xo.as_dtype(dt).np)
+    y = x[::-1].copy()
+    a, b = xo.tensor(x, dt), xo.tensor(y, dt)
+    assert op._fast((a, b)) is not None  # the fast path answers this call
+    fast, full = op(a, b), _full(op, a, b)
+    _same_tensor(fast, full)
+    with np.errstate(all="ignore"):
+        assert fast._value.tobytes() == ufunc(x, y).tobytes()
+
+
+@pytest.mark.parametrize("op,ufunc", OPS)
+@pytest.mark.parametrize("dt,s", [("f32", 0.1), ("f32", -3), ("f64", 1e300), ("f32", float("nan")),
+                                  ("i8", 100), ("i8", -128), ("ui8", 7), ("i32", 5),
+                                  ("f32", 1e39), ("f32", 1 << 30), ("i8", 300), ("ui8", -1),
+                                  ("i32", 2.5), ("f32", True), ("c64", 1.5)])
+def test_weak_scalars(op, ufunc, dt, s):
+    a = xo.tensor(np.array([1, 2, 3]).astype(xo.as_dtype(dt).np), dt)
+    for args in ((a, s), (s, a), (xo.reshape(a[:1], ()), s)):
+        try:
+            want = _full(op, *args)
+        except xo.SpecError as e:
+            with pytest.raises(xo.SpecError) as got:
+                op(*args)
+            assert str(got.value) == str(e)
+            continue
+        _same_tensor(op(*args), want)
+
+
+def test_errors_unchanged():
+    a, b = xo.tensor([1.0, 2.0]), xo.tensor([1.0, 2.0, 3.0])
+    cases = [(a, b), (a, xo.tensor([1, 2], "i32")), (xo.tensor([True]), xo.tensor([True])),
+             (a,), (a, b, b), (a, "x")]
+    for args in cases:
+        try:
+            _full(xo.add, *args)
+        except (xo.SpecError, TypeError) as e:
+            with pytest.raises(type(e)) as got:
+                xo.add(*args)
+            assert str(got.value) == str(e)
+        else:
+            _same_tensor(xo.add(*args), _full(xo.add, *args))
+
+
+def test_gradients_still_recorded():
+    x = xo.tensor([1.0, 2.0], requires_grad=True)
+    y = xo.tensor([3.0, 5.0])
+    out = xo.multiply(x, y) + x * 2.0 + xo.add(y, 1.0)
+    out.backward(xo.tensor([1.0, 1.0]))
+    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 7.0])
+    np.testing.assert_array_equal(out.numpy(), [9.0, 20.0])
+
+
+def test_debug_nans_still_checked():
+    a = xo.tensor([np.inf], "f32")
+    xo.config.debug_nans = True
+    try:
+        with pytest.raises(xo.SpecError, match="NaN"):
+            xo.add(a, -a)
+        with pytest.raises(xo.SpecError, match="NaN"):
+            a + (-a)
+    finally:
+        xo.config.debug_nans = False
+
+
+def test_operators_and_xnp_take_the_fast_path_with_same_results():
+    a, b = xo.tensor([1.5, -2.0], "f64"), xo.tensor([0.25, 4.0], "f64")
+    _same_tensor(a + b, _full(xo.add, a, b))
+    _same_tensor(a - b, _full(xo.subtract, a, b))
+    _same_tensor(a * b, _full(xo.multiply, a, b))
+    _same_tensor(xnp.add(a, b), _full(xo.add, a, b))
+    _same_tensor(2.0 * a, _full(xo.multiply, 2.0, a))
+
+
+@pytest.mark.parametrize("ufunc", sorted(K.THREADED_UFUNCS, key=lambda f: f.__name__))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_threaded_unary_bit_identical_for_any_thread_count(ufunc, dtype, monkeypatch):
+    rng = np.random.default_rng(3)
+    n = K.THREADED_THRESHOLD + 12345  # not a whole number of blocks
+    x = (rng.standard_normal(n) * 30).astype(dtype)
+    x[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30]
+    with np.errstate(all="ignore"):
+        want = ufunc(x)
+    for threads in (1, 2, 3, 5):
+        monkeypatch.setattr(K, "_threads", lambda t=threads: t)
+        with np.errstate(all="ignore"):
+            got = K.threaded_unary(ufunc, x.reshape(-1, 5) if n % 5 == 0 else x)
+        assert got.reshape(-1).tobytes() == want.tobytes(), threads
+
+
+def test_threaded_ops_quiet_and_exact(monkeypatch):
+    monkeypatch.setattr(K, "_threads", lambda: 3)
+    x = np.linspace(-200, 200, K.THREADED_THRESHOLD * 2 + 7, dtype=np.float32)
+    t = xo.tensor(x)
+    with np.errstate(all="ignore"):  # the pytest run turns warnings into errors
+        want_exp, want_tanh = np.exp(x), np.tanh(x)
+    assert xo.exponential(t)._value.tobytes() == want_exp.tobytes()  # overflows: no warning
+    assert xo.tanh(t)._value.tobytes() == want_tanh.tobytes()
+    assert xo.exponential(t).shape == (x.size,)

@@ -1,0 +1,161 @@
+"""The MPI transport under ``mpiexec -n 2`` (the mpich wheel's launcher): every collective
+against the values of the in-process grid, bad input (an error on every rank, a
+timeout, never a hang), and data-parallel training equal to the single-process run.
+
+Each test launches ``mpiexec -n 2 python -m mpi4py ...`` in a subprocess with a timeout
+(``-m mpi4py`` turns an uncaught exception into MPI_Abort, so a failing rank cannot
+leave the other waiting). Skipped with the reason when mpiexec or mpi4py is missing.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _mpiexec():
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+MPIEXEC = _mpiexec()
+try:
+    import mpi4py  # noqa: F401
+except ImportError:  # pragma: no cover
+    MPIEXEC = None
+if MPIEXEC is None:
+    pytest.skip("MPI tests need mpiexec and mpi4py: pip install 'xops[mpi]'",
+                allow_module_level=True)
+
+
+def mpirun(args, timeout=120, env=None, cwd=None):
+    e = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+             OPENBLAS_NUM_THREADS="1", XOPS_COLLECTIVE_TIMEOUT="30",
+             PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    e.update(env or {})
+    return subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", *args],
+                          capture_output=True, text=True, timeout=timeout, env=e, cwd=cwd,
+                          check=False)
+
+
+def _script(tmp_path, body):
+    """A program for both ranks; ``report(text)`` appends a line to rank<r>.txt (the two
+    ranks' stdout would interleave)."""
+    path = tmp_path / "prog.py"
+    path.write_text("import numpy as np\nimport xops as xo\nimport xops.distributed as d\n"
+                    "t = xo.tensor\nr = d.rank()\nassert d.world_size() == 2\n"
+                    f"def report(text):\n"
+                    f"    with open({str(tmp_path)!r} + f'/rank{{r}}.txt', 'a') as f:\n"
+                    f"        f.write(str(text) + '\\n')\n"
+                    + textwrap.dedent(body))
+    return str(path)
+
+
+def _reports(tmp_path):
+    return [(tmp_path / f"rank{r}.txt").read_text() if (tmp_path / f"rank{r}.txt").exists()
+            else "" for r in (0, 1)]
+
+
+def test_every_collective_under_mpi(tmp_path):
+    prog = _script(tmp_path, """
+        x = t(np.arange(4, dtype=np.float32) + 10 * r)
+        eq = np.testing.assert_array_equal
+        eq(xo.all_reduce(x, [[0, 1]], computation=xo.add), [10, 12, 14, 16])
+        eq(xo.all_reduce(x, computation=xo.maximum), [10, 11, 12, 13])
+        eq(xo.all_reduce(t([3, 4]) * (r + 2), computation=lambda a, b: xo.subtract(a, b)),
+           [-3, -4])                                   # general body: the spec's fold
+        bf = xo.all_reduce(xo.convert(x, "bf16"), computation=xo.add)
+        assert bf.type == "bf16[4]"
+        eq(xo.all_gather(x, 0, [[1, 0]]), np.r_[np.arange(4) + 10, np.arange(4)])
+        eq(xo.all_to_all(t(np.arange(4).reshape(2, 2) + 10 * r), 1, 0, 2),
+           [[r], [2 + r], [10 + r], [12 + r]])
+        eq(xo.reduce_scatter(x, 0, computation=xo.add), [10, 12] if r == 0 else [14, 16])
+        eq(xo.collective_broadcast(x, [[1, 0]]), np.arange(4) + 10)
+        eq(xo.collective_permute(x, [[0, 1]]), [0, 0, 0, 0] if r == 0 else np.arange(4))
+        eq(xo.cross_replica_sum(t(1.5)), 3.0)
+        assert int(xo.replica_id()) == r and int(xo.partition_id()) == 0
+        d.connect(5, 0, 1)
+        if r == 0:
+            xo.send([x, t(7)], xo.after_all(), 5)
+        else:
+            a, b, tok = xo.recv(xo.after_all(), 5)
+            eq(a, np.arange(4)); assert b.type == "i64[]" and int(b) == 7
+        g = xo.grad(lambda v: xo.reduce(xo.multiply(v, xo.all_reduce(v, computation=xo.add)),
+                                        0.0, [0], xo.add))(x)
+        eq(g, xo.all_reduce(x, computation=xo.add) * 2)   # own term + the others' terms
+        d.barrier()
+        d.init(num_partitions=2)            # the same 2 ranks as 1 replica x 2 partitions
+        assert int(xo.partition_id()) == r and int(xo.replica_id()) == 0
+        eq(xo.all_to_all(t(np.arange(4).reshape(2, 2) + 10 * r), 1, 0, 2, [[0, 1]], 1),
+           [[r], [2 + r], [10 + r], [12 + r]])          # channel_id > 0: cross_partition
+        eq(xo.all_reduce(t([r + 1]), [[0, 1]], 1, True, xo.add), [3])   # flattened ids
+        report("ok")
+    """)
+    p = mpirun([prog])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _reports(tmp_path) == ["ok\n", "ok\n"]
+
+
+def test_bad_input_is_an_error_on_every_rank(tmp_path):
+    prog = _script(tmp_path, """
+        try:
+            xo.all_reduce(t(np.ones(2 + r)), computation=xo.add)   # shapes differ
+        except d.CollectiveError as e:
+            report(f"shapes: {e}")
+        try:
+            xo.all_gather(t(np.ones(2)), 0, [[0, 1]] if r == 0 else [[1, 0]])  # groups differ
+        except d.CollectiveError as e:
+            report(f"groups: {e}")
+        try:
+            xo.send(t(1.0), xo.after_all(), 42)
+        except xo.SpecError as e:
+            report(f"channel: {e}")
+        d.barrier()
+    """)
+    p = mpirun([prog])
+    assert p.returncode == 0, p.stdout + p.stderr
+    for out in _reports(tmp_path):
+        assert "shapes: all_reduce (process grid): the processes of group [(0, 0), (1, 0)] " \
+               "disagree" in out
+        assert "groups: all_gather (process grid): the ranks disagree on the process " \
+               "groups" in out
+        assert "channel: send (channel_id): channel 42 has no route" in out
+
+
+def test_a_rank_that_never_joins_is_a_timeout_not_a_hang(tmp_path):
+    prog = _script(tmp_path, """
+        import os, sys
+        if r == 0:
+            try:
+                xo.all_reduce(t(1.0), computation=xo.add)
+            except d.CollectiveTimeout as e:
+                print("timeout:", e, flush=True)
+                os._exit(3)   # a collective is still pending: leave without MPI_Finalize
+    """)
+    p = mpirun([prog], env={"XOPS_COLLECTIVE_TIMEOUT": "2"}, timeout=60)
+    assert "timeout: all_reduce (timeout): rank 0 (process (0, 0)) waited 2 s for every " \
+           "rank to reach all_reduce" in p.stdout, p.stdout + p.stderr
+
+
+def test_data_parallel_training_matches_one_process(tmp_path):
+    from xops import nn
+    from xops.examples import train_digits
+    w1, w2 = tmp_path / "w1.npz", tmp_path / "w2.npz"
+    args = ["--seed", "0", "--epochs", "1", "--limit", "300", "--no-progress"]
+    one = train_digits.train(epochs=1, seed=0, limit=300, progress=False, save=str(w1),
+                             log=lambda *a: None)
+    p = mpirun(["-m", "xops.examples.train_digits", *args, "--save", str(w2)], timeout=180)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("test accuracy") == 2   # rank 0 prints (epoch + final line)
+    assert f"test accuracy {100 * one['accuracy']:.2f}%" in p.stdout
+    a, b = nn.load(w1), nn.load(w2)
+    assert list(a) == list(b)
+    for k in a:
+        np.testing.assert_allclose(np.asarray(b[k], np.float64), np.asarray(a[k], np.float64),
+                                   rtol=1e-3, atol=1e-5, err_msg=k)
