@@ -49,3 +49,13 @@ def raises_spec(op, label):
 
 # The shape zoo every elementwise op runs over: scalars, size-1 and size-0 dims.
 SHAPES = [(), (1,), (5,), (2, 3), (0,), (3, 0, 2), (1, 1, 4)]
+
+
+@pytest.fixture(autouse=True)
+def _empty_host_queues():
+    """Each test starts with empty infeed/outfeed queues (process state, like a device's):
+    an entry one test queued and never took must not reach the next test's infeed."""
+    from xops.distributed.context import current
+    ctx = current()
+    ctx.infeed.clear()
+    ctx.outfeed.clear()

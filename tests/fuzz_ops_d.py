@@ -132,7 +132,7 @@ def g_send(d):
         got = xo.recv(xo.create_token(), v["channel_id"])
         for o, x in zip(got[:-1], v["inputs"]):
             agree(o, expect(holder(x), dtype_of(x)))
-    return Case("send", [P("inputs", xs, "tensors"), P("token", xo.create_token(), "any"),
+    return Case("send", [P("inputs", xs, "tensors"), P("token", xo.create_token(), "tensor"),
                          P("channel_id", ch, "int")], ref, cmp)
 
 
@@ -159,7 +159,7 @@ def g_recv(d):
     def cmp(out, want, v):
         assert isinstance(out, tuple) and isinstance(out[-1], xo.Token)
         agree(out[:-1], want[:-1])
-    case = Case("recv", [P("token", xo.create_token(), "any"), P("channel_id", ch, "int")],
+    case = Case("recv", [P("token", xo.create_token(), "tensor"), P("channel_id", ch, "int")],
                 ref, cmp)
     case.extra["result_not_tensor"] = True
     return case
@@ -182,7 +182,7 @@ def g_infeed(d):
     def cmp(out, want, v):
         assert isinstance(out, tuple) and isinstance(out[-1], xo.Token)
         agree(out[:-1], want[:-1])
-    case = Case("infeed", [P("token", xo.create_token(), "any")], ref, cmp)
+    case = Case("infeed", [P("token", xo.create_token(), "tensor")], ref, cmp)
     case.extra["result_not_tensor"] = True
     return case
 
@@ -202,7 +202,7 @@ def g_outfeed(d):
         assert got is not None and len(got) == len(v["inputs"])
         for o, x in zip(got, v["inputs"]):
             agree(o, expect(holder(x), dtype_of(x)))
-    return Case("outfeed", [P("inputs", xs, "tensors"), P("token", xo.create_token(), "any")],
+    return Case("outfeed", [P("inputs", xs, "tensors"), P("token", xo.create_token(), "tensor")],
                 ref, cmp)
 
 

@@ -7,7 +7,8 @@ sections). The files are data: read here, never copied into the project. Each fi
 parsed once, at collection.
 
 * ``SKIP`` below is the one list of files (or single functions) needing features that
-  come later: collectives (``interpreter.run_parallel``), infeed/outfeed, send/recv.
+  come later; it is empty: the collectives, infeed/outfeed and send/recv run on the
+  in-process grid of ``interpreter.run_parallel`` (``xops/stablehlo/collectives.py``).
 * A function that reaches an op xops has not implemented yet is ``xfail`` (the reason
   names the op), so the suite stays green while ops land; it passes as soon as the op
   exists.
@@ -25,24 +26,8 @@ CONFORMANCE = Path(__file__).parents[1].parent / "shared" / "conformance" / "sta
 if not CONFORMANCE.is_dir():
     pytest.skip(f"no conformance files at {CONFORMANCE}", allow_module_level=True)
 
-_COLLECTIVES = "collectives are not implemented yet (interpreter.run_parallel, process grid)"
-
 # The one skip list: file, or file::function, -> reason.
-SKIP = {
-    "all_gather.mlir": _COLLECTIVES,
-    "all_reduce.mlir": _COLLECTIVES,
-    "all_to_all.mlir": _COLLECTIVES,
-    "collective_broadcast.mlir": _COLLECTIVES,
-    "collective_permute.mlir": _COLLECTIVES,
-    "collective_reduce.mlir": _COLLECTIVES,
-    "reduce_scatter.mlir": _COLLECTIVES,
-    "partition_id.mlir": _COLLECTIVES + ": partition_id",
-    "replica_id.mlir": _COLLECTIVES + ": replica_id",
-    "printing.mlir::main": _COLLECTIVES,
-    "infeed.mlir": "infeed/outfeed are not implemented yet (needs interpreter.run_parallel)",
-    "outfeed.mlir": "infeed/outfeed are not implemented yet (needs interpreter.run_parallel)",
-    "send_recv.mlir": "send/recv are not implemented yet (needs interpreter.run_parallel)",
-}
+SKIP = {}
 
 
 def _skip_reason(test_id):

@@ -26,8 +26,9 @@ def _same_tensor(a, b):
     assert not a._value.flags.writeable and not b._value.flags.writeable
 
 
-@pytest.mark.parametrize("op,ufunc", OPS)
-@pytest.mark.parametrize("dt", ["f32", "f64", "c64", "i8", "i32", "ui8", "ui64", "i64"])
+@pytest.mark.parametrize("op,ufunc,dt", [(op, u, dt) for op, u in OPS for dt in
+                                         ["f32", "f64", "c64", "i8", "i32", "ui8", "ui64", "i64"]]
+                         + [(xo.divide, np.divide, dt) for dt in ["f32", "f64"]])
 def test_fast_path_matches_full_path(op, ufunc, dt):
     rng = np.random.default_rng(1)
     x = rng.integers(-100, 100, (3, 4)).astype(xo.as_dtype(dt).np) if dt[0] in "iu" else \
@@ -41,7 +42,7 @@ def test_fast_path_matches_full_path(op, ufunc, dt):
         assert fast._value.tobytes() == ufunc(x, y).tobytes()
 
 
-@pytest.mark.parametrize("op,ufunc", OPS)
+@pytest.mark.parametrize("op,ufunc", OPS + [(xo.divide, np.divide)])
 @pytest.mark.parametrize("dt,s", [("f32", 0.1), ("f32", -3), ("f64", 1e300), ("f32", float("nan")),
                                   ("i8", 100), ("i8", -128), ("ui8", 7), ("i32", 5),
                                   ("f32", 1e39), ("f32", 1 << 30), ("i8", 300), ("ui8", -1),
@@ -102,6 +103,11 @@ def test_operators_and_xnp_take_the_fast_path_with_same_results():
     _same_tensor(a * b, _full(xo.multiply, a, b))
     _same_tensor(xnp.add(a, b), _full(xo.add, a, b))
     _same_tensor(2.0 * a, _full(xo.multiply, 2.0, a))
+    _same_tensor(a / b, _full(xo.divide, a, b))
+    _same_tensor(1 / a, _full(xo.divide, 1, a))
+    i = xo.tensor([7, -7], "i32")
+    _same_tensor(xo.divide(i, i), _full(xo.divide, i, i))  # integer divide: the kernel
+    assert xo.divide._fast((i, i)) is None
 
 
 @pytest.mark.parametrize("ufunc", sorted(K.THREADED_UFUNCS, key=lambda f: f.__name__))
@@ -129,3 +135,29 @@ def test_threaded_ops_quiet_and_exact(monkeypatch):
     assert xo.exponential(t)._value.tobytes() == want_exp.tobytes()  # overflows: no warning
     assert xo.tanh(t)._value.tobytes() == want_tanh.tobytes()
     assert xo.exponential(t).shape == (x.size,)
+
+
+_FORK_CHILD = """
+import os, numpy as np
+import xops.kernels.elementwise as K
+K._threads = lambda: 2
+x = np.linspace(-5, 5, K.THREADED_THRESHOLD + 3, dtype=np.float32)
+want = np.exp(x)
+assert K.threaded_unary(np.exp, x).tobytes() == want.tobytes()  # the parent's pool
+pid = os.fork()
+if pid == 0:  # the child: a pool of its own, no hang on the parent's dead threads
+    os._exit(0 if K.threaded_unary(np.exp, x).tobytes() == want.tobytes() else 1)
+_, status = os.waitpid(pid, 0)
+raise SystemExit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_threaded_unary_after_fork():
+    """In a fresh interpreter: forking the test process itself is unsafe once JAX or
+    PyTorch (imported by other tests) run threads of their own."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _FORK_CHILD], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xops as xo
+import xops.numpy as xnp
 
 
 def _sum(t):
@@ -350,3 +351,27 @@ def test_unsigned_abs_and_integer_round_are_new_objects():
     i[0] = 9
     for u in forms:
         assert u is not i and u.tolist() == [1, 2] and u.dtype == xo.uint8
+
+
+_XNP_UNCHANGED = {
+    "reshape": lambda t: xnp.reshape(t, t.shape), "permute_dims": lambda t: xnp.permute_dims(t, (0, 1)),
+    "squeeze": lambda t: xnp.squeeze(t, ()), "flip": lambda t: xnp.flip(t, axis=()),
+    "moveaxis": lambda t: xnp.moveaxis(t, 0, 0), "positive": lambda t: xnp.positive(t),
+    "clip": lambda t: xnp.clip(t), "conj": lambda t: xnp.conj(t), "real": lambda t: xnp.real(t),
+    "astype": lambda t: xnp.astype(t, t.dtype, copy=False), "sum": lambda t: xnp.sum(t, axis=()),
+    "max": lambda t: xnp.max(t, axis=()), "min": lambda t: xnp.min(t, axis=()),
+    "round": lambda t: xnp.round(t), "floor": lambda t: xnp.floor(t), "abs": lambda t: xnp.abs(t),
+    "broadcast_to": lambda t: xnp.broadcast_to(t, t.shape),
+    "broadcast_arrays": lambda t: xnp.broadcast_arrays(t, t)[1], "concat": lambda t: xnp.concat([t]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_XNP_UNCHANGED))
+def test_namespace_functions_never_hand_back_their_input(name):
+    """xops.numpy functions that leave a value unchanged return a new object, so that a
+    later `t[...] = v` (which rebinds the object t) cannot change the earlier result."""
+    t = xnp.asarray([[1, 2], [3, 4]], dtype=xnp.int32)
+    u = _XNP_UNCHANGED[name](t)
+    assert u is not t
+    t[0, 0] = 9
+    assert u.tolist() == [[1, 2], [3, 4]] and t.tolist() == [[9, 2], [3, 4]]

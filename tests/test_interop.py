@@ -7,7 +7,11 @@ from conftest import assert_tensor
 import xops as xo
 import xops.numpy as xnp
 
-torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")
 
 
 def _sum(t):
@@ -16,24 +20,28 @@ def _sum(t):
 
 # -- DLPack --------------------------------------------------------------------------------
 
-def test_numpy_and_torch_share_memory_read_only():
+def test_numpy_shares_memory_read_only():
     t = xo.tensor([[1.0, 2.0], [3.0, 4.0]])
     ptr = np.asarray(t).ctypes.data
     n = np.from_dlpack(t)
     assert n.ctypes.data == ptr and not n.flags.writeable  # DLPack 1.x: flagged read-only
     assert n.tolist() == [[1.0, 2.0], [3.0, 4.0]]
-    tt = torch.from_dlpack(t)
-    assert tt.data_ptr() == ptr and tt.tolist() == [[1.0, 2.0], [3.0, 4.0]]
     assert t.__dlpack_device__() == (1, 0)
     # a DLPack 0.x consumer (no max_version) still gets the buffer, without the flag
     assert type(t.__dlpack__()).__name__ == "PyCapsule"
     assert np.from_dlpack(t, copy=True).flags.writeable
 
 
+def test_torch_shares_memory(torch):
+    t = xo.tensor([[1.0, 2.0], [3.0, 4.0]])
+    tt = torch.from_dlpack(t)
+    assert tt.data_ptr() == np.asarray(t).ctypes.data and tt.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
 @pytest.mark.parametrize("dt,tdt", [("bf16", "bfloat16"), ("f8E4M3FN", "float8_e4m3fn"),
                                     ("f8E5M2", "float8_e5m2"), ("f16", "float16"),
                                     ("i1", "bool"), ("ui8", "uint8"), ("c64", "complex64")])
-def test_dlpack_element_types_round_trip(dt, tdt):
+def test_dlpack_element_types_round_trip(dt, tdt, torch):
     vals = [1.5, -2.0, 0.25] if dt not in ("i1", "ui8") else [1, 0, 1]
     t = xo.tensor(vals, dt)
     out = torch.from_dlpack(t)
@@ -44,21 +52,24 @@ def test_dlpack_element_types_round_trip(dt, tdt):
     assert back.dtype == t.dtype and back.tolist() == t.tolist()
 
 
-def test_from_dlpack_takes_numpy_and_torch():
+def test_from_dlpack_takes_numpy():
     a = np.arange(6.0).reshape(2, 3)
     t = xnp.from_dlpack(a)
     assert_tensor(t, a, "f64")
     assert np.shares_memory(np.asarray(t), a)  # zero-copy, as the standard says
     c = xnp.from_dlpack(a, copy=True)
     assert not np.shares_memory(np.asarray(c), a)
-    s = xnp.from_dlpack(torch.arange(10, dtype=torch.int32)[::2])  # strided: made row-major
-    assert s.tolist() == [0, 2, 4, 6, 8] and s.dtype == xo.int32
-    b = xnp.from_dlpack(torch.tensor([1.0, 2.5], dtype=torch.bfloat16))
-    assert b.dtype == xo.bfloat16 and b.tolist() == [1.0, 2.5]
     with pytest.raises(TypeError, match="__dlpack__"):
         xnp.from_dlpack([1, 2])
     with pytest.raises(BufferError, match="no DLPack element type"):
         xo.tensor([1, 2], "i4").__dlpack__()
+
+
+def test_from_dlpack_takes_torch(torch):
+    s = xnp.from_dlpack(torch.arange(10, dtype=torch.int32)[::2])  # strided: made row-major
+    assert s.tolist() == [0, 2, 4, 6, 8] and s.dtype == xo.int32
+    b = xnp.from_dlpack(torch.tensor([1.0, 2.5], dtype=torch.bfloat16))
+    assert b.dtype == xo.bfloat16 and b.tolist() == [1.0, 2.5]
 
 
 # -- NumPy ufuncs --------------------------------------------------------------------------

@@ -178,6 +178,22 @@ def test_in_place_operators_rebind():
     assert m.tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 
+def test_in_place_operators_keep_type_and_shape():
+    """The standard (and NumPy, PyTorch): `a op= b` must not change a's dtype or shape."""
+    i = xnp.asarray([1, 2], dtype=xnp.int8)
+    with pytest.raises(xo.SpecError, match=r"add: in-place `a \+= b` cannot change a's "
+                                           r"element type or shape: i8\[2\] \+= f32\[2\] "
+                                           r"gives f32\[2\]"):
+        i += xnp.asarray([1.0, 2.0])
+    with pytest.raises(xo.SpecError, match=r"divide: .* i8\[2\] /= int gives f32\[2\]"):
+        i /= 2
+    f = xnp.asarray([1.0, 2.0])
+    with pytest.raises(xo.SpecError, match=r"f32\[2\] \*= f32\[2,2\] gives f32\[2,2\]"):
+        f *= xnp.ones((2, 2))
+    f += xnp.asarray([1, 1], dtype=xnp.int16)  # the promoted type is a's own: allowed
+    assert f.dtype == xnp.float32 and f.tolist() == [2.0, 3.0]
+
+
 def test_operator_signatures_are_positional_only():
     import inspect
     for name in ("__add__", "__radd__", "__eq__", "__matmul__", "__neg__"):
@@ -457,3 +473,18 @@ def test_vector_norm_inf_of_an_empty_vector_is_zero():
         np.testing.assert_array_equal(np.asarray(got), want)
     x = xnp.asarray([[1.0, -3.0], [2.0, 0.5]])
     assert xnp.linalg.vector_norm(x, axis=1, ord=math.inf).tolist() == [3.0, 2.0]
+
+
+def test_boolean_mask_with_an_empty_axis_selects_nothing():
+    """As NumPy (and array-api-tests' test_getitem_masking): a mask whose axis has size 0
+    selects no element; any other size mismatch is an IndexError."""
+    x = xnp.reshape(xnp.arange(6), (2, 3))
+    a = np.arange(6).reshape(2, 3)
+    for shape in ((2, 0), (0,), (0, 3), (0, 0)):
+        got = x[xnp.zeros(shape, dtype=xnp.bool)]
+        assert got.shape == a[np.zeros(shape, bool)].shape and got.dtype == xnp.int64
+    y = xnp.asarray(x, copy=True)
+    y[xnp.zeros((2, 0), dtype=xnp.bool)] = 9
+    assert y.tolist() == a.tolist()
+    with pytest.raises(IndexError, match="did not match"):
+        x[xnp.asarray([True, False, True])]

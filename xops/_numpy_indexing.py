@@ -227,7 +227,7 @@ def _parse(shape, key, op="getitem", mode=None):
             dims = tuple(shape[d:d + v.ndim])
             if v.shape != dims:
                 for j, (a, b) in enumerate(zip(v.shape, dims)):
-                    if a != b:
+                    if a != b and a != 0:  # an empty mask axis selects nothing (NumPy)
                         raise IndexError(f"{op}: boolean index did not match indexed tensor "
                                          f"along axis {d + j}; size of axis is {b} but size "
                                          f"of corresponding boolean axis is {a}")

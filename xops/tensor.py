@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from .dtypes import DType, as_dtype
+from .dtypes import as_dtype
 from .errors import SpecError
 from .device import cpu as _cpu
 
@@ -625,16 +625,17 @@ def _from_tensors(data, dt):
         return tensor(x, dt)
     watch = _escapes.watch
     if watch is not None:  # these conversions were ours, not the user's
-        inside = {id(t) for t in _leaves_of(data)}
+        inside = {id(t) for t in _leaves(data)}
         watch[:] = [t for t in watch if id(t) not in inside]
     return build(data)
 
 
-def _leaves_of(x):
+def _leaves(x):
+    """The Tensors in a (nested) tuple/list, in order."""
     if isinstance(x, Tensor):
         return [x]
     if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _leaves_of(v)]
+        return [t for v in x for t in _leaves(v)]
     return []
 
 

@@ -20,7 +20,7 @@ import numbers
 import numpy as np
 
 from ..errors import SpecError
-from ..tensor import Tensor, _escapes
+from ..tensor import Tensor, _escapes, _leaves
 
 _NUMBER = (bool, int, float, complex, np.number, np.bool_)
 
@@ -130,12 +130,6 @@ def _ancestors(tensors):
     return seen
 
 
-def _leaves(x):
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _leaves(v)]
-    return []
 
 
 def check_connected(missing, escaped, op="grad"):

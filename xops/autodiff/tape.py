@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..limits import config as _config
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _leaves, _wrap
 from . import boundary as _boundary
 
 __all__ = ["primitive", "no_grad", "enable_grad", "is_grad_enabled", "backward", "grad",
@@ -93,14 +93,6 @@ class Node:
     def parents(self):
         return [t for t in _leaves(self.args) if t.requires_grad]
 
-
-def _leaves(x):
-    """The Tensors in a (nested) tuple/list, in order."""
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _leaves(v)]
-    return []
 
 
 def _wants_grad(args, kwargs):

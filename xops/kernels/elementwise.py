@@ -8,6 +8,7 @@ wraps the result back to the type's width), so each kernel has two specialisatio
 instead of eight; ``bits`` is the element type's width, ``signed`` its signedness.
 """
 import contextvars
+import os
 import threading
 
 import numpy as np
@@ -226,12 +227,13 @@ def select_bits(pred, on_true, on_false, out):
 # cut into blocks, one per thread. Each element's result depends only on that element:
 # every block but the last is a whole number of _BLOCK elements (a multiple of any SIMD
 # width and unroll), so the vector/tail split of the last block is the whole array's own,
-# and results are bit-identical for any thread count (tests/test_elementwise_kernels.py).
+# and results are bit-identical for any thread count (tests/test_dispatch_fast.py). The
+# block starts keep the array's own alignment (multiples of 4096 elements apart).
 
 THREADED_UFUNCS = frozenset((np.exp, np.expm1, np.log, np.log1p, np.tanh, np.sin, np.cos))
 THREADED_THRESHOLD = 1 << 18  # below this a thread hand-off (~20-50 us) is not repaid
 _BLOCK = 1 << 12
-_pool = None
+_pool = None  # (pid, executor): a forked child makes its own (the parent's threads are gone)
 _pool_lock = threading.Lock()
 
 
@@ -243,10 +245,11 @@ def _threads():
 def _get_pool(workers):
     global _pool
     with _pool_lock:
-        if _pool is None or _pool._max_workers < workers:
+        if _pool is None or _pool[0] != os.getpid() or _pool[1]._max_workers < workers:
             from concurrent.futures import ThreadPoolExecutor
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="xops-ufunc")
-        return _pool
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=workers,
+                                                     thread_name_prefix="xops-ufunc"))
+        return _pool[1]
 
 
 def threaded_unary(ufunc, a):

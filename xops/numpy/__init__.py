@@ -7,6 +7,8 @@ the strict spec ops, this layer promotes types (see ``xops/numpy/_dtypes.py`` an
 docs/numpy.md) and broadcasts. Extras beyond the standard: ``array``, ``einsum``,
 ``random`` (explicit keys), ``float16``.
 """
+import functools as _functools
+
 from . import _dtypes, fft, linalg, random  # noqa: F401
 from ._creation import *  # noqa: F403
 from ._creation import __all__ as _cr_all
@@ -33,4 +35,37 @@ __all__ = ["__array_api_version__", "__array_namespace_info__", "linalg", "fft",
            "matmul", "tensordot", "vecdot",
            *_ew_all, *_cr_all, *_mp_all, *_rd_all]
 EXTRAS = ["array", "einsum", "random", "float16", "broadcast_shapes", "isin"]
+
+
+def _owning(fn):
+    """``fn``, giving a new Tensor object wherever ``fn`` handed back one of its inputs
+    unchanged (``reshape`` to the same shape, ``sum`` over no axis, ...). ``t[...] = v``
+    rebinds the object ``t``; a result computed before must not change with it."""
+    from ..tensor import Tensor, _fresh
+
+    def owned(out, inputs):  # (this module's `any` is the array function)
+        for a in inputs:
+            if out is a:
+                return _fresh(out)
+        return out
+
+    @_functools.wraps(fn)
+    def owning(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        inputs = [a for arg in args for a in (arg if isinstance(arg, (list, tuple)) else (arg,))
+                  if type(a) is Tensor]
+        if not inputs:
+            return out
+        if isinstance(out, (list, tuple)):
+            return type(out)(owned(o, inputs) for o in out)
+        return owned(out, inputs)
+    return owning
+
+
+# The functions that may return an input as it is (asarray does by design: docs/numpy.md).
+for _name in ("reshape", "permute_dims", "squeeze", "flip", "moveaxis", "positive", "clip",
+              "conj", "real", "astype", "sum", "prod", "max", "min", "mean", "round", "floor",
+              "ceil", "trunc", "abs", "broadcast_to", "broadcast_arrays", "concat"):
+    globals()[_name] = _owning(globals()[_name])
+del _name
 del _ew_all, _cr_all, _mp_all, _rd_all

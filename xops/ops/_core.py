@@ -231,7 +231,8 @@ def _fast_scalar(s, dt):
     if ts is float:
         if dt.kind != "float":
             return None
-        return np.array(s, dt.np) if abs(s) <= 3.0e38 or s != s else None
+        # (not >: NaN passes too; |s| <= 3e38 cannot overflow float32 when converted)
+        return None if abs(s) > 3.0e38 else np.array(s, dt.np)
     if ts is int:
         lim = _FAST_INT.get(dt.kind)
         if lim is None or not (-lim <= s <= lim) or (s < 0 and dt.kind == "ui"):

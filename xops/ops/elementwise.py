@@ -1175,7 +1175,9 @@ def _clamp_vjp(g, out, min, operand, max):
 
 
 # The dispatch fast path (xops.ops._core.fast_binary): the calls these bodies answer with
-# the plain ufunc (non-narrow numeric types, one shape) skip the per-call checks.
-for _op, _ufunc in ((add, np.add), (subtract, np.subtract), (multiply, np.multiply)):
-    fast_binary(_op, _ufunc, _NUM)
-del _op, _ufunc
+# the plain ufunc (non-narrow types of these kinds, one shape) skip the per-call checks.
+# (divide: real floats only; integers run a kernel and complex64 computes in complex128)
+for _op, _ufunc, _kinds in ((add, np.add, _NUM), (subtract, np.subtract, _NUM),
+                            (multiply, np.multiply, _NUM), (divide, np.divide, (_F,))):
+    fast_binary(_op, _ufunc, _kinds)
+del _op, _ufunc, _kinds

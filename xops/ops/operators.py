@@ -188,6 +188,31 @@ def _forward(fn, kinds, name):
     return op
 
 
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+           "pow": "**", "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
+           "matmul": "@"}
+
+
+def _inplace(forward, name, dunder):
+    """``a <op>= b``: the result rebinds the name (tensors are values), and must keep
+    ``a``'s element type and shape, as the standard, NumPy and PyTorch require."""
+    def op(self, other, /):
+        out = forward(self, other)
+        if out is NotImplemented:
+            return out
+        if out._dtype is not self._dtype or out._value.shape != self._value.shape:
+            sym = _SYMBOL[dunder]
+            raise SpecError(name, "", f"in-place `a {sym}= b` cannot change a's element type or "
+                                      f"shape: {tstr(self)} {sym}= {_describe(other)} gives "
+                                      f"{tstr(out)}; write `a = a {sym} b` to rebind")
+        return out
+    return op
+
+
+def _describe(x):
+    return tstr(x) if isinstance(x, Tensor) else type(x).__name__
+
+
 def _backward(fn, kinds, name):
     def op(self, other, /):
         return _rbinop(fn, kinds, name, self, other)
@@ -211,6 +236,11 @@ def _install():
             op = make(fn, kinds, name)
             op.__name__ = op.__qualname__ = f"__{prefix}{dunder}__"
             setattr(Tensor, op.__name__, op)
+        op = _inplace(getattr(Tensor, f"__{dunder}__"), name, dunder)
+        op.__name__ = op.__qualname__ = f"__i{dunder}__"
+        setattr(Tensor, op.__name__, op)
+    imatmul = _inplace(_matmul_op, "matmul", "matmul")
+    imatmul.__name__ = imatmul.__qualname__ = "__imatmul__"
     for dunder, (direction, kinds, name) in _COMPARE.items():
         op = _forward(_compare(direction), kinds, name)
         op.__name__ = op.__qualname__ = f"__{dunder}__"
@@ -223,6 +253,7 @@ def _install():
     Tensor.__getitem__ = getitem
     Tensor.__matmul__ = _matmul_op
     Tensor.__rmatmul__ = _rmatmul_op
+    Tensor.__imatmul__ = imatmul
 
 
 from .._numpy_indexing import getitem  # NumPy-style indexing lives there

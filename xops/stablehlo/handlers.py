@@ -805,46 +805,12 @@ def _api_version(v):
 _register("stablehlo.custom_call", _custom_call, ["custom_call"])
 
 
-# -- collectives and side-effecting I/O: through xo.* when they exist ------------------
+# -- collectives, channels, host I/O and interpreter.run_parallel -----------------------
 
-_COLLECTIVE_ATTRS = {
-    "all_gather": ("all_gather_dim", "replica_groups", "channel_handle",
-                   "use_global_device_ids"),
-    "all_reduce": ("replica_groups", "channel_handle", "use_global_device_ids"),
-    "all_to_all": ("split_dimension", "concat_dimension", "split_count", "replica_groups",
-                   "channel_handle"),
-    "collective_broadcast": ("replica_groups", "channel_handle"),
-    "collective_permute": ("source_target_pairs", "channel_handle"),
-    "reduce_scatter": ("scatter_dimension", "replica_groups", "channel_handle",
-                       "use_global_device_ids"),
-    "partition_id": (), "replica_id": (),
-    "infeed": ("infeed_config", "layout"), "outfeed": ("outfeed_config",),
-    "send": ("channel_handle", "is_host_transfer"), "recv": ("channel_handle",
-                                                             "is_host_transfer"),
-}
+from . import collectives as _collectives  # noqa: E402  (xops/stablehlo/collectives.py)
 
-
-def _collective(name):
-    def handler(ctx, op, args):
-        a = op.attrs
-        kw = {}
-        for k in _COLLECTIVE_ATTRS[name]:
-            if k in a:
-                v = a[k]
-                if k == "channel_handle":
-                    kw["channel_id"] = to_int(v.get("handle")) if isinstance(v, StructAttr) \
-                        else v
-                    continue
-                kw[k] = v.ints() if isinstance(v, DenseAttr) else v
-        if op.regions:
-            kw["computation"] = body_of(ctx, 0)
-        return call_xo(name, op.name, *args, optional=kw)
-    handler.__name__ = f"run_{name}"
-    return handler
-
-
-for _n in _COLLECTIVE_ATTRS:
-    _register(f"stablehlo.{_n}", _collective(_n), [_n])
+for _name, (_h, _needs) in _collectives.OPS.items():
+    _register(_name, _h, _needs)
 
 
 def _uniform_quantize(ctx, op, args):
@@ -858,12 +824,6 @@ def _uniform_dequantize(ctx, op, args):
 _register("stablehlo.uniform_quantize", _uniform_quantize, ["uniform_quantize"])
 _register("stablehlo.uniform_dequantize", _uniform_dequantize, ["uniform_dequantize"])
 
-
-def _run_parallel(ctx, op, args):
-    raise Unsupported("collectives are not implemented yet (interpreter.run_parallel)")
-
-
-_register("interpreter.run_parallel", _run_parallel)
 
 for _name, _h in CHECK_OPS.items():
     _register(_name, _h)

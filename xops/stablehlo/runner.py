@@ -7,9 +7,10 @@ This is what ``python -m xops.stablehlo FILE.mlir`` and the conformance tests us
   the file's ``RUN:`` line passes ``--args="[dense<...> : tensor<...>, ...]"``;
 * each one runs and gets a status: ``pass`` (ran, every ``check.*`` held), ``fail``
   (first mismatch or error, with its line), ``skip`` (uses a feature the executor
-  does not run yet: collectives/``interpreter.run_parallel``, infeed/outfeed,
-  send/recv, quantized types) or ``missing`` (an ``xo.*`` op is not implemented yet;
-  counted as failed by the CLI, ``xfail`` in the conformance tests).
+  does not run: an op listed in ``SKIP_OPS``, none at present) or ``missing`` (an
+  ``xo.*`` op is not implemented yet; counted as failed by the CLI, ``xfail`` in the
+  conformance tests). ``interpreter.run_parallel`` runs its programs on xops'
+  in-process process grid (``xops/stablehlo/collectives.py``).
 """
 import os
 import re
@@ -23,22 +24,9 @@ from .parser import ParseError, parse_attribute, parse_module, split_chunks
 __all__ = ["FunctionResult", "collect", "run_entry", "run_file", "static_skip_reason",
            "run_line_args"]
 
-# ops whose presence makes a function a skip (the executor does not run them yet)
-SKIP_OPS = {
-    "interpreter.run_parallel": "collectives are not implemented yet (interpreter.run_parallel)",
-    "stablehlo.all_gather": "collectives are not implemented yet",
-    "stablehlo.all_reduce": "collectives are not implemented yet",
-    "stablehlo.all_to_all": "collectives are not implemented yet",
-    "stablehlo.collective_broadcast": "collectives are not implemented yet",
-    "stablehlo.collective_permute": "collectives are not implemented yet",
-    "stablehlo.reduce_scatter": "collectives are not implemented yet",
-    "stablehlo.partition_id": "collectives are not implemented yet (partition_id)",
-    "stablehlo.replica_id": "collectives are not implemented yet (replica_id)",
-    "stablehlo.infeed": "infeed/outfeed are not implemented yet",
-    "stablehlo.outfeed": "infeed/outfeed are not implemented yet",
-    "stablehlo.send": "send/recv are not implemented yet",
-    "stablehlo.recv": "send/recv are not implemented yet",
-}
+# ops whose presence makes a function a skip (the executor does not run them yet); the
+# collectives, send/recv, infeed/outfeed and interpreter.run_parallel run since issue 16
+SKIP_OPS = {}
 
 
 @dataclass
