@@ -50,6 +50,14 @@ def _two(x1, x2, op, kinds=_NUM):
     return a, b
 
 
+def _two_float(x1, x2, op):
+    """Two real operands, promoted together and then to their float type (math functions
+    of two arguments: atan2, copysign, hypot, logaddexp)."""
+    a, b = _two(x1, x2, op, _REAL)
+    dt = D.float_of(a._dtype)
+    return to(a, dt), to(b, dt)
+
+
 def _inexact(x, op, kinds=_NUM):
     """One operand, ints/bools converted to the default float (for math functions)."""
     x = _one(x, op, kinds)
@@ -205,9 +213,7 @@ def atan(x, /):
 
 
 def atan2(x1, x2, /):
-    a, b = _two(x1, x2, "atan2", _REAL)
-    dt = D.float_of(a._dtype)
-    return E.atan2(to(a, dt), to(b, dt))
+    return E.atan2(*_two_float(x1, x2, "atan2"))
 
 
 def atanh(x, /):
@@ -273,9 +279,7 @@ def conj(x, /):
 
 
 def copysign(x1, x2, /):
-    a, b = _two(x1, x2, "copysign", _REAL)
-    dt = D.float_of(a._dtype)
-    return _copysign(to(a, dt), to(b, dt))
+    return _copysign(*_two_float(x1, x2, "copysign"))
 
 
 def cos(x, /):
@@ -329,9 +333,7 @@ def greater_equal(x1, x2, /):
 
 
 def hypot(x1, x2, /):
-    a, b = _two(x1, x2, "hypot", _REAL)
-    dt = D.float_of(a._dtype)
-    return _hypot(to(a, dt), to(b, dt))
+    return _hypot(*_two_float(x1, x2, "hypot"))
 
 
 def imag(x, /):
@@ -382,9 +384,7 @@ def log10(x, /):
 
 
 def logaddexp(x1, x2, /):
-    a, b = _two(x1, x2, "logaddexp", _REAL)
-    dt = D.float_of(a._dtype)
-    return _logaddexp(to(a, dt), to(b, dt))
+    return _logaddexp(*_two_float(x1, x2, "logaddexp"))
 
 
 def _logical(x1, x2, op, fn):

@@ -73,14 +73,20 @@ def _numeric(x, op, kinds=("si", "ui", "float", "complex", "bool")):
     return x
 
 
-def sum(x, /, *, axis=None, dtype=None, keepdims=False):
-    x = _numeric(x, "sum")
-    dt = _accumulator(x._dtype) if dtype is None else D.as_dtype(dtype, "sum")
+def _fold(op, body, x, axis, dtype, keepdims):
+    """sum / prod: reduce with ``body`` in the accumulator type (the standard's default:
+    the widest type of the kind, unless ``dtype`` is given)."""
+    x = _numeric(x, op)
+    dt = _accumulator(x._dtype) if dtype is None else D.as_dtype(dtype, op)
     x = to(x, dt)
-    dims = axes("sum", axis, x.ndim)
+    dims = axes(op, axis, x.ndim)
     if not dims:
         return x
-    return _keep(R.reduce(x, _init(dt, "sum"), list(dims), E.add), x, dims, keepdims)
+    return _keep(R.reduce(x, _init(dt, op), list(dims), body), x, dims, keepdims)
+
+
+def sum(x, /, *, axis=None, dtype=None, keepdims=False):
+    return _fold("sum", E.add, x, axis, dtype, keepdims)
 
 
 _ALL_DIMS = [list(range(n)) for n in range(33)]
@@ -92,13 +98,7 @@ def sum_all(x):
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
-    x = _numeric(x, "prod")
-    dt = _accumulator(x._dtype) if dtype is None else D.as_dtype(dtype, "prod")
-    x = to(x, dt)
-    dims = axes("prod", axis, x.ndim)
-    if not dims:
-        return x
-    return _keep(R.reduce(x, _init(dt, "prod"), list(dims), E.multiply), x, dims, keepdims)
+    return _fold("prod", E.multiply, x, axis, dtype, keepdims)
 
 
 def _extreme(x, axis, keepdims, which):

@@ -118,6 +118,16 @@ def process_groups(op, ctx, strategy, groups, unique_label, range_label):
     return out
 
 
+def _dimension(op, label, range_label, name, value, xs):
+    """An integer attribute naming a dimension of every operand (in [0, rank))."""
+    dim = attr_int(op, label, name, value)
+    for x in xs:
+        check(0 <= dim < x.ndim, op, range_label,
+              lambda x=x: f"{name} must be in [0, rank(operand)={x.ndim}), got {dim} "
+                          f"for {tstr(x)}")
+    return dim
+
+
 def _variadic(op, operand):
     """(list of tensors, whether the op was given a sequence)."""
     if isinstance(operand, (list, builtins.tuple)) and operand and \
@@ -160,11 +170,7 @@ def all_gather(operand, all_gather_dim, replica_groups=None, channel_id=0,
     """
     op = "all_gather"
     xs, variadic = _variadic(op, operand)
-    dim = attr_int(op, "I2", "all_gather_dim", all_gather_dim)
-    for x in xs:
-        check(0 <= dim < x.ndim, op, "C1",
-              lambda x=x: f"all_gather_dim must be in [0, rank(operand)={x.ndim}), got {dim} "
-                      f"for {tstr(x)}")
+    dim = _dimension(op, "I2", "C1", "all_gather_dim", all_gather_dim, xs)
     strategy, _ = _strategy(op, "C5", channel_id, use_global_device_ids)
     groups = _int_rows(op, "I3", "replica_groups", replica_groups)
     ctx = _ctx()
@@ -336,11 +342,7 @@ def reduce_scatter(operand, scatter_dimension, replica_groups=None, channel_id=0
     """
     op = "reduce_scatter"
     xs, variadic = _variadic(op, operand)
-    dim = attr_int(op, "I2", "scatter_dimension", scatter_dimension)
-    for x in xs:
-        check(0 <= dim < x.ndim, op, "C2",
-              lambda x=x: f"scatter_dimension must be in [0, rank(operand)={x.ndim}), got {dim} "
-                      f"for {tstr(x)}")
+    dim = _dimension(op, "I2", "C2", "scatter_dimension", scatter_dimension, xs)
     # the group size is needed for C1 before any communication
     strategy, _ = _strategy(op, "C6", channel_id, use_global_device_ids)
     ctx = _ctx()
