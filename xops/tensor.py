@@ -182,7 +182,7 @@ class Tensor:
                 target.split(":")[0].lower() in ("cpu", "cuda", "gpu"):
             as_device(target, "to")
             return _fresh(self)
-        return _own(self, _xnp.astype(self, target, copy=False))
+        return _xnp.astype(self, target, copy=False)
 
     def __format__(self, spec):
         if not spec:
@@ -194,14 +194,14 @@ class Tensor:
 
     def __round__(self, ndigits=None):
         if ndigits is None:
-            return _own(self, _xnp.round(self))
+            return _xnp.round(self)
         f = 10.0 ** ndigits
         return _xnp.divide(_xnp.round(_xnp.multiply(self, f)), f)
 
     def reshape(self, *shape):
         """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``; -1 infers one dim."""
-        return _own(self, _xnp.reshape(self, shape[0] if len(shape) == 1 and
-                                       not isinstance(shape[0], int) else shape))
+        return _xnp.reshape(self, shape[0] if len(shape) == 1 and
+                            not isinstance(shape[0], int) else shape)
 
     view = reshape
 
@@ -210,20 +210,20 @@ class Tensor:
         ``transpose(dim0, dim1)``, also for 2-D tensors). A tuple, or one int per axis
         for rank != 2: that permutation (NumPy)."""
         if len(axes) == 1 and not isinstance(axes[0], int):
-            return _own(self, _xnp.permute_dims(self, tuple(axes[0])))
+            return _xnp.permute_dims(self, tuple(axes[0]))
         if not axes:
             return self.T
         if len(axes) == 2:
             perm = list(range(self.ndim))
             i, j = (a % self.ndim if self.ndim else a for a in axes)
             perm[i], perm[j] = perm[j], perm[i]
-            return _own(self, _xnp.permute_dims(self, tuple(perm)))
-        return _own(self, _xnp.permute_dims(self, axes))
+            return _xnp.permute_dims(self, tuple(perm))
+        return _xnp.permute_dims(self, axes)
 
     def permute(self, *dims):
         """PyTorch's permute: ``x.permute(2, 0, 1)`` or ``x.permute((2, 0, 1))``."""
-        return _own(self, _xnp.permute_dims(self, tuple(dims[0]) if len(dims) == 1 and
-                                            not isinstance(dims[0], int) else dims))
+        return _xnp.permute_dims(self, tuple(dims[0]) if len(dims) == 1 and
+                                 not isinstance(dims[0], int) else dims)
 
     def flatten(self, start_dim=0, end_dim=-1):
         n = self._value.ndim
@@ -231,13 +231,13 @@ class Tensor:
             return _xnp.reshape(self, (1,))
         s, e = start_dim % n, end_dim % n
         shape = self.shape[:s] + (int(np.prod(self.shape[s:e + 1])),) + self.shape[e + 1:]
-        return _own(self, _xnp.reshape(self, shape))
+        return _xnp.reshape(self, shape)
 
     def squeeze(self, axis=None, *, dim=None):
         axis = _axis_arg(axis, dim)
         if axis is None:
             axis = tuple(d for d, s in enumerate(self.shape) if s == 1)
-        return _own(self, _xnp.squeeze(self, axis))
+        return _xnp.squeeze(self, axis)
 
     def expand_dims(self, axis):
         return _xnp.expand_dims(self, axis)
@@ -249,26 +249,26 @@ class Tensor:
         if axis is None and dim is None and dtype is None and not keepdims and not keepdim \
                 and self._dtype.kind == "float":
             return _xnp._reduction.sum_all(self)  # the one-call fast path
-        return _own(self, _xnp.sum(self, axis=_axis_arg(axis, dim), dtype=dtype,
-                                   keepdims=bool(keepdims or keepdim)))
+        return _xnp.sum(self, axis=_axis_arg(axis, dim), dtype=dtype,
+                        keepdims=bool(keepdims or keepdim))
 
     def prod(self, axis=None, dtype=None, keepdims=False, *, dim=None, keepdim=None):
-        return _own(self, _xnp.prod(self, axis=_axis_arg(axis, dim), dtype=dtype,
-                                    keepdims=bool(keepdims or keepdim)))
+        return _xnp.prod(self, axis=_axis_arg(axis, dim), dtype=dtype,
+                         keepdims=bool(keepdims or keepdim))
 
     def mean(self, axis=None, dtype=None, keepdims=False, *, dim=None, keepdim=None):
         x = self if dtype is None else _xnp.astype(self, dtype)
-        return _own(self, _xnp.mean(x, axis=_axis_arg(axis, dim),
-                                    keepdims=bool(keepdims or keepdim)))
+        return _xnp.mean(x, axis=_axis_arg(axis, dim),
+                         keepdims=bool(keepdims or keepdim))
 
     def max(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """The largest value (a tensor; unlike torch, never a (values, indices) pair)."""
-        return _own(self, _xnp.max(self, axis=_axis_arg(axis, dim),
-                                   keepdims=bool(keepdims or keepdim)))
+        return _xnp.max(self, axis=_axis_arg(axis, dim),
+                        keepdims=bool(keepdims or keepdim))
 
     def min(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        return _own(self, _xnp.min(self, axis=_axis_arg(axis, dim),
-                                   keepdims=bool(keepdims or keepdim)))
+        return _xnp.min(self, axis=_axis_arg(axis, dim),
+                        keepdims=bool(keepdims or keepdim))
 
     def argmax(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         return _xnp.argmax(self, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
@@ -301,13 +301,13 @@ class Tensor:
         return _xnp.all(self, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
 
     def clip(self, min=None, max=None):  # noqa: A002
-        return _own(self, _xnp.clip(self, min=min, max=max))
+        return _xnp.clip(self, min=min, max=max)
 
     clamp = clip
 
     def astype(self, dtype, copy=True):
         """This tensor converted to ``dtype`` (``"f64"``, ``xo.float64``, ``np.float64``)."""
-        return _own(self, _xnp.astype(self, dtype, copy=copy))
+        return _xnp.astype(self, dtype, copy=copy)
 
     def exp(self):
         return _xnp.exp(self)
@@ -316,13 +316,13 @@ class Tensor:
         return _xnp.log(self)
 
     def abs(self):
-        return _own(self, _xnp.abs(self))
+        return _xnp.abs(self)
 
     def sqrt(self):
         return _xnp.sqrt(self)
 
     def conj(self):
-        return _own(self, _xnp.conj(self))
+        return _xnp.conj(self)
 
     def round(self, decimals=0):
         return self.__round__(decimals or None)
@@ -421,9 +421,6 @@ def _fresh(t):
     return _alias(t)
 
 
-def _own(t, out):
-    """``out``, or a new object for it when a namespace function handed back ``t``."""
-    return _fresh(t) if out is t else out
 
 
 def _wrap(value, dtype):

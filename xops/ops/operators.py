@@ -19,7 +19,7 @@ scalar of its kind — calls the spec op directly after two attribute checks.
 import numpy as np
 
 from ..limits import config as _config
-from ..tensor import Tensor, _own
+from ..tensor import Tensor
 from . import elementwise as ew
 from . import linalg
 from . import movement as mv
@@ -220,8 +220,8 @@ def _backward(fn, kinds, name):
 
 
 def _unary(name):
-    def op(self, /):  # +t, abs(unsigned t): a new object, never t itself (t[...] = v)
-        return _own(self, getattr(_xnp, name)(self))
+    def op(self, /):  # (xops.numpy never hands back its input: +t is a new object)
+        return getattr(_xnp, name)(self)
     return op
 
 
