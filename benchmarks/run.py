@@ -12,6 +12,7 @@ median's ratio to NumPy's median (``x_numpy``, lower is faster for xops) and to 
 fastest backend (``x_best``). PyTorch and JAX are used when installed and skipped
 otherwise. Every backend's result is checked against NumPy's before timing.
 """
+
 import argparse
 import os
 import platform
@@ -27,14 +28,17 @@ from .workloads import WORKLOADS, load_all
 def _load_backends():
     backends = {"numpy": np, "xops": None, "torch": None, "jax": None}
     import xops
+
     backends["xops"] = xops
     try:
         import torch
+
         backends["torch"] = torch
     except ImportError:
         pass
     try:
         import jax
+
         jax.config.update("jax_platforms", "cpu")
         backends["jax"] = jax
     except ImportError:
@@ -92,7 +96,7 @@ def run_workload(w, backends, samples, sample_ms):
         rows[name] = {"first": first, "ok": ok, "times": [], "inner": 1}
     order = list(fns)
     for r in range(samples):
-        rot = order[r % len(order):] + order[:r % len(order)]
+        rot = order[r % len(order) :] + order[: r % len(order)]
         for name in rot:
             fns[name]()
             t, rows[name]["inner"] = _sample(fns[name], sample_ms / 1e3, rows[name]["inner"])
@@ -115,30 +119,43 @@ def _fmt_time(s):
 
 def _table(w, rows):
     lines = [f"== {w.name}  [{w.desc}]"]
-    lines.append(f"   {'backend':10s} {'median':>11s} {'min':>11s} {'x_numpy':>8s} {'x_best':>7s}"
-                 f" {'derived':>14s} {'first call':>11s}  check")
+    lines.append(
+        f"   {'backend':10s} {'median':>11s} {'min':>11s} {'x_numpy':>8s} {'x_best':>7s}"
+        f" {'derived':>14s} {'first call':>11s}  check"
+    )
     for name, row in rows.items():
         derived = w.derived(row["median"]) if w.derived else ""
-        lines.append(f"   {name:10s} {_fmt_time(row['median']):>11s} {_fmt_time(row['min']):>11s} "
-                     f"{row['x_numpy']:8.2f} {row['x_best']:7.2f} {derived:>14s} "
-                     f"{_fmt_time(row['first']):>11s}  {'ok' if row['ok'] else 'MISMATCH'}")
+        lines.append(
+            f"   {name:10s} {_fmt_time(row['median']):>11s} {_fmt_time(row['min']):>11s} "
+            f"{row['x_numpy']:8.2f} {row['x_best']:7.2f} {derived:>14s} "
+            f"{_fmt_time(row['first']):>11s}  {'ok' if row['ok'] else 'MISMATCH'}"
+        )
     return "\n".join(lines)
 
 
 def _markdown(results):
-    out = ["| workload | backend | median | x_numpy | x_best | derived |", "|---|---|---|---|---|---|"]
+    out = [
+        "| workload | backend | median | x_numpy | x_best | derived |",
+        "|---|---|---|---|---|---|",
+    ]
     for w, rows in results:
         for name, row in rows.items():
             derived = w.derived(row["median"]) if w.derived else ""
-            out.append(f"| {w.name} | {name} | {_fmt_time(row['median'])} | {row['x_numpy']:.2f} | "
-                       f"{row['x_best']:.2f} | {derived} |")
+            out.append(
+                f"| {w.name} | {name} | {_fmt_time(row['median'])} | {row['x_numpy']:.2f} | "
+                f"{row['x_best']:.2f} | {derived} |"
+            )
     return "\n".join(out)
 
 
 def machine_line(backends):
-    parts = [f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical cores",
-             f"python {platform.python_version()}", f"numpy {np.__version__}"]
+    parts = [
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical cores",
+        f"python {platform.python_version()}",
+        f"numpy {np.__version__}",
+    ]
     import numba
+
     parts.append(f"numba {numba.__version__} ({numba.get_num_threads()} threads)")
     for name in ("torch", "jax"):
         if backends.get(name) is not None:
@@ -152,12 +169,25 @@ def _isolated(selected, samples, sample_ms, markdown):
     """One child process per workload; their tables are printed as they come."""
     import subprocess
     import tempfile
+
     rc = 0
     parts = []
     for w in selected:
         with tempfile.NamedTemporaryFile("r", suffix=".md") as md:
-            cmd = [sys.executable, "-m", "benchmarks", "--only", w.name, "--exact",
-                   "--samples", str(samples), "--sample-ms", str(sample_ms), "--markdown", md.name]
+            cmd = [
+                sys.executable,
+                "-m",
+                "benchmarks",
+                "--only",
+                w.name,
+                "--exact",
+                "--samples",
+                str(samples),
+                "--sample-ms",
+                str(sample_ms),
+                "--markdown",
+                md.name,
+            ]
             out = subprocess.run(cmd, capture_output=True, text=True)
             lines = out.stdout.splitlines()
             if not parts:
@@ -180,10 +210,13 @@ def main(argv=None):
     p.add_argument("--only", default="", help="run workloads whose name contains this")
     p.add_argument("--exact", action="store_true", help="--only must match a name exactly")
     p.add_argument("--list", action="store_true", help="print the workload names and exit")
-    p.add_argument("--isolate", action="store_true",
-                   help="run each workload in a fresh process (backends still interleave "
-                        "within it): thread pools of BLAS, Numba, PyTorch and XLA left "
-                        "spinning by earlier workloads otherwise distort later ones")
+    p.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run each workload in a fresh process (backends still interleave "
+        "within it): thread pools of BLAS, Numba, PyTorch and XLA left "
+        "spinning by earlier workloads otherwise distort later ones",
+    )
     p.add_argument("--samples", type=int, default=None)
     p.add_argument("--sample-ms", type=float, default=None)
     p.add_argument("--markdown", default=None, help="also write a markdown table here")
@@ -191,7 +224,9 @@ def main(argv=None):
     samples = args.samples or (5 if args.quick else 15)
     sample_ms = args.sample_ms or (20 if args.quick else 100)
     load_all()
-    selected = [w for w in WORKLOADS if (w.name == args.only if args.exact else args.only in w.name)]
+    selected = [
+        w for w in WORKLOADS if (w.name == args.only if args.exact else args.only in w.name)
+    ]
     if args.list:
         print("\n".join(w.name for w in selected))
         return 0
@@ -200,8 +235,10 @@ def main(argv=None):
     backends = _load_backends()
     print(f"xops benchmarks  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"machine: {machine_line(backends)}")
-    print(f"method: median of {samples} samples, each >= {sample_ms:g} ms of back-to-back calls; "
-          f"backends interleaved (rotated) per round; x_numpy = median / numpy's median\n")
+    print(
+        f"method: median of {samples} samples, each >= {sample_ms:g} ms of back-to-back calls; "
+        f"backends interleaved (rotated) per round; x_numpy = median / numpy's median\n"
+    )
     results = []
     for w in selected:
         t0 = time.perf_counter()

@@ -13,6 +13,7 @@ NCHW x OIHW, 3x3 kernels, padding 1, float32. For each layer shape:
 
 "numpy" is the straightforward vectorised version: ``sliding_window_view`` + ``einsum``.
 """
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -56,9 +57,11 @@ def _data(layer):
 
 def _jax_conv(jax):
     from jax import lax
+
     pad = [(PAD, PAD), (PAD, PAD)]
-    return lambda x, w: lax.conv_general_dilated(x, w, (1, 1), pad,
-                                                 dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    return lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), pad, dimension_numbers=("NCHW", "OIHW", "NCHW")
+    )
 
 
 def _make(kind, layer):
@@ -66,6 +69,7 @@ def _make(kind, layer):
         x, w, g, _ = _data(layer)
         xo, torch, jax = be["xops"], be.get("torch"), be.get("jax")
         from xops.ops.convolution import convolution_grad_lhs, convolution_grad_rhs
+
         attrs = dict(padding=[(PAD, PAD), (PAD, PAD)])
         X, W, G = xo.tensor(x), xo.tensor(w), xo.tensor(g)
         fns = {}
@@ -84,7 +88,8 @@ def _make(kind, layer):
             fns["torch"] = {
                 "fwd": lambda: F.conv2d(tx, tw, padding=PAD),
                 "dlhs": lambda: grad.conv2d_input(tx.shape, tw, tg, padding=PAD),
-                "drhs": lambda: grad.conv2d_weight(tx, tw.shape, tg, padding=PAD)}[kind]
+                "drhs": lambda: grad.conv2d_weight(tx, tw.shape, tg, padding=PAD),
+            }[kind]
         if jax is not None:
             jnp = jax.numpy
             conv = _jax_conv(jax)
@@ -94,24 +99,36 @@ def _make(kind, layer):
                 jitted = jax.jit(conv)
                 fns["jax_jit"] = lambda: jitted(jx, jw)
             else:
+
                 def vjp_half(x_, w_, g_):
                     if kind == "dlhs":
                         return jax.vjp(lambda a: conv(a, w_), x_)[1](g_)[0]
                     return jax.vjp(lambda b: conv(x_, b), w_)[1](g_)[0]
-                pullback = (jax.vjp(lambda a: conv(a, jw), jx) if kind == "dlhs" else
-                            jax.vjp(lambda b: conv(jx, b), jw))[1]
+
+                pullback = (
+                    jax.vjp(lambda a: conv(a, jw), jx)
+                    if kind == "dlhs"
+                    else jax.vjp(lambda b: conv(jx, b), jw)
+                )[1]
                 fns["jax"] = lambda: pullback(jg)[0]  # the backward pass only
                 jitted = jax.jit(vjp_half)  # XLA drops the unused forward
                 fns["jax_jit"] = lambda: jitted(jx, jw, jg)
         return fns
+
     return make
 
 
-_DESC = {"fwd": "convolution forward", "dlhs": "input gradient (a convolution)",
-         "drhs": "kernel gradient (a convolution)"}
+_DESC = {
+    "fwd": "convolution forward",
+    "dlhs": "input gradient (a convolution)",
+    "drhs": "kernel gradient (a convolution)",
+}
 for _layer, (_n, _c, _h, _o) in LAYERS.items():
     _flop = 2 * _n * _o * _h * _h * _c * 9
     for _kind in ("fwd", "dlhs", "drhs"):
-        workload(f"conv_{_kind}_{_layer}",
-                 f"{_DESC[_kind]}: x ({_n},{_c},{_h},{_h}) f32, w ({_o},{_c},3,3), pad 1, NCHW",
-                 rtol=1e-3, derived=gflops(_flop))(_make(_kind, _layer))
+        workload(
+            f"conv_{_kind}_{_layer}",
+            f"{_DESC[_kind]}: x ({_n},{_c},{_h},{_h}) f32, w ({_o},{_c},3,3), pad 1, NCHW",
+            rtol=1e-3,
+            derived=gflops(_flop),
+        )(_make(_kind, _layer))

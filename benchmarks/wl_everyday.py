@@ -5,6 +5,7 @@ The dispatch rows carry an extra ``xops_spec`` row: the same computation through
 strict spec function (``xo.add`` / ``xo.reduce``), so the cost of the everyday layer on
 top of the spec layer reads off one table (target: at most 1.2x ``xops_spec``).
 """
+
 import numpy as np
 
 from .workloads import _rng, gbs, per_op, workload
@@ -15,6 +16,7 @@ N_MASK = 1 << 20
 
 def _xnp(be):
     import importlib
+
     return importlib.import_module("xops.numpy")
 
 
@@ -28,6 +30,7 @@ def _tiny_pair(be):
         pa, pb = torch.from_numpy(a.copy()), torch.from_numpy(a.copy())
     if jax is not None:
         import jax.numpy as jnp
+
         ja, jb = jnp.asarray(a), jnp.asarray(a)
     return a, fns, (ta, tb), (pa, pb), (ja, jb)
 
@@ -57,6 +60,7 @@ def _xnp_add(be):
         fns["torch"] = lambda: torch.add(pa, pb)
     if ja is not None:
         import jax.numpy as jnp
+
         fns["jax"] = lambda: jnp.add(ja, jb)
     return fns
 
@@ -83,8 +87,11 @@ def _index_data():
     return x, idx
 
 
-@workload("index_int_array", f"x[idx]: {N_INDICES} int64 indices into ({N_INDEX_ROWS},{INDEX_WIDTH}) f32",
-          derived=gbs(2 * N_INDICES * INDEX_WIDTH * 4))
+@workload(
+    "index_int_array",
+    f"x[idx]: {N_INDICES} int64 indices into ({N_INDEX_ROWS},{INDEX_WIDTH}) f32",
+    derived=gbs(2 * N_INDICES * INDEX_WIDTH * 4),
+)
 def _index_int(be):
     x, idx = _index_data()
     xo, torch, jax = be["xops"], be.get("torch"), be.get("jax")
@@ -95,13 +102,17 @@ def _index_int(be):
         fns["torch"] = lambda: px[pi]
     if jax is not None:
         import jax.numpy as jnp
+
         jx, ji = jnp.asarray(x), jnp.asarray(idx)
         fns["jax"] = lambda: jx[ji]
     return fns
 
 
-@workload("index_bool_mask", f"x[mask]: boolean mask over {N_MASK} f32 (about half true)",
-          derived=gbs(N_MASK * 5))
+@workload(
+    "index_bool_mask",
+    f"x[mask]: boolean mask over {N_MASK} f32 (about half true)",
+    derived=gbs(N_MASK * 5),
+)
 def _index_mask(be):
     x = _rng().standard_normal(N_MASK, dtype=np.float32)
     mask = x > 0
@@ -113,6 +124,7 @@ def _index_mask(be):
         fns["torch"] = lambda: px[pm]
     if jax is not None:
         import jax.numpy as jnp
+
         jx, jm = jnp.asarray(x), jnp.asarray(mask)
         fns["jax"] = lambda: jx[jm]
     return fns

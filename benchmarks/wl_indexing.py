@@ -9,6 +9,7 @@ index temporaries) from its buffer pool (xops/kernels/pool.py): in these loops, 
 each result a call later, the 64 MiB buffer of the call before last is recycled instead
 of fresh memory being faulted in; NumPy, PyTorch and JAX allocate fresh memory.
 """
+
 import numpy as np
 
 from .workloads import _rng, gbs, workload
@@ -29,21 +30,31 @@ def _jax_fns(be, fn, *arrays):
     if jax is None:
         return {}
     import jax.numpy as jnp
+
     js = [jnp.asarray(a) for a in arrays]
     jitted = jax.jit(fn)
     return {"jax": lambda: fn(*js), "jax_jit": lambda: jitted(*js)}
 
 
-@workload("gather_rows", f"gather {N_IDX} rows of ({N_ROWS},{WIDTH}) f32, i32 indices",
-          derived=gbs(2 * N_IDX * WIDTH * 4))
+@workload(
+    "gather_rows",
+    f"gather {N_IDX} rows of ({N_ROWS},{WIDTH}) f32, i32 indices",
+    derived=gbs(2 * N_IDX * WIDTH * 4),
+)
 def _gather(be):
     x, idx, _ = _rows_data()
     xo, torch = be["xops"], be.get("torch")
     fns = {"numpy": lambda: np.take(x, idx, axis=0)}
     tx, ti = xo.tensor(x), xo.tensor(idx)
-    fns["xops"] = lambda: xo.gather(tx, ti, offset_dims=[1], collapsed_slice_dims=[0],
-                                    start_index_map=[0], index_vector_dim=1,
-                                    slice_sizes=[1, WIDTH])
+    fns["xops"] = lambda: xo.gather(
+        tx,
+        ti,
+        offset_dims=[1],
+        collapsed_slice_dims=[0],
+        start_index_map=[0],
+        index_vector_dim=1,
+        slice_sizes=[1, WIDTH],
+    )
     if torch is not None:
         px, pi = torch.from_numpy(x), torch.from_numpy(idx.astype(np.int64))
         fns["torch"] = lambda: torch.index_select(px, 0, pi)
@@ -57,39 +68,67 @@ def _np_scatter_add(x, idx, upd):
     return out
 
 
-@workload("scatter_add_rows", f"scatter-add {N_IDX} rows into ({N_ROWS},{WIDTH}) f32 "
-          f"(new result array: includes the 64 MiB copy)", rtol=1e-4)
+@workload(
+    "scatter_add_rows",
+    f"scatter-add {N_IDX} rows into ({N_ROWS},{WIDTH}) f32 "
+    f"(new result array: includes the 64 MiB copy)",
+    rtol=1e-4,
+)
 def _scatter(be):
     x, idx, upd = _rows_data()
     xo, torch = be["xops"], be.get("torch")
     fns = {"numpy": lambda: _np_scatter_add(x, idx, upd)}
     tx, ti, tu = xo.tensor(x), xo.tensor(idx), xo.tensor(upd)
-    fns["xops"] = lambda: xo.scatter(tx, ti, tu, update_window_dims=[1],
-                                     inserted_window_dims=[0], scatter_dims_to_operand_dims=[0],
-                                     index_vector_dim=1, update_computation=xo.add)
+    fns["xops"] = lambda: xo.scatter(
+        tx,
+        ti,
+        tu,
+        update_window_dims=[1],
+        inserted_window_dims=[0],
+        scatter_dims_to_operand_dims=[0],
+        index_vector_dim=1,
+        update_computation=xo.add,
+    )
     if torch is not None:
-        px, pi, pu = (torch.from_numpy(x), torch.from_numpy(idx.astype(np.int64)),
-                      torch.from_numpy(upd))
+        px, pi, pu = (
+            torch.from_numpy(x),
+            torch.from_numpy(idx.astype(np.int64)),
+            torch.from_numpy(upd),
+        )
         fns["torch"] = lambda: px.index_add(0, pi, pu)
     fns.update(_jax_fns(be, lambda a, i, u: a.at[i].add(u), x, idx, upd))
     return fns
 
 
-@workload("scatter_add_rows_inplace", f"the same {N_IDX}-row update in place where possible "
-          f"(NumPy add.at, torch index_add_): the floor without the copy; xops still copies; "
-          f"values not compared (the in-place buffers accumulate)", rtol=1e30)
+@workload(
+    "scatter_add_rows_inplace",
+    f"the same {N_IDX}-row update in place where possible "
+    f"(NumPy add.at, torch index_add_): the floor without the copy; xops still copies; "
+    f"values not compared (the in-place buffers accumulate)",
+    rtol=1e30,
+)
 def _scatter_inplace(be):
     x, idx, upd = _rows_data()
     xo, torch = be["xops"], be.get("torch")
     buf = x.copy()
     fns = {"numpy": lambda: (np.add.at(buf, idx, upd), buf)[1]}
     tx, ti, tu = xo.tensor(x), xo.tensor(idx), xo.tensor(upd)
-    fns["xops"] = lambda: xo.scatter(tx, ti, tu, update_window_dims=[1],
-                                     inserted_window_dims=[0], scatter_dims_to_operand_dims=[0],
-                                     index_vector_dim=1, update_computation=xo.add)
+    fns["xops"] = lambda: xo.scatter(
+        tx,
+        ti,
+        tu,
+        update_window_dims=[1],
+        inserted_window_dims=[0],
+        scatter_dims_to_operand_dims=[0],
+        index_vector_dim=1,
+        update_computation=xo.add,
+    )
     if torch is not None:
-        px, pi, pu = (torch.from_numpy(x.copy()), torch.from_numpy(idx.astype(np.int64)),
-                      torch.from_numpy(upd))
+        px, pi, pu = (
+            torch.from_numpy(x.copy()),
+            torch.from_numpy(idx.astype(np.int64)),
+            torch.from_numpy(upd),
+        )
         fns["torch"] = lambda: px.index_add_(0, pi, pu)
     return fns
 

@@ -7,6 +7,7 @@ Every backend returns the normalized output (forward) or (grad_operand, grad_sca
 grad_offset) (backward). "derived" counts the minimum memory traffic: x read and
 output written (forward); x and grad_output read and grad_operand written (backward).
 """
+
 import numpy as np
 
 from .workloads import _rng, gbs, workload
@@ -74,6 +75,7 @@ def _add_jax(fns, be, fn, arrays):
     if jax is None:
         return
     import jax.numpy as jnp
+
     js = [jnp.asarray(a) for a in arrays]
     f = fn(jnp)
     fns["jax"] = lambda: f(*js)
@@ -81,14 +83,18 @@ def _add_jax(fns, be, fn, arrays):
     fns["jax_jit"] = lambda: jitted(*js)
 
 
-@workload("batchnorm_fwd", "batch_norm_training (64,32,32,32) f32 NCHW, feature_index 1",
-          rtol=1e-4, derived=gbs(2 * NBYTES))
+@workload(
+    "batchnorm_fwd",
+    "batch_norm_training (64,32,32,32) f32 NCHW, feature_index 1",
+    rtol=1e-4,
+    derived=gbs(2 * NBYTES),
+)
 def _fwd(be):
     x, _, scale, offset = _inputs()
     xo, torch = be["xops"], be.get("torch")
     fns = {"numpy": lambda: _np_fwd(x, scale, offset)}
-    X, S, O = xo.tensor(x), xo.tensor(scale), xo.tensor(offset)
-    fns["xops"] = lambda: xo.batch_norm_training(X, S, O, EPS, 1)[0]
+    X, S, B = xo.tensor(x), xo.tensor(scale), xo.tensor(offset)
+    fns["xops"] = lambda: xo.batch_norm_training(X, S, B, EPS, 1)[0]
     if torch is not None:
         tx, ts, to = (torch.from_numpy(a.copy()) for a in (x, scale, offset))
         F = torch.nn.functional
@@ -97,8 +103,12 @@ def _fwd(be):
     return fns
 
 
-@workload("batchnorm_bwd", "batch_norm_grad (64,32,32,32) f32 NCHW -> dx, dscale, doffset",
-          rtol=1e-4, derived=gbs(3 * NBYTES))
+@workload(
+    "batchnorm_bwd",
+    "batch_norm_grad (64,32,32,32) f32 NCHW -> dx, dscale, doffset",
+    rtol=1e-4,
+    derived=gbs(3 * NBYTES),
+)
 def _bwd(be):
     x, g, scale, _ = _inputs()
     mean = x.mean(axis=AXES, dtype=np.float64).astype(np.float32)
@@ -111,7 +121,8 @@ def _bwd(be):
         tx, tg, ts, tm = (torch.from_numpy(a.copy()) for a in (x, g, scale, mean))
         t_invstd = torch.from_numpy((1 / np.sqrt(var.astype(np.float64) + EPS)).astype(np.float32))
         bwd = torch.ops.aten.native_batch_norm_backward
-        fns["torch"] = lambda: bwd(tg, tx, ts, None, None, tm, t_invstd, True, EPS,
-                                   [True, True, True])
+        fns["torch"] = lambda: bwd(
+            tg, tx, ts, None, None, tm, t_invstd, True, EPS, [True, True, True]
+        )
     _add_jax(fns, be, lambda jnp: _jax_fns(jnp)[1], [x, g, scale, mean, var])
     return fns

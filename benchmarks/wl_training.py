@@ -19,6 +19,7 @@ every layer.
 * jax: ``jax.value_and_grad`` of the same model in ``jax.lax`` ops plus a
   ``tree_map`` update, eager (op by op) and under ``jax.jit``.
 """
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -34,9 +35,17 @@ def _init():
     def u(shape, fan_in):
         b = 1 / np.sqrt(fan_in)
         return rng.uniform(-b, b, shape).astype(np.float32)
-    params = dict(w1=u((16, 1, 3, 3), 9), b1=u(16, 9), w2=u((32, 16, 3, 3), 144), b2=u(32, 144),
-                  gamma=np.ones(32, np.float32), beta=np.zeros(32, np.float32),
-                  wd=u((10, 1568), 1568), bd=u(10, 1568))
+
+    params = dict(
+        w1=u((16, 1, 3, 3), 9),
+        b1=u(16, 9),
+        w2=u((32, 16, 3, 3), 144),
+        b2=u(32, 144),
+        gamma=np.ones(32, np.float32),
+        beta=np.zeros(32, np.float32),
+        wd=u((10, 1568), 1568),
+        bd=u(10, 1568),
+    )
     x = rng.standard_normal((N, 1, 28, 28), dtype=np.float32)
     y = rng.integers(0, 10, N)
     return params, x, y
@@ -45,6 +54,7 @@ def _init():
 # ---------------------------------------------------------------------------------------
 # NumPy: the reference, forward and backward by hand
 # ---------------------------------------------------------------------------------------
+
 
 def _win(x):
     return sliding_window_view(np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)]), (3, 3), axis=(2, 3))
@@ -68,8 +78,11 @@ def _pool(x):
 def _pool_back(x, out, g):
     """Each window's cotangent to its first maximum (row-major), as select_and_scatter."""
     n, c, h, w = x.shape
-    win = x.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(
-        n, c, h // 2, w // 2, 4)
+    win = (
+        x.reshape(n, c, h // 2, 2, w // 2, 2)
+        .transpose(0, 1, 2, 4, 3, 5)
+        .reshape(n, c, h // 2, w // 2, 4)
+    )
     first = np.argmax(win == out[..., None], axis=-1)
     dwin = (np.arange(4) == first[..., None]) * g[..., None]
     return dwin.reshape(n, c, h // 2, w // 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(x.shape)
@@ -103,8 +116,15 @@ def np_step(p, x, y):
     grads["beta"] = dbn.sum(axis=(0, 2, 3))
     dxhat = dbn * p["gamma"][None, :, None, None]
     m = p2.size // p2.shape[1]
-    dp2 = inv / m * (m * dxhat - dxhat.sum(axis=(0, 2, 3), keepdims=True)
-                     - xhat * (dxhat * xhat).sum(axis=(0, 2, 3), keepdims=True))
+    dp2 = (
+        inv
+        / m
+        * (
+            m * dxhat
+            - dxhat.sum(axis=(0, 2, 3), keepdims=True)
+            - xhat * (dxhat * xhat).sum(axis=(0, 2, 3), keepdims=True)
+        )
+    )
     dr2 = _pool_back(r2, p2, dp2)
     dc2 = dr2 * (c2 > 0)
     dp1, grads["w2"], grads["b2"] = _conv_back(p1, p["w2"], dc2)
@@ -124,11 +144,27 @@ _ORDER = ["w1", "b1", "w2", "b2", "gamma", "beta", "wd", "bd"]
 
 def _xops_step(xo, params, x, y):
     nn, F = xo.nn, xo.nn.functional
-    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.BatchNorm2d(32), nn.Flatten(), nn.Linear(1568, 10))
-    mine = [model[0].weight, model[0].bias, model[3].weight, model[3].bias, model[6].weight,
-            model[6].bias, model[8].weight, model[8].bias]
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.BatchNorm2d(32),
+        nn.Flatten(),
+        nn.Linear(1568, 10),
+    )
+    mine = [
+        model[0].weight,
+        model[0].bias,
+        model[3].weight,
+        model[3].bias,
+        model[6].weight,
+        model[6].bias,
+        model[8].weight,
+        model[8].bias,
+    ]
     start = [xo.tensor(params[k]) for k in _ORDER]
     opt = xo.optim.SGD(mine, lr=LR)
     X, Y = xo.tensor(x), xo.tensor(y)
@@ -141,16 +177,33 @@ def _xops_step(xo, params, x, y):
         loss.backward()
         opt.step()
         return [loss.item(), (mine[0] - start[0]) / LR]
+
     return step
 
 
 def _torch_step(torch, params, x, y):
     tnn = torch.nn
-    model = tnn.Sequential(tnn.Conv2d(1, 16, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
-                           tnn.Conv2d(16, 32, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
-                           tnn.BatchNorm2d(32, eps=EPS), tnn.Flatten(), tnn.Linear(1568, 10))
-    mine = [model[0].weight, model[0].bias, model[3].weight, model[3].bias, model[6].weight,
-            model[6].bias, model[8].weight, model[8].bias]
+    model = tnn.Sequential(
+        tnn.Conv2d(1, 16, 3, padding=1),
+        tnn.ReLU(),
+        tnn.MaxPool2d(2),
+        tnn.Conv2d(16, 32, 3, padding=1),
+        tnn.ReLU(),
+        tnn.MaxPool2d(2),
+        tnn.BatchNorm2d(32, eps=EPS),
+        tnn.Flatten(),
+        tnn.Linear(1568, 10),
+    )
+    mine = [
+        model[0].weight,
+        model[0].bias,
+        model[3].weight,
+        model[3].bias,
+        model[6].weight,
+        model[6].bias,
+        model[8].weight,
+        model[8].bias,
+    ]
     start = [torch.from_numpy(params[k].copy()) for k in _ORDER]
     opt = torch.optim.SGD(mine, lr=LR)
     X, Y = torch.from_numpy(x), torch.from_numpy(y)
@@ -165,6 +218,7 @@ def _torch_step(torch, params, x, y):
         loss.backward()
         opt.step()
         return [loss.detach(), (mine[0].detach() - start[0]) / LR]
+
     return step
 
 
@@ -173,8 +227,9 @@ def _jax_steps(jax, params, x, y):
     from jax import lax
 
     def conv(h, w, b):
-        out = lax.conv_general_dilated(h, w, (1, 1), [(1, 1), (1, 1)],
-                                       dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        out = lax.conv_general_dilated(
+            h, w, (1, 1), [(1, 1), (1, 1)], dimension_numbers=("NCHW", "OIHW", "NCHW")
+        )
         return out + b[None, :, None, None]
 
     def pool(h):
@@ -185,8 +240,9 @@ def _jax_steps(jax, params, x, y):
         h = pool(jax.nn.relu(conv(h, p["w2"], p["b2"])))
         mean = h.mean(axis=(0, 2, 3), keepdims=True)
         var = ((h - mean) ** 2).mean(axis=(0, 2, 3), keepdims=True)
-        h = (h - mean) / jnp.sqrt(var + EPS) * p["gamma"][None, :, None, None] \
-            + p["beta"][None, :, None, None]
+        h = (h - mean) / jnp.sqrt(var + EPS) * p["gamma"][None, :, None, None] + p["beta"][
+            None, :, None, None
+        ]
         logits = h.reshape(h.shape[0], -1) @ p["wd"].T + p["bd"]
         logp = jax.nn.log_softmax(logits)
         return -jnp.take_along_axis(logp, y[:, None], axis=1).mean()
@@ -195,24 +251,31 @@ def _jax_steps(jax, params, x, y):
         loss, g = jax.value_and_grad(loss_fn)(p, x, y)
         new = jax.tree_util.tree_map(lambda a, b: a - LR * b, p, g)
         return [loss, (new["w1"] - p["w1"]) / LR]
+
     P = {k: jnp.asarray(v) for k, v in params.items()}
     X, Y = jnp.asarray(x), jnp.asarray(y)
     jitted = jax.jit(step)
     # JAX dispatches asynchronously and the runner blocks only on a result that has
     # block_until_ready (this one is a list): wait here, or a sample would time the
     # dispatch alone and queue up ever more unfinished steps
-    return (lambda: jax.block_until_ready(step(P, X, Y))), \
-        (lambda: jax.block_until_ready(jitted(P, X, Y)))
+    return (lambda: jax.block_until_ready(step(P, X, Y))), (
+        lambda: jax.block_until_ready(jitted(P, X, Y))
+    )
 
 
-@workload("train_cnn_step", "SGD step of a 2-conv CNN, (64,1,28,28) f32: fwd+bwd+update",
-          rtol=2e-3, derived=lambda s: f"{N / s:.0f} img/s")
+@workload(
+    "train_cnn_step",
+    "SGD step of a 2-conv CNN, (64,1,28,28) f32: fwd+bwd+update",
+    rtol=2e-3,
+    derived=lambda s: f"{N / s:.0f} img/s",
+)
 def _train(be):
     params, x, y = _init()
     fns = {"numpy": lambda: list(np_step(params, x, y))}
     xo, torch, jax = be["xops"], be.get("torch"), be.get("jax")
     import xops.nn  # noqa: F401  (xo.nn / xo.optim: subpackages)
     import xops.optim  # noqa: F401
+
     fns["xops"] = _xops_step(xo, params, x, y)
     if torch is not None:
         fns["torch"] = _torch_step(torch, params, x, y)

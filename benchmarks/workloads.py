@@ -5,6 +5,7 @@ with the spec's semantics where NumPy has no such op).
 This file holds the elementwise and dispatch workloads; each op family adds its own
 ``benchmarks/wl_<family>.py`` that registers workloads with ``@workload`` from here.
 """
+
 import importlib
 import pkgutil
 
@@ -22,12 +23,14 @@ def workload(name, desc, rtol=1e-5, derived=None):
     def register(make):
         WORKLOADS.append(Workload(name, desc, make, rtol, derived))
         return make
+
     return register
 
 
 def load_all():
     """Import every ``benchmarks/wl_*.py`` module so its workloads register."""
     from . import __path__ as here
+
     for mod in sorted(m.name for m in pkgutil.iter_modules(here) if m.name.startswith("wl_")):
         importlib.import_module(f"benchmarks.{mod}")
 
@@ -56,6 +59,7 @@ def _frameworks(be, arrays, np_fn, xo_fn=None, torch_fn=None, jax_fn=None, torch
     jax = be.get("jax")
     if jax is not None and jax_fn is not None:
         import jax.numpy as jnp
+
         js = [jnp.asarray(a) for a in arrays]
         fns["jax"] = lambda: jax_fn(*js)
         jitted = jax.jit(jax_fn)
@@ -71,8 +75,9 @@ def _rng():
 def _dispatch(be):
     a = np.ones(1, np.float32)
     t, j = be.get("torch"), be.get("jax")
-    return _frameworks(be, [a, a], np.add, be["xops"].add, t and t.add,
-                       j and (lambda x, y: j.lax.add(x, y)))
+    return _frameworks(
+        be, [a, a], np.add, be["xops"].add, t and t.add, j and (lambda x, y: j.lax.add(x, y))
+    )
 
 
 def _unary_binary(name, n, np_fn, xo_name, torch_name, jax_fn, arity, rtol=1e-5):
@@ -83,15 +88,24 @@ def _unary_binary(name, n, np_fn, xo_name, torch_name, jax_fn, arity, rtol=1e-5)
         rng = _rng()
         arrays = [rng.standard_normal(n, dtype=np.float32) for _ in range(arity)]
         t = be.get("torch")
-        return _frameworks(be, arrays, np_fn, getattr(be["xops"], xo_name),
-                           t and getattr(t, torch_name), be.get("jax") and jax_fn())
+        return _frameworks(
+            be,
+            arrays,
+            np_fn,
+            getattr(be["xops"], xo_name),
+            t and getattr(t, torch_name),
+            be.get("jax") and jax_fn(),
+        )
+
     return make
 
 
 def _lax(name):
     def get():
         import jax
+
         return getattr(jax.lax, name)
+
     return get
 
 
@@ -100,15 +114,27 @@ for _n, _tag in ((1 << 20, "1M"), (1 << 24, "16M")):
     _unary_binary(f"exp_{_tag}", _n, np.exp, "exponential", "exp", _lax("exp"), 1)
 
 
-@workload("add_bf16_1M", "add (1048576,) bf16 (NumPy: ml_dtypes ufunc)", rtol=1e-2,
-          derived=gbs(3 * 2 * (1 << 20)))
+@workload(
+    "add_bf16_1M",
+    "add (1048576,) bf16 (NumPy: ml_dtypes ufunc)",
+    rtol=1e-2,
+    derived=gbs(3 * 2 * (1 << 20)),
+)
 def _add_bf16(be):
     import ml_dtypes
+
     rng = _rng()
     a, b = (rng.standard_normal(1 << 20).astype(ml_dtypes.bfloat16) for _ in range(2))
     t = be.get("torch")
-    return _frameworks(be, [a, b], np.add, be["xops"].add, t and t.add,
-                       be.get("jax") and _lax("add")(), torch_dtype="bfloat16")
+    return _frameworks(
+        be,
+        [a, b],
+        np.add,
+        be["xops"].add,
+        t and t.add,
+        be.get("jax") and _lax("add")(),
+        torch_dtype="bfloat16",
+    )
 
 
 def _np_maximum_ieee(a, b):
@@ -116,14 +142,23 @@ def _np_maximum_ieee(a, b):
     return np.where(a == b, np.where(np.signbit(a), b, a), np.maximum(a, b))
 
 
-@workload("maximum_1M", "maximum (1048576,) f32 (IEEE 754-2019: NaN, +0 > -0)",
-          derived=gbs(3 * 4 * (1 << 20)))
+@workload(
+    "maximum_1M",
+    "maximum (1048576,) f32 (IEEE 754-2019: NaN, +0 > -0)",
+    derived=gbs(3 * 4 * (1 << 20)),
+)
 def _maximum(be):
     rng = _rng()
     a, b = (rng.standard_normal(1 << 20, dtype=np.float32) for _ in range(2))
     t = be.get("torch")
-    return _frameworks(be, [a, b], _np_maximum_ieee, be["xops"].maximum, t and t.maximum,
-                       be.get("jax") and _lax("max")())
+    return _frameworks(
+        be,
+        [a, b],
+        _np_maximum_ieee,
+        be["xops"].maximum,
+        t and t.maximum,
+        be.get("jax") and _lax("max")(),
+    )
 
 
 def _np_trunc_divide(a, b):
@@ -139,11 +174,18 @@ def _np_trunc_divide(a, b):
 def _divide(be):
     rng = _rng()
     a = rng.integers(-1000, 1000, 1 << 20, dtype=np.int32)
-    b = rng.integers(1, 50, 1 << 20, dtype=np.int32) * rng.choice(np.array([-1, 1], np.int32), 1 << 20)
+    b = rng.integers(1, 50, 1 << 20, dtype=np.int32) * rng.choice(
+        np.array([-1, 1], np.int32), 1 << 20
+    )
     t = be.get("torch")
-    return _frameworks(be, [a, b], _np_trunc_divide, be["xops"].divide,
-                       t and (lambda x, y: t.div(x, y, rounding_mode="trunc")),
-                       be.get("jax") and _lax("div")())
+    return _frameworks(
+        be,
+        [a, b],
+        _np_trunc_divide,
+        be["xops"].divide,
+        t and (lambda x, y: t.div(x, y, rounding_mode="trunc")),
+        be.get("jax") and _lax("div")(),
+    )
 
 
 def _np_shift_left(a, b):
@@ -158,8 +200,14 @@ def _shift(be):
     a = rng.integers(-1000, 1000, 1 << 20, dtype=np.int32)
     b = rng.integers(0, 31, 1 << 20, dtype=np.int32)
     t = be.get("torch")
-    return _frameworks(be, [a, b], _np_shift_left, be["xops"].shift_left,
-                       t and t.bitwise_left_shift, be.get("jax") and _lax("shift_left")())
+    return _frameworks(
+        be,
+        [a, b],
+        _np_shift_left,
+        be["xops"].shift_left,
+        t and t.bitwise_left_shift,
+        be.get("jax") and _lax("shift_left")(),
+    )
 
 
 def _np_round_afz(x):
@@ -171,5 +219,11 @@ def _np_round_afz(x):
 def _round(be):
     x = _rng().standard_normal(1 << 20, dtype=np.float32) * 10
     jax = be.get("jax")
-    return _frameworks(be, [x], _np_round_afz, be["xops"].round_nearest_afz, None,
-                       jax and (lambda v: jax.lax.round(v, jax.lax.RoundingMethod.AWAY_FROM_ZERO)))
+    return _frameworks(
+        be,
+        [x],
+        _np_round_afz,
+        be["xops"].round_nearest_afz,
+        None,
+        jax and (lambda v: jax.lax.round(v, jax.lax.RoundingMethod.AWAY_FROM_ZERO)),
+    )

@@ -1,4 +1,5 @@
 """Shared test helpers: exact comparison of tensors against NumPy references."""
+
 import numpy as np
 import pytest
 
@@ -29,7 +30,9 @@ def assert_tensor(t, expected, dtype=None, exact=True, rtol=0, atol=0, signed_ze
             want = want.astype(t.dtype.compute)
     assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
     if not exact:
-        np.testing.assert_allclose(got, want.astype(got.dtype), rtol=rtol, atol=atol, equal_nan=True)
+        np.testing.assert_allclose(
+            got, want.astype(got.dtype), rtol=rtol, atol=atol, equal_nan=True
+        )
         return
     if got.dtype.kind in "fc":
         want = want.astype(got.dtype)
@@ -56,6 +59,7 @@ def _empty_host_queues():
     """Each test starts with empty infeed/outfeed queues (process state, like a device's):
     an entry one test queued and never took must not reach the next test's infeed."""
     from xops.distributed.context import current
+
     ctx = current()
     ctx.infeed.clear()
     ctx.outfeed.clear()

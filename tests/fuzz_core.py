@@ -18,6 +18,7 @@ mutated), a naive reference computed from the parameters' values, and how to com
 
 :func:`mutate` applies one mutation of a class in :data:`MUTATIONS` to one parameter.
 """
+
 import math
 import re
 from dataclasses import dataclass, field
@@ -52,26 +53,27 @@ def reject_unless(cond, why="invalid"):
 class P:
     """One parameter of a call: its name, the value passed, its kind (for mutations),
     whether it goes by keyword, and flags for the mutations it admits."""
+
     name: str
     value: object
     kind: str  # tensor tensors int ints dim dims shape pairs enum bool float body dtype any
     kw: bool = False
-    rank: int = 0        # for dim/dims: the rank the dimension indexes into
-    none_ok: bool = False   # None is a valid value (a default)
-    huge_ok: bool = False   # a huge value is still valid (e.g. reduce_precision bits)
-    neg_ok: bool = False    # negative values are valid (e.g. padding)
-    lenient: bool = False   # no mutation of it is invalid by construction (call's body)
+    rank: int = 0  # for dim/dims: the rank the dimension indexes into
+    none_ok: bool = False  # None is a valid value (a default)
+    huge_ok: bool = False  # a huge value is still valid (e.g. reduce_precision bits)
+    neg_ok: bool = False  # negative values are valid (e.g. padding)
+    lenient: bool = False  # no mutation of it is invalid by construction (call's body)
 
 
 @dataclass
 class Case:
     op: str
     params: list
-    ref: object = None          # callable(values: dict) -> expected
-    cmp: object = None          # callable(out, expected, values) -> None (asserts)
-    tol: float = 0.0            # generic comparison: 0 = exact (NaN-aware), else rtol
-    fn: object = None           # the callable (default getattr(xo, op))
-    names: tuple = ()           # other op names its messages may start with
+    ref: object = None  # callable(values: dict) -> expected
+    cmp: object = None  # callable(out, expected, values) -> None (asserts)
+    tol: float = 0.0  # generic comparison: 0 = exact (NaN-aware), else rtol
+    fn: object = None  # the callable (default getattr(xo, op))
+    names: tuple = ()  # other op names its messages may start with
     note: str = ""
     quantized: bool = False
     extra: dict = field(default_factory=dict)
@@ -99,13 +101,24 @@ class Case:
 
 def short(v):
     if isinstance(v, xo.Tensor):
-        return f"Tensor<{v.type}>{'' if v.size > 8 else v.tolist() if v.dtype.kind != 'quant' else ''}"
+        values = "" if v.size > 8 or v.dtype.kind == "quant" else v.tolist()
+        return f"Tensor<{v.type}>{values}"
     if isinstance(v, np.ndarray):
-        return f"ndarray<{v.dtype},{v.shape},{'F' if v.flags.f_contiguous and v.ndim > 1 else 'C' if v.flags.c_contiguous else 'strided'}>"
+        order = (
+            "F"
+            if v.flags.f_contiguous and v.ndim > 1
+            else "C"
+            if v.flags.c_contiguous
+            else "strided"
+        )
+        return f"ndarray<{v.dtype},{v.shape},{order}>"
     if isinstance(v, (list, tuple)):
         inner = ", ".join(short(x) for x in v[:6])
-        return ("[" + inner + (", ..." if len(v) > 6 else "") + "]") if isinstance(v, list) \
+        return (
+            ("[" + inner + (", ..." if len(v) > 6 else "") + "]")
+            if isinstance(v, list)
             else "(" + inner + ")"
+        )
     if callable(v):
         return getattr(v, "__name__", "fn")
     r = repr(v)
@@ -115,6 +128,7 @@ def short(v):
 # ---------------------------------------------------------------------------------------
 # Operands
 # ---------------------------------------------------------------------------------------
+
 
 def holder(v):
     """The holder array of an operand value (Tensor or NumPy array); Reject otherwise."""
@@ -228,6 +242,7 @@ def layout(rng, arr, dt, edge):
 # Oracle
 # ---------------------------------------------------------------------------------------
 
+
 def flat_results(out):
     if isinstance(out, (tuple, list)) and not isinstance(out, Expect):
         r = []
@@ -248,12 +263,14 @@ def check_invariants(out):
         dt = t.dtype
         assert isinstance(dt, xo.DType), f"dtype {dt!r}"
         if dt.kind == "quant":
-            assert a.dtype == dt.storage_type.np, \
+            assert a.dtype == dt.storage_type.np, (
                 f"quantized storage dtype {a.dtype} != {dt.storage_type.np} ({dt.name})"
+            )
             if a.size:
-                assert dt.storage_min <= int(a.min()) and int(a.max()) <= dt.storage_max, \
-                    f"storage values [{a.min()}, {a.max()}] outside [{dt.storage_min}, " \
+                assert dt.storage_min <= int(a.min()) and int(a.max()) <= dt.storage_max, (
+                    f"storage values [{a.min()}, {a.max()}] outside [{dt.storage_min}, "
                     f"{dt.storage_max}]"
+                )
         else:
             assert a.dtype == dt.np, f"holder dtype {a.dtype} != {dt.np} for {dt.name}"
         assert not a.flags.writeable, "result storage is writeable"
@@ -297,8 +314,10 @@ def agree(out, want, tol=0.0, atol=0.0):
             _agree_inexact(ge, we, tol, atol, i)
         else:
             bad = np.flatnonzero((ge != we).reshape(-1))
-            assert bad.size == 0, f"result #{i}: {bad.size} mismatches, first at {bad[0]}: " \
-                                  f"{ge.reshape(-1)[bad[0]]} != {we.reshape(-1)[bad[0]]}"
+            assert bad.size == 0, (
+                f"result #{i}: {bad.size} mismatches, first at {bad[0]}: "
+                f"{ge.reshape(-1)[bad[0]]} != {we.reshape(-1)[bad[0]]}"
+            )
 
 
 def _agree_inexact(g, w, tol, atol, i):
@@ -308,8 +327,10 @@ def _agree_inexact(g, w, tol, atol, i):
     for gp, wp in parts:
         gn, wn = np.isnan(gp), np.isnan(wp)
         bad = np.flatnonzero((gn != wn).reshape(-1))
-        assert bad.size == 0, f"result #{i}: NaN mismatch at {bad[0]}: got " \
-                              f"{gp.reshape(-1)[bad[0]]} want {wp.reshape(-1)[bad[0]]}"
+        assert bad.size == 0, (
+            f"result #{i}: NaN mismatch at {bad[0]}: got "
+            f"{gp.reshape(-1)[bad[0]]} want {wp.reshape(-1)[bad[0]]}"
+        )
         m = ~wn
         gp, wp = gp[m], wp[m]
         if tol == 0 and atol == 0:
@@ -317,10 +338,13 @@ def _agree_inexact(g, w, tol, atol, i):
         else:
             with np.errstate(invalid="ignore", over="ignore"):
                 inf = np.isinf(wp)
-                bad = np.flatnonzero((inf & (gp != wp)) | (~inf & ~(
-                    np.abs(gp - wp) <= atol + tol * np.abs(wp))))
-        assert bad.size == 0, f"result #{i}: {bad.size} values differ, e.g. got " \
-                              f"{gp[bad[0]]!r} want {wp[bad[0]]!r} (rtol {tol}, atol {atol})"
+                bad = np.flatnonzero(
+                    (inf & (gp != wp)) | (~inf & ~(np.abs(gp - wp) <= atol + tol * np.abs(wp)))
+                )
+        assert bad.size == 0, (
+            f"result #{i}: {bad.size} values differ, e.g. got "
+            f"{gp[bad[0]]!r} want {wp[bad[0]]!r} (rtol {tol}, atol {atol})"
+        )
 
 
 LABEL = re.compile(r"^(?P<op>[\w.]+(?: [\w.]+)?) \((?P<label>[^()]+)\): ")
@@ -332,12 +356,15 @@ def check_spec_error(e, case):
     m = LABEL.match(msg)
     assert m, f"SpecError without 'op (label): ' prefix: {msg!r}"
     names = {case.op, case.op.rstrip("_"), *case.names}
-    assert m.group("op") in names, f"SpecError names {m.group('op')!r}, not {sorted(names)}: {msg!r}"
+    assert m.group("op") in names, (
+        f"SpecError names {m.group('op')!r}, not {sorted(names)}: {msg!r}"
+    )
     return m.group("label")
 
 
 class Outcome:
     """Counts of what the calls gave (reported by test_fuzz's summary)."""
+
     counts = {"calls": 0, "valid-and-correct": 0, "SpecError": 0, "mutations": 0}
     classes = set()
     ops = set()
@@ -360,8 +387,10 @@ def run_case(case, must_raise=False, must_pass=False, what=""):
         raise
     except BaseException as e:  # an escape: anything but SpecError
         raise AssertionError(f"{case.describe()}{what}: escaped {type(e).__name__}: {e}") from e
-    assert not must_raise, f"{case.describe()}{what}: accepted an invalid call, returned " \
-                           f"{short(out) if not isinstance(out, xo.Tensor) else out.type}"
+    assert not must_raise, (
+        f"{case.describe()}{what}: accepted an invalid call, returned "
+        f"{short(out) if not isinstance(out, xo.Tensor) else out.type}"
+    )
     try:
         if not case.extra.get("result_not_tensor"):
             check_invariants(out)
@@ -389,20 +418,35 @@ def run_case(case, must_raise=False, must_pass=False, what=""):
 # Mutations: one change to one parameter of a valid call
 # ---------------------------------------------------------------------------------------
 
-HUGE = [2 ** 40, 2 ** 62, 2 ** 63 - 1, 2 ** 64, 10 ** 30]
+HUGE = [2**40, 2**62, 2**63 - 1, 2**64, 10**30]
 BAD_TYPES = ["x", {"a": 1}, object(), b"\x01", [[1.0], [2.0, 3.0]]]
 
 # class -> the parameter kinds it applies to
 MUTATIONS = {
-    "rank+1": ("tensor",), "rank-1": ("tensor",), "dim-length": ("tensor",),
-    "element-type": ("tensor", "dtype"), "operand-python-type": ("tensor", "tensors"),
-    "quantized-operand": ("tensor",), "operand-count": ("tensors", "varargs"),
+    "rank+1": ("tensor",),
+    "rank-1": ("tensor",),
+    "dim-length": ("tensor",),
+    "element-type": ("tensor", "dtype"),
+    "operand-python-type": ("tensor", "tensors"),
+    "quantized-operand": ("tensor",),
+    "operand-count": ("tensors", "varargs"),
     "negative-attr": ("int", "ints", "dim", "dims", "shape", "pairs"),
     "huge-attr": ("int", "ints", "dim", "dims", "shape", "pairs"),
     "attr-length": ("ints", "dims", "shape", "pairs"),
     "float-attr": ("int", "ints", "dim", "dims", "shape", "pairs"),
-    "none-attr": ("int", "ints", "dim", "dims", "shape", "pairs", "enum", "bool", "float",
-                  "dtype", "body"),
+    "none-attr": (
+        "int",
+        "ints",
+        "dim",
+        "dims",
+        "shape",
+        "pairs",
+        "enum",
+        "bool",
+        "float",
+        "dtype",
+        "body",
+    ),
     "str-attr": ("int", "ints", "dim", "dims", "shape", "pairs", "bool", "float", "body"),
     "nested-attr": ("int", "ints", "dims", "shape", "dim"),
     "tensor-attr": ("dtype", "enum", "body"),
@@ -459,7 +503,7 @@ def _int_mut(rng, v, cls, p):
             return flat, False
         if cls == "huge-attr":
             flat[i][j] = HUGE[int(rng.integers(len(HUGE)))]
-            return flat, flat[i][j] >= 2 ** 63 and not p.huge_ok
+            return flat, flat[i][j] >= 2**63 and not p.huge_ok
         if cls == "attr-length":
             return (flat + [[0, 0]] if rng.integers(2) else flat[:-1]), True
         if cls == "float-attr":
@@ -471,8 +515,15 @@ def _int_mut(rng, v, cls, p):
         return None, False
     if seq:
         lst = list(v)
-        if not lst and cls in ("negative-attr", "huge-attr", "float-attr", "str-attr",
-                               "nested-attr", "dim-out-of-range", "duplicate-dims"):
+        if not lst and cls in (
+            "negative-attr",
+            "huge-attr",
+            "float-attr",
+            "str-attr",
+            "nested-attr",
+            "dim-out-of-range",
+            "duplicate-dims",
+        ):
             cls = "attr-length"
         i = int(rng.integers(len(lst))) if lst else 0
         if cls == "negative-attr":
@@ -480,9 +531,10 @@ def _int_mut(rng, v, cls, p):
             return lst, False
         if cls == "huge-attr":
             lst[i] = HUGE[int(rng.integers(len(HUGE)))]
-            return lst, lst[i] >= 2 ** 63 and not p.huge_ok
+            return lst, lst[i] >= 2**63 and not p.huge_ok
         if cls == "attr-length":
-            return (lst + [int(rng.integers(0, 3))] if rng.integers(2) or not lst else lst[:-1]), False
+            grow = rng.integers(2) or not lst
+            return (lst + [int(rng.integers(0, 3))] if grow else lst[:-1]), False
         if cls == "float-attr":
             lst[i] = float(lst[i]) + (0.5 if rng.integers(2) else 0.0)
             return lst, True
@@ -503,9 +555,11 @@ def _int_mut(rng, v, cls, p):
         return -int(rng.integers(1, 4)), False
     if cls == "huge-attr":
         h = HUGE[int(rng.integers(len(HUGE)))]
-        return h, h >= 2 ** 63 and not p.huge_ok
+        return h, h >= 2**63 and not p.huge_ok
     if cls == "float-attr":
-        return float(v) + (0.5 if rng.integers(2) else 0.0) if isinstance(v, (int, np.integer)) else 1.5, True
+        if isinstance(v, (int, np.integer)):
+            return float(v) + (0.5 if rng.integers(2) else 0.0), True
+        return 1.5, True
     if cls == "str-attr":
         return str(v), True
     if cls == "nested-attr":
@@ -542,15 +596,19 @@ def _mutate(case, cls, rng):
         elif not isinstance(v, (xo.Tensor, np.ndarray)):
             return None
         elif cls == "rank+1":
-            new = xo.tensor(np.stack([holder(v)] * 2, axis=int(rng.integers(np.ndim(v) + 1))), dtype_of(v))
+            axis = int(rng.integers(np.ndim(v) + 1))
+            new = xo.tensor(np.stack([holder(v)] * 2, axis=axis), dtype_of(v))
         elif cls == "rank-1":
             a = holder(v)
             if a.ndim == 0:
                 a = a.reshape(1, 1)
             else:
                 ax = int(rng.integers(a.ndim))
-                a = np.take(a, 0, axis=ax) if a.shape[ax] else \
-                    np.zeros(a.shape[:ax] + a.shape[ax + 1:], a.dtype)
+                a = (
+                    np.take(a, 0, axis=ax)
+                    if a.shape[ax]
+                    else np.zeros(a.shape[:ax] + a.shape[ax + 1 :], a.dtype)
+                )
             new = xo.tensor(a, dtype_of(v))
         elif cls == "dim-length":
             a = holder(v)
@@ -560,17 +618,24 @@ def _mutate(case, cls, rng):
             if a.shape[ax] > 0 and rng.integers(2):
                 a = np.take(a, range(a.shape[ax] - 1), axis=ax)
             else:
-                a = np.concatenate([a, np.take(a, [0] * 1, axis=ax) if a.shape[ax] else
-                                    np.zeros(a.shape[:ax] + (1,) + a.shape[ax + 1:], a.dtype)], axis=ax)
+                extra = (
+                    np.take(a, [0] * 1, axis=ax)
+                    if a.shape[ax]
+                    else np.zeros(a.shape[:ax] + (1,) + a.shape[ax + 1 :], a.dtype)
+                )
+                a = np.concatenate([a, extra], axis=ax)
             new = xo.tensor(a, dtype_of(v))
         elif cls == "element-type":
             new = _retype(v, _other_dtype(rng, dtype_of(v)))
         elif cls == "quantized-operand":
             a = holder(v)
             q = xo.QuantizedType("i8", "f32", 0.5, 3)
-            new = xo.tensor(np.clip(np.nan_to_num(exact(a, dtype_of(v)).real
-                                                  if dtype_of(v).kind == "complex" else
-                                                  exact(a, dtype_of(v))), -100, 100).astype(np.int64), q)
+            real = (
+                exact(a, dtype_of(v)).real
+                if dtype_of(v).kind == "complex"
+                else exact(a, dtype_of(v))
+            )
+            new = xo.tensor(np.clip(np.nan_to_num(real), -100, 100).astype(np.int64), q)
     elif p.kind in ("tensors", "varargs"):
         lst = list(v) if isinstance(v, (list, tuple)) else [v]
         if cls == "operand-count":
@@ -594,8 +659,12 @@ def _mutate(case, cls, rng):
             new, must = _int_mut(rng, v, cls, p)
             if new is None:
                 return None
-            if cls == "negative-attr" and p.kind == "shape" and isinstance(new, list) and \
-                    any(isinstance(x, int) and x < 0 for x in new):
+            if (
+                cls == "negative-attr"
+                and p.kind == "shape"
+                and isinstance(new, list)
+                and any(isinstance(x, int) and x < 0 for x in new)
+            ):
                 must = True
     elif p.kind == "enum":
         if cls == "unknown-enum":
@@ -654,13 +723,24 @@ def _replace_varargs(case, i, new):
 
 
 def _clone(case, params):
-    return Case(case.op, params, case.ref, case.cmp, case.tol, case.fn, case.names, case.note,
-                case.quantized, dict(case.extra))
+    return Case(
+        case.op,
+        params,
+        case.ref,
+        case.cmp,
+        case.tol,
+        case.fn,
+        case.names,
+        case.note,
+        case.quantized,
+        dict(case.extra),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Drawing a call
 # ---------------------------------------------------------------------------------------
+
 
 class Draw:
     """What a generator draws from: a NumPy generator seeded by hypothesis, the mode
@@ -720,9 +800,15 @@ class Draw:
 
     def quantized(self, expressed=None, axis=None, n=1):
         st = self.choice([DT["i8"], DT["i4"], DT["ui8"], DT["i16"]])
-        ex = expressed or self.choice([DT["f32"], DT["bf16"], DT["f16"]] if st.bits < 16
-                                      else [DT["f32"]])
+        ex = expressed or self.choice(
+            [DT["f32"], DT["bf16"], DT["f16"]] if st.bits < 16 else [DT["f32"]]
+        )
         scales = [float(self.choice([0.5, 0.25, 1.0, 0.1, 2.0])) for _ in range(n)]
         zps = [self.int(max(st.min, -3), min(st.max, 3)) for _ in range(n)]
-        return xo.QuantizedType(st, ex, scales if axis is not None else scales[0],
-                                zps if axis is not None else zps[0], axis)
+        return xo.QuantizedType(
+            st,
+            ex,
+            scales if axis is not None else scales[0],
+            zps if axis is not None else zps[0],
+            axis,
+        )

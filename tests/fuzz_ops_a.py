@@ -4,6 +4,7 @@ whose reference is recomputed from the (possibly mutated) parameter values and r
 what the spec rejects. References come from the existing tests where they exist
 (test_elementwise's records, test_movement's spec-shaped loops, test_conversion's
 conversion table, test_quantization's quantize/dequantize)."""
+
 import math
 
 import ml_dtypes
@@ -37,6 +38,7 @@ def gen(name):
     def deco(f):
         GEN[name] = f
         return f
+
     return deco
 
 
@@ -48,7 +50,8 @@ def same_types(vals):
 
 def is_int_list(v, n=None):
     ok = isinstance(v, (list, tuple)) and all(
-        isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in v)
+        isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in v
+    )
     return ok and (n is None or len(v) == n)
 
 
@@ -61,8 +64,9 @@ def ints(v, n=None, lo=None):
 
 
 def an_int(v, lo=None, hi=None):
-    reject_unless(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)),
-                  "not an int")
+    reject_unless(
+        isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)), "not an int"
+    )
     v = int(v)
     reject_unless((lo is None or v >= lo) and (hi is None or v <= hi), "out of range")
     return v
@@ -72,14 +76,16 @@ def an_int(v, lo=None, hi=None):
 # Elementwise: the records of tests/test_elementwise.py
 # ---------------------------------------------------------------------------------------
 
+
 def _elementwise_cmp(rec):
     def cmp(out, want, values):
         if want[0] == "quant":
             _, qt, w = want
             assert out.dtype == qt, f"{out.dtype.name} != {qt.name}"
             g = np.asarray(out).astype(np.int64)
-            assert g.shape == w.shape and np.all(np.abs(g - w) <= 1), \
+            assert g.shape == w.shape and np.all(np.abs(g - w) <= 1), (
                 f"storage {g.reshape(-1)[:8].tolist()} != {w.reshape(-1)[:8].tolist()}"
+            )
             return
         dt, args = want
         w = TE.reference(rec, dt, args)
@@ -87,12 +93,14 @@ def _elementwise_cmp(rec):
         if dt.kind == "complex" and rec.rtol is not None:
             if rdt.kind == "float":
                 return TE.assert_ulps(out, w, rdt, 2, args)
-            return TE.assert_complex_close(out, w, rdt, rec.rtol * (1e-9 if dt.name == "c128"
-                                                                    else 1), args)
+            return TE.assert_complex_close(
+                out, w, rdt, rec.rtol * (1e-9 if dt.name == "c128" else 1), args
+            )
         if dt.kind == "float" and rec.ulps:
             ulps = 1 if dt.bits <= 16 else 2 if dt.name == "f64" else rec.ulps
             return TE.assert_ulps(out, w, rdt, ulps, args)
         TE.assert_bitexact(out, w, rdt, args)
+
     return cmp
 
 
@@ -118,14 +126,29 @@ def _quantized_elementwise(rec, vals):
     hs = [holder(x) for x in vals]
     reject_unless(all(h.shape == hs[0].shape for h in hs))
     qts = [dtype_of(x) for x in vals]
-    reject_unless(all(q.kind == "quant" and q.quantization_dimension is None and
-                      q.expressed_type == DT["f32"] for q in qts), "quantized types")
-    real = [np.vectorize(lambda t, q=q: float(ref_dequantize(int(t), q)), otypes=[np.float64])(
-        h.astype(np.int64)) if h.size else np.zeros(h.shape) for h, q in zip(hs, qts)]
-    out = np.asarray(rec.ref_float(*[r.astype(np.float32).astype(np.float64) for r in real]),
-                     np.float64).astype(np.float32)
-    w = np.vectorize(lambda t: quantize_ref(float(t), qts[0]), otypes=[np.int64])(out) \
-        if out.size else np.zeros(out.shape, np.int64)
+    reject_unless(
+        all(
+            q.kind == "quant" and q.quantization_dimension is None and q.expressed_type == DT["f32"]
+            for q in qts
+        ),
+        "quantized types",
+    )
+    real = [
+        np.vectorize(lambda t, q=q: float(ref_dequantize(int(t), q)), otypes=[np.float64])(
+            h.astype(np.int64)
+        )
+        if h.size
+        else np.zeros(h.shape)
+        for h, q in zip(hs, qts)
+    ]
+    out = np.asarray(
+        rec.ref_float(*[r.astype(np.float32).astype(np.float64) for r in real]), np.float64
+    ).astype(np.float32)
+    w = (
+        np.vectorize(lambda t: quantize_ref(float(t), qts[0]), otypes=[np.int64])(out)
+        if out.size
+        else np.zeros(out.shape, np.int64)
+    )
     return "quant", qts[0], w
 
 
@@ -150,7 +173,9 @@ def _record_gen(rec):
             hs = [holder(x) for x in vals]
             reject_unless(all(h.shape == hs[0].shape for h in hs), "shapes differ")
             return dt, hs
+
         return Case(rec.name, params, ref, _elementwise_cmp(rec))
+
     return g
 
 
@@ -171,12 +196,21 @@ def g_complex(d):
         out = np.empty(a.shape, np.complex64 if dt.name == "f32" else np.complex128)
         out.real, out.imag = a, b
         return expect(out, DT["c64" if dt.name == "f32" else "c128"])
-    return Case("complex", [P("lhs", d.operand(dt, shape), "tensor"),
-                            P("rhs", d.operand(dt, shape), "tensor")], ref)
+
+    return Case(
+        "complex",
+        [P("lhs", d.operand(dt, shape), "tensor"), P("rhs", d.operand(dt, shape), "tensor")],
+        ref,
+    )
 
 
-CTYPES = {"bool": ["UNSIGNED"], "si": ["SIGNED"], "ui": ["UNSIGNED"],
-          "float": ["FLOAT", "TOTALORDER"], "complex": ["FLOAT"]}
+CTYPES = {
+    "bool": ["UNSIGNED"],
+    "si": ["SIGNED"],
+    "ui": ["UNSIGNED"],
+    "float": ["FLOAT", "TOTALORDER"],
+    "complex": ["FLOAT"],
+}
 
 
 @gen("compare")
@@ -198,9 +232,17 @@ def g_compare(d):
             raise Reject("quantized")
         w = TE.compare_reference(a.reshape(-1), b.reshape(-1), dt, direction, ct or "FLOAT")
         return expect(np.asarray(w).reshape(a.shape), DT["i1"])
-    return Case("compare", [P("lhs", d.wrap(a, dt), "tensor"), P("rhs", d.wrap(b, dt), "tensor"),
-                            P("comparison_direction", d.choice(list(TE._NPCMP)), "enum"),
-                            P("compare_type", ctype, "enum", none_ok=True)], ref)
+
+    return Case(
+        "compare",
+        [
+            P("lhs", d.wrap(a, dt), "tensor"),
+            P("rhs", d.wrap(b, dt), "tensor"),
+            P("comparison_direction", d.choice(list(TE._NPCMP)), "enum"),
+            P("compare_type", ctype, "enum", none_ok=True),
+        ],
+        ref,
+    )
 
 
 @gen("select")
@@ -216,8 +258,16 @@ def g_select(d):
         dt = same_types([v["on_true"], v["on_false"]])
         reject_unless(t.shape == f.shape and p.shape in ((), t.shape))
         return expect(np.where(p, t, f), dt)
-    return Case("select", [P("pred", pred, "tensor"), P("on_true", d.operand(dt, shape), "tensor"),
-                           P("on_false", d.operand(dt, shape), "tensor")], ref)
+
+    return Case(
+        "select",
+        [
+            P("pred", pred, "tensor"),
+            P("on_true", d.operand(dt, shape), "tensor"),
+            P("on_false", d.operand(dt, shape), "tensor"),
+        ],
+        ref,
+    )
 
 
 @gen("clamp")
@@ -235,16 +285,26 @@ def g_clamp(d):
         lo, x, hi = holder(v["min"]), holder(v["operand"]), holder(v["max"])
         reject_unless(lo.shape in ((), x.shape) and hi.shape in ((), x.shape))
         reject_unless(dt.kind not in ("quant", "bool"))
-        w = TE.clamp_reference(lo.reshape(-1) if lo.ndim else lo, x.reshape(-1),
-                               hi.reshape(-1) if hi.ndim else hi, dt)
+        w = TE.clamp_reference(
+            lo.reshape(-1) if lo.ndim else lo, x.reshape(-1), hi.reshape(-1) if hi.ndim else hi, dt
+        )
         return expect(np.asarray(w).reshape(x.shape), dt)
-    return Case("clamp", [P("min", d.wrap(lo, dt), "tensor"), P("operand", d.wrap(x, dt), "tensor"),
-                          P("max", d.wrap(hi, dt), "tensor")], ref)
+
+    return Case(
+        "clamp",
+        [
+            P("min", d.wrap(lo, dt), "tensor"),
+            P("operand", d.wrap(x, dt), "tensor"),
+            P("max", d.wrap(hi, dt), "tensor"),
+        ],
+        ref,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Data movement (references: tests/test_movement.py); quantized operands move storage
 # ---------------------------------------------------------------------------------------
+
 
 def _move_dtype(d):
     if d.edge and d.coin(0.15):
@@ -270,8 +330,12 @@ def g_constant(d):
             reject_unless(want is None or xo.as_dtype(want) == src, "dtype differs")
             return expect(holder(val), src)
         raise Reject("literal")
-    return Case("constant", [P("value", value, "tensor"),
-                             P("dtype", None if d.coin() else dt, "dtype", none_ok=True)], ref)
+
+    return Case(
+        "constant",
+        [P("value", value, "tensor"), P("dtype", None if d.coin() else dt, "dtype", none_ok=True)],
+        ref,
+    )
 
 
 @gen("iota")
@@ -282,14 +346,21 @@ def g_iota(d):
     def ref(v):
         shp = ints(v["shape"], lo=0)
         dim = an_int(v["iota_dimension"], 0, len(shp) - 1)
-        reject_unless(math.prod(shp) < 10 ** 6)
+        reject_unless(math.prod(shp) < 10**6)
         dt = xo.as_dtype(v["dtype"]) if v["dtype"] is not None else DT["i64"]
         reject_unless(dt.kind in ("si", "ui", "float", "complex"))
         idx = np.indices(shp, dtype=np.int64)[dim] if shp else np.zeros((), np.int64)
         return expect(from_f64(idx, dt), dt)
-    return Case("iota", [P("iota_dimension", d.int(0, len(shape) - 1), "dim", rank=len(shape)),
-                         P("shape", list(shape), "shape"), P("dtype", dt, "dtype", none_ok=True)],
-                ref)
+
+    return Case(
+        "iota",
+        [
+            P("iota_dimension", d.int(0, len(shape) - 1), "dim", rank=len(shape)),
+            P("shape", list(shape), "shape"),
+            P("dtype", dt, "dtype", none_ok=True),
+        ],
+        ref,
+    )
 
 
 @gen("broadcast_in_dim")
@@ -309,11 +380,18 @@ def g_broadcast_in_dim(d):
         bd = ints(v["broadcast_dimensions"], x.ndim)
         reject_unless(len(set(bd)) == len(bd) and all(0 <= b < len(shp) for b in bd))
         reject_unless(all(x.shape[i] in (1, shp[b]) for i, b in enumerate(bd)))
-        reject_unless(math.prod(shp) < 10 ** 6)
+        reject_unless(math.prod(shp) < 10**6)
         return expect(TM.ref_broadcast_in_dim(x, bd, shp), dtype_of(v["operand"]))
-    return Case("broadcast_in_dim", [_operand_param(d, dt, shape),
-                                     P("broadcast_dimensions", bd, "dims", rank=len(out_shape)),
-                                     P("shape", list(out_shape), "shape")], ref)
+
+    return Case(
+        "broadcast_in_dim",
+        [
+            _operand_param(d, dt, shape),
+            P("broadcast_dimensions", bd, "dims", rank=len(out_shape)),
+            P("shape", list(out_shape), "shape"),
+        ],
+        ref,
+    )
 
 
 @gen("broadcast")
@@ -324,12 +402,16 @@ def g_broadcast(d):
         x = holder(v["operand"])
         sizes = ints(v["broadcast_sizes"], lo=0)
         n = math.prod(sizes) * x.size
-        reject_unless(n < 10 ** 6)
+        reject_unless(n < 10**6)
         if n == 0:  # empty: any sizes (within si64)
             return expect(np.empty((*sizes, *x.shape), x.dtype), dtype_of(v["operand"]))
         return expect(np.broadcast_to(x, (*sizes, *x.shape)), dtype_of(v["operand"]))
-    return Case("broadcast", [_operand_param(d, dt, d.shape()),
-                              P("broadcast_sizes", list(d.shape(hi=2)), "shape")], ref)
+
+    return Case(
+        "broadcast",
+        [_operand_param(d, dt, d.shape()), P("broadcast_sizes", list(d.shape(hi=2)), "shape")],
+        ref,
+    )
 
 
 @gen("reshape")
@@ -355,9 +437,17 @@ def g_reshape(d):
             reject_unless(sorted(dims) == list(range(x.ndim)))
             x = np.transpose(x, dims)
         return expect(np.reshape(x, shp), dtype_of(v["operand"]))
+
     dims = None if d.coin() else [int(i) for i in d.rng.permutation(len(shape))]
-    return Case("reshape", [_operand_param(d, dt, shape), P("shape", new, "shape"),
-                            P("dimensions", dims, "dims", rank=len(shape), none_ok=True)], ref)
+    return Case(
+        "reshape",
+        [
+            _operand_param(d, dt, shape),
+            P("shape", new, "shape"),
+            P("dimensions", dims, "dims", rank=len(shape), none_ok=True),
+        ],
+        ref,
+    )
 
 
 @gen("collapse")
@@ -375,11 +465,18 @@ def g_collapse(d):
         reject_unless(all(q == p + 1 for p, q in zip(dims, dims[1:])))
         if not dims:
             return expect(x, dtype_of(v["operand"]))
-        shp = list(x.shape[:dims[0]]) + [math.prod(x.shape[k] for k in dims)] + \
-            list(x.shape[dims[-1] + 1:])
+        shp = (
+            list(x.shape[: dims[0]])
+            + [math.prod(x.shape[k] for k in dims)]
+            + list(x.shape[dims[-1] + 1 :])
+        )
         return expect(x.reshape(shp), dtype_of(v["operand"]))
-    return Case("collapse", [_operand_param(d, dt, shape),
-                             P("dimensions", dims, "dims", rank=len(shape))], ref)
+
+    return Case(
+        "collapse",
+        [_operand_param(d, dt, shape), P("dimensions", dims, "dims", rank=len(shape))],
+        ref,
+    )
 
 
 @gen("transpose")
@@ -393,8 +490,12 @@ def g_transpose(d):
         p = ints(v["permutation"], x.ndim)
         reject_unless(sorted(p) == list(range(x.ndim)))
         return expect(TM.ref_transpose(x, p), dtype_of(v["operand"]))
-    return Case("transpose", [_operand_param(d, dt, shape),
-                              P("permutation", perm, "dims", rank=len(shape))], ref)
+
+    return Case(
+        "transpose",
+        [_operand_param(d, dt, shape), P("permutation", perm, "dims", rank=len(shape))],
+        ref,
+    )
 
 
 @gen("slice")
@@ -415,16 +516,27 @@ def g_slice(d):
         reject_unless(all(0 <= a <= b <= n for a, b, n in zip(s, l_, x.shape)))
         reject_unless(all(k > 0 for k in st))
         return expect(TM.ref_slice(x, s, l_, st), dtype_of(v["operand"]))
-    return Case("slice", [_operand_param(d, dt, shape),
-                          P("start_indices", start, "ints"), P("limit_indices", limit, "ints"),
-                          P("strides", strides if d.coin(0.7) else None, "ints", none_ok=True)], ref)
+
+    return Case(
+        "slice",
+        [
+            _operand_param(d, dt, shape),
+            P("start_indices", start, "ints"),
+            P("limit_indices", limit, "ints"),
+            P("strides", strides if d.coin(0.7) else None, "ints", none_ok=True),
+        ],
+        ref,
+    )
 
 
 def _starts(d, shape, as_tensors):
     vals = [d.int(-2, n + 2) for n in shape]
     if as_tensors:
-        t = d.choice([DT["i32"], DT["i64"], DT["ui32"]]) if not d.edge else \
-            d.choice([DT["i32"], DT["i64"], DT["ui8"], DT["i8"], DT["ui64"]])
+        t = (
+            d.choice([DT["i32"], DT["i64"], DT["ui32"]])
+            if not d.edge
+            else d.choice([DT["i32"], DT["i64"], DT["ui8"], DT["i8"], DT["ui64"]])
+        )
         if t.kind == "ui":
             vals = [max(v, 0) for v in vals]
         return [xo.tensor(v, t) for v in vals]
@@ -458,9 +570,16 @@ def g_dynamic_slice(d):
         reject_unless(all(0 <= a <= n for a, n in zip(sz, x.shape)))
         s = _start_ints(v["start_indices"], x.ndim)
         return expect(TM.ref_dynamic_slice(x, s, sz), dtype_of(v["operand"]))
-    return Case("dynamic_slice", [_operand_param(d, dt, shape),
-                                  P("start_indices", _starts(d, shape, d.coin()), "ints"),
-                                  P("slice_sizes", sizes, "ints")], ref)
+
+    return Case(
+        "dynamic_slice",
+        [
+            _operand_param(d, dt, shape),
+            P("start_indices", _starts(d, shape, d.coin()), "ints"),
+            P("slice_sizes", sizes, "ints"),
+        ],
+        ref,
+    )
 
 
 @gen("dynamic_update_slice")
@@ -475,10 +594,16 @@ def g_dynamic_update_slice(d):
         reject_unless(u.ndim == x.ndim and all(a <= b for a, b in zip(u.shape, x.shape)))
         s = _start_ints(v["start_indices"], x.ndim)
         return expect(TM.ref_dynamic_update_slice(x, u, s), dt)
-    return Case("dynamic_update_slice", [_operand_param(d, dt, shape),
-                                         P("update", d.operand(dt, ushape), "tensor"),
-                                         P("start_indices", _starts(d, shape, d.coin()), "ints")],
-                ref)
+
+    return Case(
+        "dynamic_update_slice",
+        [
+            _operand_param(d, dt, shape),
+            P("update", d.operand(dt, ushape), "tensor"),
+            P("start_indices", _starts(d, shape, d.coin()), "ints"),
+        ],
+        ref,
+    )
 
 
 @gen("pad")
@@ -501,11 +626,20 @@ def g_pad(d):
         lo, hi = ints(v["edge_padding_low"], x.ndim), ints(v["edge_padding_high"], x.ndim)
         it = ints(v["interior_padding"], x.ndim, lo=0)
         shp = [a + n + max(n - 1, 0) * i + b for n, a, b, i in zip(x.shape, lo, hi, it)]
-        reject_unless(all(s >= 0 for s in shp) and math.prod(shp) < 10 ** 6)
+        reject_unless(all(s >= 0 for s in shp) and math.prod(shp) < 10**6)
         return expect(TM.ref_pad(x, p, lo, hi, it), dt)
-    return Case("pad", [_operand_param(d, dt, shape), P("padding_value", pv, "tensor"),
-                        P("edge_padding_low", lo, "ints"), P("edge_padding_high", hi, "ints"),
-                        P("interior_padding", it, "ints")], ref)
+
+    return Case(
+        "pad",
+        [
+            _operand_param(d, dt, shape),
+            P("padding_value", pv, "tensor"),
+            P("edge_padding_low", lo, "ints"),
+            P("edge_padding_high", hi, "ints"),
+            P("interior_padding", it, "ints"),
+        ],
+        ref,
+    )
 
 
 @gen("concatenate")
@@ -525,26 +659,39 @@ def g_concatenate(d):
         dt = same_types(ins)
         hs = [holder(x) for x in ins]
         dim = an_int(v["dimension"], 0, hs[0].ndim - 1)
-        reject_unless(all(h.ndim == hs[0].ndim and all(a == b for k, (a, b) in enumerate(
-            zip(h.shape, hs[0].shape)) if k != dim) for h in hs))
+        reject_unless(
+            all(
+                h.ndim == hs[0].ndim
+                and all(a == b for k, (a, b) in enumerate(zip(h.shape, hs[0].shape)) if k != dim)
+                for h in hs
+            )
+        )
         return expect(TM.ref_concatenate(hs, dim), dt)
-    return Case("concatenate", [P("inputs", xs, "tensors"),
-                                P("dimension", dim, "dim", rank=len(shape))], ref)
+
+    return Case(
+        "concatenate",
+        [P("inputs", xs, "tensors"), P("dimension", dim, "dim", rank=len(shape))],
+        ref,
+    )
 
 
 @gen("reverse")
 def g_reverse(d):
     dt = _move_dtype(d)
     shape = d.shape()
-    dims = [int(k) for k in d.rng.permutation(len(shape))[:d.int(0, len(shape))]]
+    dims = [int(k) for k in d.rng.permutation(len(shape))[: d.int(0, len(shape))]]
 
     def ref(v):
         x = holder(v["operand"])
         dims = ints(v["dimensions"])
         reject_unless(len(set(dims)) == len(dims) and all(0 <= k < x.ndim for k in dims))
         return expect(TM.ref_reverse(x, dims), dtype_of(v["operand"]))
-    return Case("reverse", [_operand_param(d, dt, shape),
-                            P("dimensions", dims, "dims", rank=len(shape))], ref)
+
+    return Case(
+        "reverse",
+        [_operand_param(d, dt, shape), P("dimensions", dims, "dims", rank=len(shape))],
+        ref,
+    )
 
 
 @gen("get_dimension_size")
@@ -556,9 +703,15 @@ def g_get_dimension_size(d):
         x = holder(v["operand"])
         k = an_int(v["dimension"], 0, x.ndim - 1)
         return expect(np.array(x.shape[k], np.int32), DT["i32"])
-    return Case("get_dimension_size", [_operand_param(d, dt, shape),
-                                       P("dimension", d.int(0, len(shape) - 1), "dim",
-                                         rank=len(shape))], ref)
+
+    return Case(
+        "get_dimension_size",
+        [
+            _operand_param(d, dt, shape),
+            P("dimension", d.int(0, len(shape) - 1), "dim", rank=len(shape)),
+        ],
+        ref,
+    )
 
 
 @gen("set_dimension_size")
@@ -578,13 +731,22 @@ def g_set_dimension_size(d):
             s = int(s.item())
         s = an_int(s, 0, x.shape[k])
         return expect(np.take(x, range(s), axis=k), dtype_of(v["operand"]))
-    return Case("set_dimension_size", [_operand_param(d, dt, shape), P("size", size, "int"),
-                                       P("dimension", k, "dim", rank=len(shape))], ref)
+
+    return Case(
+        "set_dimension_size",
+        [
+            _operand_param(d, dt, shape),
+            P("size", size, "int"),
+            P("dimension", k, "dim", rank=len(shape)),
+        ],
+        ref,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Conversion
 # ---------------------------------------------------------------------------------------
+
 
 @gen("convert")
 def g_convert(d):
@@ -609,8 +771,9 @@ def g_convert(d):
         what = f"{dtype_of(v['operand']).name}->{dst.name}"
         if dst.is_bool or dst.is_int:
             with np.errstate(all="ignore"):
-                assert got.astype(np.int64 if not dst.is_unsigned else np.uint64).tolist() == \
-                    list(w), what
+                assert got.astype(np.int64 if not dst.is_unsigned else np.uint64).tolist() == list(
+                    w
+                ), what
         elif dst.is_complex:
             convert_float_bits(got.real, w.real, what + " (real)")
             convert_float_bits(got.imag, w.imag, what + " (imag)")
@@ -618,8 +781,13 @@ def g_convert(d):
             assert_format_bits(got, *w, dst.name, f" from {what}")
         else:
             convert_float_bits(got, w, what)
-    return Case("convert", [P("operand", d.operand(src, shape), "tensor"),
-                            P("dtype", dst, "dtype")], ref, cmp)
+
+    return Case(
+        "convert",
+        [P("operand", d.operand(src, shape), "tensor"), P("dtype", dst, "dtype")],
+        ref,
+        cmp,
+    )
 
 
 def _bits(x, dt):
@@ -655,9 +823,15 @@ def _from_bits(pats, dt):
 def g_bitcast_convert(d):
     src = d.dtype(ALL, kernel=False)
     w = 1 if src.kind == "bool" else src.bits
-    cands = [t for t in ALL if (w % (1 if t.kind == "bool" else t.bits) == 0 or
-                                (1 if t.kind == "bool" else t.bits) % w == 0)
-             and (t.kind == "complex") == (src.kind == "complex")]
+    cands = [
+        t
+        for t in ALL
+        if (
+            w % (1 if t.kind == "bool" else t.bits) == 0
+            or (1 if t.kind == "bool" else t.bits) % w == 0
+        )
+        and (t.kind == "complex") == (src.kind == "complex")
+    ]
     dst = d.choice(cands)
     wd = 1 if dst.kind == "bool" else dst.bits
     shape = d.shape(hi=2)
@@ -685,13 +859,24 @@ def g_bitcast_convert(d):
         k = wd // w
         out = [sum(pats[i + j] << (w * j) for j in range(k)) for i in range(0, len(pats), k)]
         return expect(_from_bits(out, dst).reshape(x.shape[:-1]), dst)
-    return Case("bitcast_convert", [P("operand", d.operand(src, shape), "tensor"),
-                                    P("dtype", dst, "dtype")], ref,
-                lambda out, want, v: None if want is None else agree(out, want))
+
+    return Case(
+        "bitcast_convert",
+        [P("operand", d.operand(src, shape), "tensor"), P("dtype", dst, "dtype")],
+        ref,
+        lambda out, want, v: None if want is None else agree(out, want),
+    )
 
 
-IEEE_LIKE = {"f16": (16, 10), "bf16": (16, 7), "f32": (32, 23), "f64": (64, 52),
-             "f8E5M2": (8, 2), "f8E4M3": (8, 3), "f8E3M4": (8, 4)}
+IEEE_LIKE = {
+    "f16": (16, 10),
+    "bf16": (16, 7),
+    "f32": (32, 23),
+    "f64": (64, 52),
+    "f8E5M2": (8, 2),
+    "f8E4M3": (8, 3),
+    "f8E3M4": (8, 4),
+}
 
 
 @gen("reduce_precision")
@@ -703,8 +888,8 @@ def g_reduce_precision(d):
     def ref(v):
         dt = dtype_of(v["operand"])
         reject_unless(dt.kind in ("float", "quant"))
-        e = an_int(v["exponent_bits"], 1, 2 ** 31 - 1)
-        m = an_int(v["mantissa_bits"], 0, 2 ** 31 - 1)
+        e = an_int(v["exponent_bits"], 1, 2**31 - 1)
+        m = an_int(v["mantissa_bits"], 0, 2**31 - 1)
         if dt.name not in IEEE_LIKE or dt.kind == "quant":
             return None  # checked for invariants only
         width, mw = IEEE_LIKE[dt.name]
@@ -719,15 +904,23 @@ def g_reduce_precision(d):
             return
         dt, x, w = want
         agree(out, expect(w, dt))
-    return Case("reduce_precision", [P("operand", d.operand(dt, shape), "tensor"),
-                                     P("exponent_bits", d.int(1, 11), "int", huge_ok=True),
-                                     P("mantissa_bits", d.int(0, 24), "int", huge_ok=True)],
-                ref, cmp)
+
+    return Case(
+        "reduce_precision",
+        [
+            P("operand", d.operand(dt, shape), "tensor"),
+            P("exponent_bits", d.int(1, 11), "int", huge_ok=True),
+            P("mantissa_bits", d.int(0, 24), "int", huge_ok=True),
+        ],
+        ref,
+        cmp,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Tokens and tuples
 # ---------------------------------------------------------------------------------------
+
 
 def _token_or_tensor(d):
     return xo.create_token() if d.coin() else d.operand(d.dtype(ALL, kernel=False), d.shape(hi=2))
@@ -740,8 +933,10 @@ def g_after_all(d):
     def ref(v):
         reject_unless(all(isinstance(t, xo.Token) for t in v["inputs"]))
         return xo.Token()
-    return Case("after_all", [P("inputs", toks, "varargs")], ref,
-                lambda out, want, v: _is_token(out))
+
+    return Case(
+        "after_all", [P("inputs", toks, "varargs")], ref, lambda out, want, v: _is_token(out)
+    )
 
 
 def _is_token(out):
@@ -776,8 +971,10 @@ def g_tuple(d):
             if not isinstance(x, (xo.Token, tuple)):
                 holder(x)
         return v["val"]
-    return Case("tuple", [P("val", vals, "varargs")], ref,
-                lambda out, want, v: _same_structure(out, want))
+
+    return Case(
+        "tuple", [P("val", vals, "varargs")], ref, lambda out, want, v: _same_structure(out, want)
+    )
 
 
 @gen("get_tuple_element")
@@ -794,8 +991,13 @@ def g_get_tuple_element(d):
         if isinstance(want, xo.Token):
             return _is_token(out)
         agree(out, expect(holder(want), dtype_of(want)))
-    return Case("get_tuple_element", [P("tuple", xo.tuple(*vals), "any"),
-                                      P("index", d.int(0, len(vals) - 1), "int")], ref, cmp)
+
+    return Case(
+        "get_tuple_element",
+        [P("tuple", xo.tuple(*vals), "any"), P("index", d.int(0, len(vals) - 1), "int")],
+        ref,
+        cmp,
+    )
 
 
 @gen("optimization_barrier")
@@ -807,8 +1009,13 @@ def g_optimization_barrier(d):
             if not isinstance(x, xo.Token):
                 holder(x)
         return builtins_tuple(v["operand"])
-    return Case("optimization_barrier", [P("operand", vals, "varargs")], ref,
-                lambda out, want, v: _same_structure(out, want))
+
+    return Case(
+        "optimization_barrier",
+        [P("operand", vals, "varargs")],
+        ref,
+        lambda out, want, v: _same_structure(out, want),
+    )
 
 
 builtins_tuple = tuple

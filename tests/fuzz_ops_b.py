@@ -5,6 +5,7 @@ References: the naive spec-shaped references that sit beside each fast kernel in
 xops (``*_reference``: index-by-index loops that are the test oracles of the op's own
 tests), einsum for contractions, NumPy's FFT, and plain Python for control flow and
 sorting. Ops on compiled kernels draw element types from fuzz_core.KERNEL_TYPES by default."""
+
 import math
 
 import ml_dtypes
@@ -37,12 +38,8 @@ from xops.ops.normalization import (
     batch_norm_inference_reference,
     batch_norm_training_reference,
 )
-from xops.ops.reduction import (
-    map_reference,
-    reduce_reference,
-    reduce_window_reference,
-    select_and_scatter_reference,
-)
+from xops.ops.reduction import map_reference, reduce_reference
+from xops.ops.windows import reduce_window_reference, select_and_scatter_reference
 from xops.ops.solve import cholesky_reference, triangular_solve_reference
 
 NUM = [d for d in ALL if d.kind != "bool"]
@@ -59,18 +56,23 @@ def eps(dt):
 def lib(fn, **rename):
     """A library reference called with the case's values (renamed); its SpecErrors are
     the reference's rejections."""
+
     def ref(v):
         kw = {rename.get(k, k): x for k, x in v.items() if rename.get(k, k) is not None}
         try:
             return fn(**kw)
         except xo.SpecError as e:
             raise Reject(str(e)) from None
+
     return ref
 
 
 def _tensors(v):
-    return [t for t in (v if isinstance(v, (list, tuple)) else [v])
-            if isinstance(t, (xo.Tensor, np.ndarray))]
+    return [
+        t
+        for t in (v if isinstance(v, (list, tuple)) else [v])
+        if isinstance(t, (xo.Tensor, np.ndarray))
+    ]
 
 
 def lib_f32(fn, data, bodies):
@@ -89,17 +91,23 @@ def lib_f32(fn, data, bodies):
         w = dict(v)
         for k in data:
             x = v[k]
-            w[k] = [xo.convert(t, "f32") for t in x] if isinstance(x, (list, tuple)) else \
-                xo.convert(x, "f32")
+            w[k] = (
+                [xo.convert(t, "f32") for t in x]
+                if isinstance(x, (list, tuple))
+                else xo.convert(x, "f32")
+            )
         out = base(w)
-        return tuple(xo.convert(o, dt) for o in out) if isinstance(out, tuple) else \
-            xo.convert(out, dt)
+        return (
+            tuple(xo.convert(o, dt) for o in out) if isinstance(out, tuple) else xo.convert(out, dt)
+        )
+
     return ref
 
 
 def close_cmp(scale_fn=None, k=8.0):
     """Tolerant comparison for accumulated float results: |got - want| <= k * eps(type)
     * (|want| + scale) (scale from scale_fn(values), default 1); ints exact."""
+
     def cmp(out, want, v):
         outs, wants = flat_results(out), flat_results(want)
         scale = scale_fn(v) if scale_fn else 1.0
@@ -108,6 +116,7 @@ def close_cmp(scale_fn=None, k=8.0):
             wdt = w.dtype if isinstance(w, xo.Tensor) else w[2]
             e = k * eps(wdt)
             agree(o, w, e, e * scale)
+
     return cmp
 
 
@@ -117,7 +126,11 @@ def _maxabs(*xs):
         a = exact(holder(x), dtype_of(x))
         if a.size:
             with np.errstate(invalid="ignore"):
-                f = np.abs(a[np.isfinite(a)]) if a.dtype.kind in "fc" else np.abs(a.astype(np.float64))
+                f = (
+                    np.abs(a[np.isfinite(a)])
+                    if a.dtype.kind in "fc"
+                    else np.abs(a.astype(np.float64))
+                )
             if f.size:
                 m = max(m, float(f.max()))
     return m
@@ -126,6 +139,7 @@ def _maxabs(*xs):
 # ---------------------------------------------------------------------------------------
 # Contractions
 # ---------------------------------------------------------------------------------------
+
 
 def _dot_ref(a, b, adt, bdt, spec, pet):
     """einsum in the exact domain: int64/uint64 arithmetic wraps mod 2**64 (a ring, so
@@ -145,11 +159,19 @@ def _dot_ref(a, b, adt, bdt, spec, pet):
     if adt.kind in ("si", "ui"):
         reject_unless(out.kind in ("si", "ui", "float", "complex"))
         if out.kind in ("si", "ui"):
-            return expect(xo.tensor(r).numpy().astype(np.int64 if out.kind == "si" else np.uint64)
-                          .astype(out.compute if out.is_narrow else out.np)
-                          if out.bits >= 8 else _wrap_small(r, out), out)
+            return expect(
+                xo.tensor(r)
+                .numpy()
+                .astype(np.int64 if out.kind == "si" else np.uint64)
+                .astype(out.compute if out.is_narrow else out.np)
+                if out.bits >= 8
+                else _wrap_small(r, out),
+                out,
+            )
         return expect(from_f64(r.astype(np.float64), out), out)
-    reject_unless(out.kind in ("float", "complex") and (out.kind == "complex") == (adt.kind == "complex"))
+    reject_unless(
+        out.kind in ("float", "complex") and (out.kind == "complex") == (adt.kind == "complex")
+    )
     return expect(from_f64(r, out), out)
 
 
@@ -211,18 +233,35 @@ def g_dot_general(d):
             la[i] = lb_[j] = next(letters)
         la = [x or next(letters) for x in la]
         lb_ = [x or next(letters) for x in lb_]
-        res = [la[i] for i in lb] + [x for i, x in enumerate(la) if i not in lb + lc] + \
-            [x for j, x in enumerate(lb_) if j not in rb + rc]
+        res = (
+            [la[i] for i in lb]
+            + [x for i, x in enumerate(la) if i not in lb + lc]
+            + [x for j, x in enumerate(lb_) if j not in rb + rc]
+        )
         v["_k"] = math.prod(A.shape[i] for i in lc) if lc else 1
-        return _dot_ref(A, B, adt, bdt, f"{''.join(la)},{''.join(lb_)}->{''.join(res)}",
-                        v["preferred_element_type"])
-    return Case("dot_general", [P("lhs", a, "tensor"), P("rhs", b, "tensor"),
-                                P("lhs_batching_dimensions", lb, "dims", rank=len(lshape)),
-                                P("rhs_batching_dimensions", rb, "dims", rank=len(rshape)),
-                                P("lhs_contracting_dimensions", lc, "dims", rank=len(lshape)),
-                                P("rhs_contracting_dimensions", rc, "dims", rank=len(rshape)),
-                                P("preferred_element_type", pet, "dtype", kw=True, none_ok=True)],
-                ref, _dot_cmp)
+        return _dot_ref(
+            A,
+            B,
+            adt,
+            bdt,
+            f"{''.join(la)},{''.join(lb_)}->{''.join(res)}",
+            v["preferred_element_type"],
+        )
+
+    return Case(
+        "dot_general",
+        [
+            P("lhs", a, "tensor"),
+            P("rhs", b, "tensor"),
+            P("lhs_batching_dimensions", lb, "dims", rank=len(lshape)),
+            P("rhs_batching_dimensions", rb, "dims", rank=len(rshape)),
+            P("lhs_contracting_dimensions", lc, "dims", rank=len(lshape)),
+            P("rhs_contracting_dimensions", rc, "dims", rank=len(rshape)),
+            P("preferred_element_type", pet, "dtype", kw=True, none_ok=True),
+        ],
+        ref,
+        _dot_cmp,
+    )
 
 
 @gen("dot")
@@ -237,18 +276,35 @@ def g_dot(d):
         A, B = holder(v["lhs"]), holder(v["rhs"])
         reject_unless(A.ndim in (1, 2) and B.ndim in (1, 2) and A.shape[-1] == B.shape[0])
         v["_k"] = A.shape[-1]
-        spec = ("ik" if A.ndim == 2 else "k") + "," + ("kj" if B.ndim == 2 else "k") + "->" + \
-            ("i" if A.ndim == 2 else "") + ("j" if B.ndim == 2 else "")
-        return _dot_ref(A, B, dtype_of(v["lhs"]), dtype_of(v["rhs"]), spec,
-                        v["preferred_element_type"])
-    return Case("dot", [P("lhs", a, "tensor"), P("rhs", b, "tensor"),
-                        P("preferred_element_type", None, "dtype", kw=True, none_ok=True)],
-                ref, _dot_cmp, names=("dot_general",))
+        spec = (
+            ("ik" if A.ndim == 2 else "k")
+            + ","
+            + ("kj" if B.ndim == 2 else "k")
+            + "->"
+            + ("i" if A.ndim == 2 else "")
+            + ("j" if B.ndim == 2 else "")
+        )
+        return _dot_ref(
+            A, B, dtype_of(v["lhs"]), dtype_of(v["rhs"]), spec, v["preferred_element_type"]
+        )
+
+    return Case(
+        "dot",
+        [
+            P("lhs", a, "tensor"),
+            P("rhs", b, "tensor"),
+            P("preferred_element_type", None, "dtype", kw=True, none_ok=True),
+        ],
+        ref,
+        _dot_cmp,
+        names=("dot_general",),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Convolution (reference: xops.ops.convolution.convolution_reference)
 # ---------------------------------------------------------------------------------------
+
 
 def _conv_shapes(d, nsp):
     fgc = d.choice([1, 1, 2])
@@ -271,16 +327,24 @@ def g_convolution(d):
     dt = d.dtype([x for x in ALL if x.kind != "bool"])
     nsp = d.int(1, 2)
     fgc, bgc, ls, rs = _conv_shapes(d, nsp)
-    params = [P("lhs", d.operand(dt, ls, small=True, extremes=False), "tensor"),
-              P("rhs", d.operand(dt, rs, small=True, extremes=False), "tensor"),
-              P("window_strides", [d.int(1, 2) for _ in range(nsp)], "ints", none_ok=True),
-              P("padding", [[d.int(-1, 2), d.int(0, 2)] for _ in range(nsp)], "pairs",
-                none_ok=True, neg_ok=True),
-              P("lhs_dilation", [d.int(1, 2) for _ in range(nsp)], "ints", none_ok=True),
-              P("rhs_dilation", [d.int(1, 2) for _ in range(nsp)], "ints", none_ok=True),
-              P("window_reversal", [d.coin() for _ in range(nsp)] if d.coin() else None, "any"),
-              P("dimension_numbers", None, "enum", none_ok=True),
-              P("feature_group_count", fgc, "int"), P("batch_group_count", bgc, "int")]
+    params = [
+        P("lhs", d.operand(dt, ls, small=True, extremes=False), "tensor"),
+        P("rhs", d.operand(dt, rs, small=True, extremes=False), "tensor"),
+        P("window_strides", [d.int(1, 2) for _ in range(nsp)], "ints", none_ok=True),
+        P(
+            "padding",
+            [[d.int(-1, 2), d.int(0, 2)] for _ in range(nsp)],
+            "pairs",
+            none_ok=True,
+            neg_ok=True,
+        ),
+        P("lhs_dilation", [d.int(1, 2) for _ in range(nsp)], "ints", none_ok=True),
+        P("rhs_dilation", [d.int(1, 2) for _ in range(nsp)], "ints", none_ok=True),
+        P("window_reversal", [d.coin() for _ in range(nsp)] if d.coin() else None, "any"),
+        P("dimension_numbers", None, "enum", none_ok=True),
+        P("feature_group_count", fgc, "int"),
+        P("batch_group_count", bgc, "int"),
+    ]
     return Case("convolution", params, lib(convolution_reference), close_cmp(_conv_scale, 16))
 
 
@@ -289,14 +353,27 @@ def g_conv_with_general_padding(d):
     dt = d.dtype([x for x in ALL if x.kind != "bool"])
     nsp = d.int(1, 2)
     fgc, bgc, ls, rs = _conv_shapes(d, nsp)
-    params = [P("lhs", d.operand(dt, ls, small=True, extremes=False), "tensor"),
-              P("rhs", d.operand(dt, rs, small=True, extremes=False), "tensor"),
-              P("window_strides", [d.int(1, 2) for _ in range(nsp)], "ints", none_ok=True),
-              P("padding", [[d.int(0, 2), d.int(0, 2)] for _ in range(nsp)], "pairs", neg_ok=True,
-                none_ok=True),
-              P("feature_group_count", fgc, "int"), P("batch_group_count", bgc, "int")]
-    return Case("conv_with_general_padding", params, lib(convolution_reference),
-                close_cmp(_conv_scale, 16), names=("convolution",))
+    params = [
+        P("lhs", d.operand(dt, ls, small=True, extremes=False), "tensor"),
+        P("rhs", d.operand(dt, rs, small=True, extremes=False), "tensor"),
+        P("window_strides", [d.int(1, 2) for _ in range(nsp)], "ints", none_ok=True),
+        P(
+            "padding",
+            [[d.int(0, 2), d.int(0, 2)] for _ in range(nsp)],
+            "pairs",
+            neg_ok=True,
+            none_ok=True,
+        ),
+        P("feature_group_count", fgc, "int"),
+        P("batch_group_count", bgc, "int"),
+    ]
+    return Case(
+        "conv_with_general_padding",
+        params,
+        lib(convolution_reference),
+        close_cmp(_conv_scale, 16),
+        names=("convolution",),
+    )
 
 
 @gen("conv")
@@ -304,7 +381,8 @@ def g_conv(d):
     dt = d.dtype([x for x in ALL if x.kind != "bool"])
     nsp = d.int(1, 2)
     fgc, bgc, ls, rs = _conv_shapes(d, nsp)
-    x, w = d.operand(dt, ls, small=True, extremes=False), d.operand(dt, rs, small=True, extremes=False)
+    x = d.operand(dt, ls, small=True, extremes=False)
+    w = d.operand(dt, rs, small=True, extremes=False)
     strides = [d.int(1, 2) for _ in range(nsp)]
 
     def ref(v):
@@ -312,30 +390,56 @@ def g_conv(d):
         reject_unless(isinstance(pad, str) and pad.upper() in ("SAME", "VALID"))
         pad = pad.upper()
         X, W = holder(v["lhs"]), holder(v["rhs"])
-        st = ([1] * (X.ndim - 2) if v["window_strides"] is None else
-              ints(v["window_strides"], X.ndim - 2, lo=1)) if X.ndim >= 2 else None
+        st = (
+            (
+                [1] * (X.ndim - 2)
+                if v["window_strides"] is None
+                else ints(v["window_strides"], X.ndim - 2, lo=1)
+            )
+            if X.ndim >= 2
+            else None
+        )
         reject_unless(st is not None and W.ndim == X.ndim)
         pads = []
         for s, n, k in zip(st, X.shape[2:], W.shape[2:]):
             total = max((-(-n // s) - 1) * s + k - n, 0) if pad == "SAME" else 0
             pads.append((total // 2, total - total // 2))
-        return lib(convolution_reference)(dict(lhs=v["lhs"], rhs=v["rhs"], window_strides=st,
-                                               padding=pads, feature_group_count=v["feature_group_count"],
-                                               batch_group_count=v["batch_group_count"]))
-    return Case("conv", [P("lhs", x, "tensor"), P("rhs", w, "tensor"),
-                         P("window_strides", strides, "ints", none_ok=True),
-                         P("padding", d.choice(["SAME", "VALID"]), "enum", none_ok=True),
-                         P("feature_group_count", fgc, "int"), P("batch_group_count", bgc, "int")],
-                ref, close_cmp(_conv_scale, 16), names=("convolution",))
+        return lib(convolution_reference)(
+            dict(
+                lhs=v["lhs"],
+                rhs=v["rhs"],
+                window_strides=st,
+                padding=pads,
+                feature_group_count=v["feature_group_count"],
+                batch_group_count=v["batch_group_count"],
+            )
+        )
+
+    return Case(
+        "conv",
+        [
+            P("lhs", x, "tensor"),
+            P("rhs", w, "tensor"),
+            P("window_strides", strides, "ints", none_ok=True),
+            P("padding", d.choice(["SAME", "VALID"]), "enum", none_ok=True),
+            P("feature_group_count", fgc, "int"),
+            P("batch_group_count", bgc, "int"),
+        ],
+        ref,
+        close_cmp(_conv_scale, 16),
+        names=("convolution",),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Reductions and windows (references: xops.ops.reduction.*_reference)
 # ---------------------------------------------------------------------------------------
 
+
 def argmax_body(av, ai, bv, bi):
-    pick_a = xo.or_(xo.compare(av, bv, "GT"),
-                    xo.and_(xo.compare(av, bv, "EQ"), xo.compare(ai, bi, "LT")))
+    pick_a = xo.or_(
+        xo.compare(av, bv, "GT"), xo.and_(xo.compare(av, bv, "EQ"), xo.compare(ai, bi, "LT"))
+    )
     return xo.select(pick_a, av, bv), xo.select(pick_a, ai, bi)
 
 
@@ -352,8 +456,16 @@ def _body_and_init(d, dt):
         return (lambda a, b: xo.add(a, b) if True else None), 0  # not recognised
     lo = -math.inf if dt.kind == "float" else dt.min
     hi = math.inf if dt.kind == "float" else dt.max
-    if dt.name in ("f4E2M1FN", "f6E2M3FN", "f6E3M2FN", "f8E4M3FN", "f8E4M3FNUZ",
-                   "f8E5M2FNUZ", "f8E4M3B11FNUZ", "f8E8M0FNU"):
+    if dt.name in (
+        "f4E2M1FN",
+        "f6E2M3FN",
+        "f6E3M2FN",
+        "f8E4M3FN",
+        "f8E4M3FNUZ",
+        "f8E5M2FNUZ",
+        "f8E4M3B11FNUZ",
+        "f8E8M0FNU",
+    ):
         return xo.add, 0
     return (xo.maximum, lo) if name == "maximum" else (xo.minimum, hi)
 
@@ -379,33 +491,50 @@ def _count_scale(v, key="inputs"):
 def g_reduce(d):
     dt = d.dtype(ALL)
     shape = d.shape(lo=0)
-    dims = [int(k) for k in d.rng.permutation(len(shape))[:d.int(0, len(shape))]]
+    dims = [int(k) for k in d.rng.permutation(len(shape))[: d.int(0, len(shape))]]
     if dt.kind in ("si", "float") and d.coin(0.2) and shape:
         # (finite values: with NaNs the argmax body is not associative, the schedule decides)
         x = d.wrap(values(d.rng, dt, shape, small=True), dt)
         idx = xo.tensor(np.indices(shape)[dims[0] if dims else 0].astype(np.int64))
-        lo = float(ml_dtypes.finfo(dt.np).min if dt.is_narrow else np.finfo(dt.np).min) \
-            if dt.kind == "float" else dt.min
-        return Case("reduce", [P("inputs", [x, idx], "tensors"),
-                               P("init_values", [_init_tensor(dt, lo), xo.tensor(0)], "tensors"),
-                               P("dimensions", dims, "dims", rank=len(shape)),
-                               P("body", argmax_body, "body")],
-                    lib(reduce_reference), close_cmp(lambda v: _count_scale(v), 4))
+        lo = (
+            float(ml_dtypes.finfo(dt.np).min if dt.is_narrow else np.finfo(dt.np).min)
+            if dt.kind == "float"
+            else dt.min
+        )
+        return Case(
+            "reduce",
+            [
+                P("inputs", [x, idx], "tensors"),
+                P("init_values", [_init_tensor(dt, lo), xo.tensor(0)], "tensors"),
+                P("dimensions", dims, "dims", rank=len(shape)),
+                P("body", argmax_body, "body"),
+            ],
+            lib(reduce_reference),
+            close_cmp(lambda v: _count_scale(v), 4),
+        )
     body, init = _body_and_init(d, dt)
-    return Case("reduce", [P("inputs", d.operand(dt, shape, small=True), "tensor"),
-                           P("init_values", _init_tensor(dt, init), "tensor"),
-                           P("dimensions", dims, "dims", rank=len(shape)), P("body", body, "body")],
-                lib_f32(reduce_reference, ["inputs", "init_values"], ["body"]),
-                close_cmp(lambda v: _count_scale(v), 4))
+    return Case(
+        "reduce",
+        [
+            P("inputs", d.operand(dt, shape, small=True), "tensor"),
+            P("init_values", _init_tensor(dt, init), "tensor"),
+            P("dimensions", dims, "dims", rank=len(shape)),
+            P("body", body, "body"),
+        ],
+        lib_f32(reduce_reference, ["inputs", "init_values"], ["body"]),
+        close_cmp(lambda v: _count_scale(v), 4),
+    )
 
 
 def _window_attrs(d, shape):
     r = len(shape)
-    return dict(window_dimensions=[d.int(1, 3) for _ in range(r)],
-                window_strides=[d.int(1, 2) for _ in range(r)],
-                base_dilations=[d.int(1, 2) for _ in range(r)],
-                window_dilations=[d.int(1, 2) for _ in range(r)],
-                padding=[[d.int(-1, 2), d.int(0, 2)] for _ in range(r)])
+    return dict(
+        window_dimensions=[d.int(1, 3) for _ in range(r)],
+        window_strides=[d.int(1, 2) for _ in range(r)],
+        base_dilations=[d.int(1, 2) for _ in range(r)],
+        window_dilations=[d.int(1, 2) for _ in range(r)],
+        padding=[[d.int(-1, 2), d.int(0, 2)] for _ in range(r)],
+    )
 
 
 @gen("reduce_window")
@@ -415,17 +544,22 @@ def g_reduce_window(d):
     body, init = _body_and_init(d, dt)
     a = _window_attrs(d, shape)
     r = len(shape)
-    params = [P("inputs", d.operand(dt, shape, small=True), "tensor"),
-              P("init_values", _init_tensor(dt, init), "tensor"),
-              P("window_dimensions", a["window_dimensions"], "ints", rank=r),
-              P("window_strides", a["window_strides"], "ints", none_ok=True),
-              P("base_dilations", a["base_dilations"] if d.coin() else None, "ints", none_ok=True),
-              P("window_dilations", a["window_dilations"] if d.coin() else None, "ints", none_ok=True),
-              P("padding", a["padding"] if d.coin() else None, "pairs", none_ok=True, neg_ok=True),
-              P("body", body, "body", kw=True)]
-    return Case("reduce_window", params,
-                lib_f32(reduce_window_reference, ["inputs", "init_values"], ["body"]),
-                close_cmp(lambda v: _count_scale(v) * 4, 8))
+    params = [
+        P("inputs", d.operand(dt, shape, small=True), "tensor"),
+        P("init_values", _init_tensor(dt, init), "tensor"),
+        P("window_dimensions", a["window_dimensions"], "ints", rank=r),
+        P("window_strides", a["window_strides"], "ints", none_ok=True),
+        P("base_dilations", a["base_dilations"] if d.coin() else None, "ints", none_ok=True),
+        P("window_dilations", a["window_dilations"] if d.coin() else None, "ints", none_ok=True),
+        P("padding", a["padding"] if d.coin() else None, "pairs", none_ok=True, neg_ok=True),
+        P("body", body, "body", kw=True),
+    ]
+    return Case(
+        "reduce_window",
+        params,
+        lib_f32(reduce_window_reference, ["inputs", "init_values"], ["body"]),
+        close_cmp(lambda v: _count_scale(v) * 4, 8),
+    )
 
 
 @gen("select_and_scatter")
@@ -436,20 +570,27 @@ def g_select_and_scatter(d):
     win = [d.int(1, 3) for _ in range(r)]
     st = [d.int(1, 2) for _ in range(r)]
     pad = [[d.int(0, 1), d.int(0, 1)] for _ in range(r)]
-    nwin = [max((n + p[0] + p[1] - w) // s + 1, 0) if n + p[0] + p[1] >= w else 0
-            for n, w, s, p in zip(shape, win, st, pad)]
+    nwin = [
+        max((n + p[0] + p[1] - w) // s + 1, 0) if n + p[0] + p[1] >= w else 0
+        for n, w, s, p in zip(shape, win, st, pad)
+    ]
     select = d.choice([lambda a, b: xo.compare(a, b, "GE"), lambda a, b: xo.compare(a, b, "LE")])
-    params = [P("operand", d.operand(dt, shape, small=True), "tensor"),
-              P("source", d.operand(dt, tuple(nwin), small=True), "tensor"),
-              P("init_value", _init_tensor(dt, 0), "tensor"),
-              P("window_dimensions", win, "ints", none_ok=True),
-              P("window_strides", st, "ints", none_ok=True),
-              P("padding", pad, "pairs", none_ok=True),
-              P("select", select, "body", kw=True), P("scatter", xo.add, "body", kw=True)]
-    return Case("select_and_scatter", params,
-                lib_f32(select_and_scatter_reference, ["operand", "source", "init_value"],
-                        ["scatter"]),
-                close_cmp(lambda v: _count_scale(v, "source") * 4, 8))
+    params = [
+        P("operand", d.operand(dt, shape, small=True), "tensor"),
+        P("source", d.operand(dt, tuple(nwin), small=True), "tensor"),
+        P("init_value", _init_tensor(dt, 0), "tensor"),
+        P("window_dimensions", win, "ints", none_ok=True),
+        P("window_strides", st, "ints", none_ok=True),
+        P("padding", pad, "pairs", none_ok=True),
+        P("select", select, "body", kw=True),
+        P("scatter", xo.add, "body", kw=True),
+    ]
+    return Case(
+        "select_and_scatter",
+        params,
+        lib_f32(select_and_scatter_reference, ["operand", "source", "init_value"], ["scatter"]),
+        close_cmp(lambda v: _count_scale(v, "source") * 4, 8),
+    )
 
 
 @gen("map")
@@ -459,14 +600,21 @@ def g_map(d):
     n = d.int(1, 2)
     comp = xo.negate if n == 1 else d.choice([xo.add, xo.multiply, xo.subtract])
     xs = [d.operand(dt, shape) for _ in range(n)]
-    return Case("map", [P("inputs", xs, "tensors"),
-                        P("dimensions", list(range(len(shape))), "dims", rank=len(shape)),
-                        P("computation", comp, "body")], lib(map_reference))
+    return Case(
+        "map",
+        [
+            P("inputs", xs, "tensors"),
+            P("dimensions", list(range(len(shape))), "dims", rank=len(shape)),
+            P("computation", comp, "body"),
+        ],
+        lib(map_reference),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Batch norm (references: xops.ops.normalization.*_reference, in f32 / f64)
 # ---------------------------------------------------------------------------------------
+
 
 def _bn_inputs(d, grad=False):
     # The reference computes in f32/f64 throughout, while the spec's composition rounds
@@ -517,10 +665,19 @@ def g_batch_norm_training(d):
         reject_unless(s.shape == o.shape == (x.shape[fi],))
         with np.errstate(all="ignore"):
             return [(r, dt) for r in batch_norm_training_reference(x, s, o, e, fi)]
-    return Case("batch_norm_training", [P("operand", x, "tensor"), P("scale", scale, "tensor"),
-                                        P("offset", mean, "tensor"), P("epsilon", 1e-3, "float"),
-                                        P("feature_index", fi, "dim", rank=len(shape))],
-                ref, _bn_cmp)
+
+    return Case(
+        "batch_norm_training",
+        [
+            P("operand", x, "tensor"),
+            P("scale", scale, "tensor"),
+            P("offset", mean, "tensor"),
+            P("epsilon", 1e-3, "float"),
+            P("feature_index", fi, "dim", rank=len(shape)),
+        ],
+        ref,
+        _bn_cmp,
+    )
 
 
 @gen("batch_norm_inference")
@@ -528,16 +685,27 @@ def g_batch_norm_inference(d):
     dt, shape, fi, c, x, scale, mean, var = _bn_inputs(d)
 
     def ref(v):
-        dt, (x, s, o, m, va), fi, e = _bn_compute(v, ["operand", "scale", "offset", "mean",
-                                                     "variance"])
+        dt, (x, s, o, m, va), fi, e = _bn_compute(
+            v, ["operand", "scale", "offset", "mean", "variance"]
+        )
         reject_unless(all(t.shape == (x.shape[fi],) for t in (s, o, m, va)))
         with np.errstate(all="ignore"):
             return [(batch_norm_inference_reference(x, s, o, m, va, e, fi), dt)]
-    return Case("batch_norm_inference", [P("operand", x, "tensor"), P("scale", scale, "tensor"),
-                                         P("offset", mean, "tensor"), P("mean", mean, "tensor"),
-                                         P("variance", var, "tensor"), P("epsilon", 1e-3, "float"),
-                                         P("feature_index", fi, "dim", rank=len(shape))],
-                ref, lambda out, want, v: _bn_cmp((out,), want, v))
+
+    return Case(
+        "batch_norm_inference",
+        [
+            P("operand", x, "tensor"),
+            P("scale", scale, "tensor"),
+            P("offset", mean, "tensor"),
+            P("mean", mean, "tensor"),
+            P("variance", var, "tensor"),
+            P("epsilon", 1e-3, "float"),
+            P("feature_index", fi, "dim", rank=len(shape)),
+        ],
+        ref,
+        lambda out, want, v: _bn_cmp((out,), want, v),
+    )
 
 
 @gen("batch_norm_grad")
@@ -546,21 +714,34 @@ def g_batch_norm_grad(d):
     g = d.operand(dt, shape, extremes=False)
 
     def ref(v):
-        dt, (x, s, m, va, g), fi, e = _bn_compute(v, ["operand", "scale", "mean", "variance",
-                                                     "grad_output"])
+        dt, (x, s, m, va, g), fi, e = _bn_compute(
+            v, ["operand", "scale", "mean", "variance", "grad_output"]
+        )
         reject_unless(g.shape == x.shape and all(t.shape == (x.shape[fi],) for t in (s, m, va)))
         with np.errstate(all="ignore"):
             return [(r, dt) for r in batch_norm_grad_reference(x, s, m, va, g, e, fi)]
-    return Case("batch_norm_grad", [P("operand", x, "tensor"), P("scale", scale, "tensor"),
-                                    P("mean", mean, "tensor"), P("variance", var, "tensor"),
-                                    P("grad_output", g, "tensor"), P("epsilon", 1e-3, "float"),
-                                    P("feature_index", fi, "dim", rank=len(shape))], ref, _bn_cmp)
+
+    return Case(
+        "batch_norm_grad",
+        [
+            P("operand", x, "tensor"),
+            P("scale", scale, "tensor"),
+            P("mean", mean, "tensor"),
+            P("variance", var, "tensor"),
+            P("grad_output", g, "tensor"),
+            P("epsilon", 1e-3, "float"),
+            P("feature_index", fi, "dim", rank=len(shape)),
+        ],
+        ref,
+        _bn_cmp,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Indexing (references: xops.ops.indexing.gather_reference / scatter_reference, and the
 # case generators of tests/test_indexing.py)
 # ---------------------------------------------------------------------------------------
+
 
 def _retyped(d, arr):
     dt = d.dtype([x for x in ALL if x.kind != "bool"], kernel=True)
@@ -570,40 +751,65 @@ def _retyped(d, arr):
     return d.wrap(from_f64(arr.astype(np.float64), dt), dt)
 
 
-_GATHER_ATTRS = ["offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
-                 "slice_sizes", "operand_batching_dims", "start_indices_batching_dims"]
+_GATHER_ATTRS = [
+    "offset_dims",
+    "collapsed_slice_dims",
+    "start_index_map",
+    "index_vector_dim",
+    "slice_sizes",
+    "operand_batching_dims",
+    "start_indices_batching_dims",
+]
 _KIND = {"index_vector_dim": "dim", "slice_sizes": "ints"}
 
 
 @gen("gather")
 def g_gather(d):
-    operand, si, attrs = TI._gather_case(d.int(0, 10 ** 6))
+    operand, si, attrs = TI._gather_case(d.int(0, 10**6))
     x = _retyped(d, operand)
     params = [P("operand", x, "tensor"), P("start_indices", xo.tensor(si), "tensor")]
-    params += [P(k, attrs[k], _KIND.get(k, "dims"), kw="batching" in k, rank=operand.ndim)
-               for k in _GATHER_ATTRS]
+    params += [
+        P(k, attrs[k], _KIND.get(k, "dims"), kw="batching" in k, rank=operand.ndim)
+        for k in _GATHER_ATTRS
+    ]
     return Case("gather", params, lib(gather_reference))
 
 
-_SCATTER_ATTRS = ["update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
-                  "index_vector_dim", "input_batching_dims", "scatter_indices_batching_dims"]
+_SCATTER_ATTRS = [
+    "update_window_dims",
+    "inserted_window_dims",
+    "scatter_dims_to_operand_dims",
+    "index_vector_dim",
+    "input_batching_dims",
+    "scatter_indices_batching_dims",
+]
 
 
 @gen("scatter")
 def g_scatter(d):
-    operand, si, upd, attrs = TI._scatter_case(d.int(0, 10 ** 6))
+    operand, si, upd, attrs = TI._scatter_case(d.int(0, 10**6))
     dt = d.dtype([x for x in ALL if x.kind in ("si", "ui", "float")])
-    conv = (lambda a: xo.tensor(np.clip(np.round(a * 3), dt.min, min(dt.max, 100)).astype(np.int64), dt)) \
-        if dt.kind != "float" else (lambda a: xo.tensor(from_f64(a.astype(np.float64), dt), dt))
+
+    def conv(a):
+        if dt.kind == "float":
+            return xo.tensor(from_f64(a.astype(np.float64), dt), dt)
+        return xo.tensor(np.clip(np.round(a * 3), dt.min, min(dt.max, 100)).astype(np.int64), dt)
+
     body = d.choice([xo.add, xo.maximum, lambda a, b: b])
-    params = [P("inputs", conv(operand), "tensor"), P("scatter_indices", xo.tensor(si), "tensor"),
-              P("updates", conv(upd), "tensor")]
+    params = [
+        P("inputs", conv(operand), "tensor"),
+        P("scatter_indices", xo.tensor(si), "tensor"),
+        P("updates", conv(upd), "tensor"),
+    ]
     params += [P(k, attrs[k], _KIND.get(k, "dims"), rank=operand.ndim) for k in _SCATTER_ATTRS[:4]]
     params += [P("update_computation", body, "body", kw=True)]
     params += [P(k, attrs[k], "dims", kw=True, rank=operand.ndim) for k in _SCATTER_ATTRS[4:]]
-    return Case("scatter", params,
-                lib_f32(scatter_reference, ["inputs", "updates"], ["update_computation"]),
-                close_cmp(lambda v: _count_scale(v, "updates"), 8))
+    return Case(
+        "scatter",
+        params,
+        lib_f32(scatter_reference, ["inputs", "updates"], ["update_computation"]),
+        close_cmp(lambda v: _count_scale(v, "updates"), 8),
+    )
 
 
 def _order_key(a, dt):
@@ -638,8 +844,11 @@ def g_sort(d):
     desc = d.coin(0.3)
     comp = (lambda a, b, *rest: xo.compare(a, b, "GT")) if desc else None
     payload = d.coin(0.4)
-    inputs = [keys, xo.tensor(np.arange(math.prod(shape), dtype=np.int32).reshape(shape))] \
-        if payload else keys
+    inputs = (
+        [keys, xo.tensor(np.arange(math.prod(shape), dtype=np.int32).reshape(shape))]
+        if payload
+        else keys
+    )
 
     def ref(v):
         ins = v["inputs"]
@@ -660,18 +869,27 @@ def g_sort(d):
                 return None  # GT with NaNs is not a strict weak order: invariants only
             key = -key
         order = np.argsort(np.moveaxis(key, dim, -1), axis=-1, kind="stable")
-        outs = [np.moveaxis(np.take_along_axis(np.moveaxis(h, dim, -1), order, -1), -1, dim)
-                for h in hs]
+        outs = [
+            np.moveaxis(np.take_along_axis(np.moveaxis(h, dim, -1), order, -1), -1, dim) for h in hs
+        ]
         res = [expect(o, dtype_of(x)) for o, x in zip(outs, xs)]
         return tuple(res) if seq else res[0]
 
     def cmp(out, want, v):
         if want is not None:
             agree(out, want)
-    return Case("sort", [P("inputs", inputs, "tensors" if payload else "tensor"),
-                         P("dimension", dim, "dim", rank=len(shape)),
-                         P("is_stable", d.coin(), "bool"),
-                         P("comparator", comp, "body", none_ok=True)], ref, cmp)
+
+    return Case(
+        "sort",
+        [
+            P("inputs", inputs, "tensors" if payload else "tensor"),
+            P("dimension", dim, "dim", rank=len(shape)),
+            P("is_stable", d.coin(), "bool"),
+            P("comparator", comp, "body", none_ok=True),
+        ],
+        ref,
+        cmp,
+    )
 
 
 @gen("top_k")
@@ -688,15 +906,26 @@ def g_top_k(d):
         reject_unless(isinstance(v["largest"], bool))
         key = _order_key(x, dt) if x.size else np.zeros(x.shape)
         order = np.argsort(-key if v["largest"] else key, axis=-1, kind="stable")[..., :k]
-        return (expect(np.take_along_axis(x, order, -1), dt),
-                expect(order.astype(np.int32), DT["i32"]))
-    return Case("top_k", [P("operand", d.operand(dt, shape), "tensor"), P("k", k, "int"),
-                          P("largest", d.coin(0.8), "bool")], ref)
+        return (
+            expect(np.take_along_axis(x, order, -1), dt),
+            expect(order.astype(np.int32), DT["i32"]),
+        )
+
+    return Case(
+        "top_k",
+        [
+            P("operand", d.operand(dt, shape), "tensor"),
+            P("k", k, "int"),
+            P("largest", d.coin(0.8), "bool"),
+        ],
+        ref,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # FFT, linear solves
 # ---------------------------------------------------------------------------------------
+
 
 @gen("fft")
 def g_fft(d):
@@ -720,9 +949,11 @@ def g_fft(d):
         L = ints(v["fft_length"], lo=1)
         reject_unless(1 <= len(L) <= 3 and len(L) <= x.ndim)
         real_in = t == "RFFT"
-        reject_unless(src.kind == ("float" if real_in else "complex") and src.name in
-                      ("f32", "f64", "c64", "c128"))
-        tail = list(x.shape[x.ndim - len(L):])
+        reject_unless(
+            src.kind == ("float" if real_in else "complex")
+            and src.name in ("f32", "f64", "c64", "c128")
+        )
+        tail = list(x.shape[x.ndim - len(L) :])
         if t in ("FFT", "IFFT", "RFFT"):
             reject_unless(tail == L)
         else:
@@ -732,16 +963,26 @@ def g_fft(d):
         with np.errstate(all="ignore"):
             r = fft_reference(x, t, L)
         return expect(np.asarray(r).astype(out_dt.np), out_dt)
-    return Case("fft", [P("operand", d.operand(dt, tuple(shape), extremes=False), "tensor"),
-                        P("fft_type", t, "enum"), P("fft_length", lengths, "ints")], ref,
-                close_cmp(lambda v: _maxabs(v["operand"]) * 64, 64))
+
+    return Case(
+        "fft",
+        [
+            P("operand", d.operand(dt, tuple(shape), extremes=False), "tensor"),
+            P("fft_type", t, "enum"),
+            P("fft_length", lengths, "ints"),
+        ],
+        ref,
+        close_cmp(lambda v: _maxabs(v["operand"]) * 64, 64),
+    )
 
 
 def _maybe(cmp):
     """cmp, except where the reference checks invariants only (returns None)."""
+
     def c(out, want, v):
         if want is not None:
             cmp(out, want, v)
+
     return c
 
 
@@ -770,12 +1011,14 @@ def g_cholesky(d):
         dt = dtype_of(v["a"])
         if dt.kind == "quant" or dt.name == "f8E8M0FNU":
             return None  # dequantize -> cholesky -> quantize; no zero/negatives: invariants
-        reject_unless(dt.kind in ("float", "complex") and a.ndim >= 2 and
-                      a.shape[-1] == a.shape[-2])
+        reject_unless(
+            dt.kind in ("float", "complex") and a.ndim >= 2 and a.shape[-1] == a.shape[-2]
+        )
         reject_unless(isinstance(v["lower"], bool))
         with np.errstate(all="ignore"):
             r = _batched(lambda m: cholesky_reference(exact(m, dt), v["lower"]), a)
         return expect(np.zeros(a.shape, dt.np) if r is None else from_f64(r, dt), dt)
+
     def cmp(out, want, v):
         """A matrix that is not positive definite gives NaNs (docs: XLA's behaviour):
         where the reference meets one, the whole matrix is NaN; elsewhere values."""
@@ -792,8 +1035,13 @@ def g_cholesky(d):
             w[bad] = np.asarray(out)[bad]
             want = expect(w, want[2])
         close_cmp(lambda v: _maxabs(v["a"]) * 8, 256)(out, want, v)
-    return Case("cholesky", [P("a", d.wrap(a.astype(dt.np), dt), "tensor"),
-                             P("lower", lower, "bool")], ref, cmp)
+
+    return Case(
+        "cholesky",
+        [P("a", d.wrap(a.astype(dt.np), dt), "tensor"), P("lower", lower, "bool")],
+        ref,
+        cmp,
+    )
 
 
 @gen("triangular_solve")
@@ -817,19 +1065,36 @@ def g_triangular_solve(d):
             return None  # dequantize -> solve -> quantize: invariants only
         reject_unless(dt.kind in ("float", "complex"))
         reject_unless(A.ndim >= 2 and A.ndim == B.ndim and A.shape[:-2] == B.shape[:-2])
-        reject_unless(A.shape[-1] == A.shape[-2] and
-                      A.shape[-1] == (B.shape[-2] if v["left_side"] else B.shape[-1]))
+        reject_unless(
+            A.shape[-1] == A.shape[-2]
+            and A.shape[-1] == (B.shape[-2] if v["left_side"] else B.shape[-1])
+        )
         reject_unless(all(isinstance(v[k], bool) for k in ("left_side", "lower", "unit_diagonal")))
         reject_unless(v["transpose_a"] in ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"))
-        r = _batched(lambda x, y: triangular_solve_reference(exact(x, dt), exact(y, dt),
-                                                             v["left_side"], v["lower"],
-                                                             v["unit_diagonal"], v["transpose_a"]),
-                     A, B)
+        r = _batched(
+            lambda x, y: triangular_solve_reference(
+                exact(x, dt),
+                exact(y, dt),
+                v["left_side"],
+                v["lower"],
+                v["unit_diagonal"],
+                v["transpose_a"],
+            ),
+            A,
+            B,
+        )
         return expect(np.zeros(B.shape, dt.np) if r is None else from_f64(r, dt), dt)
-    return Case("triangular_solve", [P("a", d.wrap(a.astype(dt.np), dt), "tensor"),
-                                     P("b", d.wrap(b.astype(dt.np), dt), "tensor"),
-                                     P("left_side", left, "bool"), P("lower", d.coin(), "bool"),
-                                     P("unit_diagonal", d.coin(0.3), "bool"),
-                                     P("transpose_a", d.choice(["NO_TRANSPOSE", "TRANSPOSE",
-                                                                "ADJOINT"]), "enum")],
-                ref, _maybe(close_cmp(lambda v: 64 * _maxabs(v["b"]), 256)))
+
+    return Case(
+        "triangular_solve",
+        [
+            P("a", d.wrap(a.astype(dt.np), dt), "tensor"),
+            P("b", d.wrap(b.astype(dt.np), dt), "tensor"),
+            P("left_side", left, "bool"),
+            P("lower", d.coin(), "bool"),
+            P("unit_diagonal", d.coin(0.3), "bool"),
+            P("transpose_a", d.choice(["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"]), "enum"),
+        ],
+        ref,
+        _maybe(close_cmp(lambda v: 64 * _maxabs(v["b"]), 256)),
+    )

@@ -2,6 +2,7 @@
 
 Random ops are checked by their contract (shape, type, range, determinism: the same
 state or seed gives the same bits); control flow against plain Python."""
+
 import math
 
 import numpy as np
@@ -26,7 +27,7 @@ import xops as xo
 
 def _shape_ok(v, key="shape"):
     shp = ints(v[key], lo=0)
-    reject_unless(math.prod(shp) <= 10 ** 6)
+    reject_unless(math.prod(shp) <= 10**6)
     return shp
 
 
@@ -34,7 +35,7 @@ def _shape_ok(v, key="shape"):
 def g_rng_bit_generator(d):
     alg = d.choice(["DEFAULT", "THREE_FRY", "PHILOX"])
     n = 3 if alg == "PHILOX" and d.coin() else 2
-    state = xo.tensor(d.rng.integers(0, 2 ** 63, n, dtype=np.uint64), "ui64")
+    state = xo.tensor(d.rng.integers(0, 2**63, n, dtype=np.uint64), "ui64")
     dt = d.dtype([x for x in ALL if x.kind in ("si", "ui", "float")], kernel=False)
     shape = list(d.shape())
 
@@ -42,8 +43,10 @@ def g_rng_bit_generator(d):
         reject_unless(v["rng_algorithm"] in ("DEFAULT", "THREE_FRY", "PHILOX"))
         s = v["initial_state"]
         reject_unless(dtype_of(s) == DT["ui64"] and holder(s).ndim == 1)
-        reject_unless(holder(s).shape[0] == 2 or (holder(s).shape[0] == 3 and
-                                                   v["rng_algorithm"] != "THREE_FRY"))
+        reject_unless(
+            holder(s).shape[0] == 2
+            or (holder(s).shape[0] == 3 and v["rng_algorithm"] != "THREE_FRY")
+        )
         return xo.as_dtype(v["dtype"]), _shape_ok(v), holder(s).shape
 
     def cmp(out, want, v):
@@ -51,12 +54,22 @@ def g_rng_bit_generator(d):
         st, bits = out
         assert st.dtype == DT["ui64"] and st.shape == sshape
         assert bits.dtype == dt and list(bits.shape) == shp
-        st2, bits2 = xo.rng_bit_generator(v["rng_algorithm"], v["initial_state"], v["shape"],
-                                          v["dtype"])
+        st2, bits2 = xo.rng_bit_generator(
+            v["rng_algorithm"], v["initial_state"], v["shape"], v["dtype"]
+        )
         agree((st2, bits2), (st, bits))  # deterministic (bit for bit)
-    return Case("rng_bit_generator", [P("rng_algorithm", alg, "enum"),
-                                      P("initial_state", state, "tensor"),
-                                      P("shape", shape, "shape"), P("dtype", dt, "dtype")], ref, cmp)
+
+    return Case(
+        "rng_bit_generator",
+        [
+            P("rng_algorithm", alg, "enum"),
+            P("initial_state", state, "tensor"),
+            P("shape", shape, "shape"),
+            P("dtype", dt, "dtype"),
+        ],
+        ref,
+        cmp,
+    )
 
 
 def _range_cmp(out, want, v):
@@ -100,40 +113,59 @@ def _bounds(d, dt):
 @gen("rng")
 def g_rng(d):
     dist = d.choice(["UNIFORM", "NORMAL"])
-    dt = d.dtype([x for x in ALL if x.kind in (("si", "ui", "float") if dist == "UNIFORM"
-                                                else ("float",))] , kernel=False)
+    dt = d.dtype(
+        [x for x in ALL if x.kind in (("si", "ui", "float") if dist == "UNIFORM" else ("float",))],
+        kernel=False,
+    )
     if dt.name == "f8E8M0FNU":
         dt = DT["f32"]
     a, b = _bounds(d, dt)
     if dist == "NORMAL":  # (mu, sigma): sigma >= 0
         b = xo.tensor(d.choice([0.0, 0.5, 2.0]), dt)
-    return Case("rng", [P("a", a, "tensor"), P("b", b, "tensor"),
-                        P("shape", list(d.shape()), "shape"), P("rng_distribution", dist, "enum")],
-                lambda v: _rng_ref(v, "a", "b", v["rng_distribution"]), _range_cmp)
+    return Case(
+        "rng",
+        [
+            P("a", a, "tensor"),
+            P("b", b, "tensor"),
+            P("shape", list(d.shape()), "shape"),
+            P("rng_distribution", dist, "enum"),
+        ],
+        lambda v: _rng_ref(v, "a", "b", v["rng_distribution"]),
+        _range_cmp,
+    )
 
 
 @gen("rng_uniform")
 def g_rng_uniform(d):
-    dt = d.dtype([x for x in ALL if x.kind in ("si", "float") and x.name != "f8E8M0FNU"],
-                 kernel=False)
+    dt = d.dtype(
+        [x for x in ALL if x.kind in ("si", "float") and x.name != "f8E8M0FNU"], kernel=False
+    )
     a, b = _bounds(d, dt) if d.coin(0.7) else (0.0, 1.0)
-    return Case("rng_uniform", [P("a", a, "tensor"), P("b", b, "tensor"),
-                                P("shape", list(d.shape()), "shape")],
-                lambda v: _rng_ref(v, "a", "b", "UNIFORM"), _range_cmp, names=("rng",))
+    return Case(
+        "rng_uniform",
+        [P("a", a, "tensor"), P("b", b, "tensor"), P("shape", list(d.shape()), "shape")],
+        lambda v: _rng_ref(v, "a", "b", "UNIFORM"),
+        _range_cmp,
+        names=("rng",),
+    )
 
 
 @gen("rng_normal")
 def g_rng_normal(d):
     dt = d.dtype([x for x in FLOATS if x.name != "f8E8M0FNU"], kernel=False)
     mu, sigma = (xo.tensor(0.5, dt), xo.tensor(2.0, dt)) if d.coin(0.7) else (0.0, 1.0)
-    return Case("rng_normal", [P("mu", mu, "tensor"), P("sigma", sigma, "tensor"),
-                               P("shape", list(d.shape()), "shape")],
-                lambda v: _rng_ref(v, "mu", "sigma", "NORMAL"), _range_cmp, names=("rng",))
+    return Case(
+        "rng_normal",
+        [P("mu", mu, "tensor"), P("sigma", sigma, "tensor"), P("shape", list(d.shape()), "shape")],
+        lambda v: _rng_ref(v, "mu", "sigma", "NORMAL"),
+        _range_cmp,
+        names=("rng",),
+    )
 
 
 @gen("random_seed")
 def g_random_seed(d):
-    seed = d.int(0, 2 ** 40)
+    seed = d.int(0, 2**40)
 
     def cmp(out, want, v):
         assert out is None
@@ -147,6 +179,7 @@ def g_random_seed(d):
 
     def ref(v):
         an_int(v["seed"])
+
     case = Case("random_seed", [P("seed", seed, "int", huge_ok=True, neg_ok=True)], ref, cmp)
     case.extra["result_not_tensor"] = True
     return case
@@ -155,6 +188,7 @@ def g_random_seed(d):
 # ---------------------------------------------------------------------------------------
 # Control flow
 # ---------------------------------------------------------------------------------------
+
 
 def _counter(d):
     dt = d.choice([DT["i32"], DT["i64"]])
@@ -184,8 +218,16 @@ def g_while(d):
             i += 1
             acc = acc + acc
         return (expect(np.array(i, dtype_of(op[0]).np), dtype_of(op[0])), expect(acc, dt))
-    return Case("while_", [P("operand", (i0, x), "any"), P("cond", cond, "body"),
-                           P("body", body, "body", lenient=True)], ref)
+
+    return Case(
+        "while_",
+        [
+            P("operand", (i0, x), "any"),
+            P("cond", cond, "body"),
+            P("body", body, "body", lenient=True),
+        ],
+        ref,
+    )
 
 
 def _branch_value(d):
@@ -204,10 +246,14 @@ def g_if(d):
         reject_unless(isinstance(p, (xo.Tensor, bool, np.bool_, np.ndarray)))
         if not isinstance(p, bool):
             reject_unless(dtype_of(p) == DT["i1"] and holder(p).shape == ())
-        taken = v["true_branch"] if bool(holder(p) if not isinstance(p, bool) else p) \
+        taken = (
+            v["true_branch"]
+            if bool(holder(p) if not isinstance(p, bool) else p)
             else v["false_branch"]
-        reject_unless(callable(taken) and callable(v["true_branch"]) and
-                      callable(v["false_branch"]))
+        )
+        reject_unless(
+            callable(taken) and callable(v["true_branch"]) and callable(v["false_branch"])
+        )
         if taken is true_branch or taken is false_branch:
             x = taken()
             return expect(holder(x), dtype_of(x))
@@ -215,8 +261,17 @@ def g_if(d):
             return taken()
         except TypeError:
             raise Reject("arity") from None
-    return Case("if_", [P("pred", pred, "tensor"), P("true_branch", true_branch, "body", lenient=True),
-                        P("false_branch", false_branch, "body", lenient=True)], ref, _any_cmp)
+
+    return Case(
+        "if_",
+        [
+            P("pred", pred, "tensor"),
+            P("true_branch", true_branch, "body", lenient=True),
+            P("false_branch", false_branch, "body", lenient=True),
+        ],
+        ref,
+        _any_cmp,
+    )
 
 
 def _any_cmp(out, want, v):
@@ -249,9 +304,10 @@ def g_case(d):
         else:
             i = an_int(i)
         bs = v["branches"]
-        reject_unless(isinstance(bs, (list, tuple)) and len(bs) >= 1 and bs == branches[:len(bs)])
+        reject_unless(isinstance(bs, (list, tuple)) and len(bs) >= 1 and bs == branches[: len(bs)])
         k = i if 0 <= i < len(bs) else len(bs) - 1
         return expect(holder(vals[k]), dt)
+
     return Case("case", [P("index", index, "tensor"), P("branches", branches, "any")], ref)
 
 
@@ -277,13 +333,21 @@ def g_conditional(d):
         reject_unless(dt.kind in ("si", "ui", "float") and (which == "true" or dt.kind != "ui"))
         with np.errstate(over="ignore"):
             return expect((np.negative if which == "true" else np.abs)(holder(x)), dt)
+
     # (only the chosen computation runs, on its operand: the other operand is not read)
-    return Case("conditional", [P("pred", pred, "tensor"),
-                                P("true_operand", a, "tensor", lenient=True),
-                                P("true_computation", xo.negate, "body", lenient=True),
-                                P("false_operand", b, "tensor", lenient=True),
-                                P("false_computation", xo.abs, "body", lenient=True)], ref,
-                _any_cmp, names=("negate", "abs"))  # (computations check their operand)
+    return Case(
+        "conditional",
+        [
+            P("pred", pred, "tensor"),
+            P("true_operand", a, "tensor", lenient=True),
+            P("true_computation", xo.negate, "body", lenient=True),
+            P("false_operand", b, "tensor", lenient=True),
+            P("false_computation", xo.abs, "body", lenient=True),
+        ],
+        ref,
+        _any_cmp,
+        names=("negate", "abs"),
+    )  # (computations check their operand)
 
 
 @gen("call")
@@ -316,8 +380,10 @@ def g_call(d):
                 agree(o, w)
         else:
             agree(out, want)
-    return Case("call", [P("computation", fn, "body", lenient=True),
-                         P("operands", xs, "varargs")], ref, cmp)
+
+    return Case(
+        "call", [P("computation", fn, "body", lenient=True), P("operands", xs, "varargs")], ref, cmp
+    )
 
 
 def _twice(x):
@@ -346,19 +412,30 @@ def g_custom_call(d):
         reject_unless(v["call_target_name"] == "fuzz_total")
         if not v["inputs"]:
             return expect(np.float32(0.0), DT["f32"])
-        reject_unless(isinstance(v["has_side_effect"], (bool, type(None))) and
-                      isinstance(v["backend_config"], str))
+        reject_unless(
+            isinstance(v["has_side_effect"], (bool, type(None)))
+            and isinstance(v["backend_config"], str)
+        )
         hs = [holder(x) for x in v["inputs"]]
         dt = same_types(v["inputs"])
         reject_unless(dt.kind == "float" and all(h.shape == hs[0].shape for h in hs))
         out = hs[0].astype(dt.compute)
         for h in hs:
             out = (out + h.astype(dt.compute)).astype(dt.compute)
-        return expect(from_f64(out.astype(np.float64), dt) if dt.is_narrow else out.astype(dt.np), dt)
-    return Case("custom_call", [P("call_target_name", "fuzz_total", "enum"),
-                                P("inputs", xs, "varargs"),
-                                P("has_side_effect", d.coin(), "bool", kw=True, none_ok=True),
-                                P("backend_config", "", "any", kw=True)], ref)
+        if dt.is_narrow:
+            return expect(from_f64(out.astype(np.float64), dt), dt)
+        return expect(out.astype(dt.np), dt)
+
+    return Case(
+        "custom_call",
+        [
+            P("call_target_name", "fuzz_total", "enum"),
+            P("inputs", xs, "varargs"),
+            P("has_side_effect", d.coin(), "bool", kw=True, none_ok=True),
+            P("backend_config", "", "any", kw=True),
+        ],
+        ref,
+    )
 
 
 @gen("register_custom_call")
@@ -375,7 +452,12 @@ def g_register_custom_call(d):
             return  # another callable: registered as given
         x = xo.tensor([1.0, 2.0])
         agree(xo.custom_call(v["name"], x), expect(np.array([2.0, 4.0], np.float32), DT["f32"]))
-    case = Case("register_custom_call", [P("name", name, "any"),
-                                         P("fn", _twice, "body", none_ok=True, lenient=True)], ref, cmp)
+
+    case = Case(
+        "register_custom_call",
+        [P("name", name, "any"), P("fn", _twice, "body", none_ok=True, lenient=True)],
+        ref,
+        cmp,
+    )
     case.extra["result_not_tensor"] = True
     return case

@@ -6,6 +6,7 @@ reduce_scatter, all_to_all (split_count 1), collective_broadcast and collective_
 (pair (0, 0)) give the operand back; replica_id / partition_id are 0; send then recv on
 one channel hands the values over; infeed returns what put_infeed queued; outfeed queues
 its inputs. composite(_call) is its decomposition applied to the inputs."""
+
 import numpy as np
 from fuzz_core import ALL, DT, Case, P, agree, dtype_of, expect, holder, reject_unless
 from fuzz_ops_a import an_int, gen
@@ -29,6 +30,7 @@ def _identity_ref(dim_param=None, count_param=None):
         if count_param:
             an_int(v[count_param], 1, 1)
         return expect(h, dtype_of(x))
+
     return ref
 
 
@@ -39,38 +41,54 @@ def _groups(d):
 @gen("all_gather")
 def g_all_gather(d):
     x = _operand(d, lo=1)
-    return Case("all_gather", [P("operand", x, "tensor"),
-                               P("all_gather_dim", d.int(0, np.ndim(x) - 1), "dim",
-                                 rank=np.ndim(x)),
-                               P("replica_groups", _groups(d), "any", kw=True)],
-                _identity_ref(["all_gather_dim"]))
+    return Case(
+        "all_gather",
+        [
+            P("operand", x, "tensor"),
+            P("all_gather_dim", d.int(0, np.ndim(x) - 1), "dim", rank=np.ndim(x)),
+            P("replica_groups", _groups(d), "any", kw=True),
+        ],
+        _identity_ref(["all_gather_dim"]),
+    )
 
 
 @gen("all_reduce")
 def g_all_reduce(d):
     body = d.choice([xo.add, xo.maximum, xo.minimum])
-    return Case("all_reduce", [P("operand", _operand(d), "tensor"),
-                               P("replica_groups", _groups(d), "any", kw=True),
-                               P("computation", body, "body", kw=True, none_ok=True)],
-                _identity_ref())
+    return Case(
+        "all_reduce",
+        [
+            P("operand", _operand(d), "tensor"),
+            P("replica_groups", _groups(d), "any", kw=True),
+            P("computation", body, "body", kw=True, none_ok=True),
+        ],
+        _identity_ref(),
+    )
 
 
 @gen("all_to_all")
 def g_all_to_all(d):
     x = _operand(d, lo=1)
     r = np.ndim(x)
-    return Case("all_to_all", [P("operand", x, "tensor"),
-                               P("split_dimension", d.int(0, r - 1), "dim", rank=r),
-                               P("concat_dimension", d.int(0, r - 1), "dim", rank=r),
-                               P("split_count", 1, "int")],
-                _identity_ref(["split_dimension", "concat_dimension"], "split_count"))
+    return Case(
+        "all_to_all",
+        [
+            P("operand", x, "tensor"),
+            P("split_dimension", d.int(0, r - 1), "dim", rank=r),
+            P("concat_dimension", d.int(0, r - 1), "dim", rank=r),
+            P("split_count", 1, "int"),
+        ],
+        _identity_ref(["split_dimension", "concat_dimension"], "split_count"),
+    )
 
 
 @gen("collective_broadcast")
 def g_collective_broadcast(d):
-    return Case("collective_broadcast", [P("operand", _operand(d), "tensor"),
-                                         P("replica_groups", _groups(d), "any", kw=True)],
-                _identity_ref())
+    return Case(
+        "collective_broadcast",
+        [P("operand", _operand(d), "tensor"), P("replica_groups", _groups(d), "any", kw=True)],
+        _identity_ref(),
+    )
 
 
 @gen("collective_permute")
@@ -79,8 +97,12 @@ def g_collective_permute(d):
         pairs = v["source_target_pairs"]
         reject_unless(pairs == [[0, 0]])
         return _identity_ref()(v)
-    return Case("collective_permute", [P("operand", _operand(d), "tensor"),
-                                       P("source_target_pairs", [[0, 0]], "any")], ref)
+
+    return Case(
+        "collective_permute",
+        [P("operand", _operand(d), "tensor"), P("source_target_pairs", [[0, 0]], "any")],
+        ref,
+    )
 
 
 @gen("cross_replica_sum")
@@ -91,11 +113,15 @@ def g_cross_replica_sum(d):
 @gen("reduce_scatter")
 def g_reduce_scatter(d):
     x = _operand(d, lo=1)
-    return Case("reduce_scatter", [P("operand", x, "tensor"),
-                                   P("scatter_dimension", d.int(0, np.ndim(x) - 1), "dim",
-                                     rank=np.ndim(x)),
-                                   P("computation", xo.add, "body", kw=True, none_ok=True)],
-                _identity_ref(["scatter_dimension"]))
+    return Case(
+        "reduce_scatter",
+        [
+            P("operand", x, "tensor"),
+            P("scatter_dimension", d.int(0, np.ndim(x) - 1), "dim", rank=np.ndim(x)),
+            P("computation", xo.add, "body", kw=True, none_ok=True),
+        ],
+        _identity_ref(["scatter_dimension"]),
+    )
 
 
 def _zero_id(v):
@@ -132,8 +158,17 @@ def g_send(d):
         got = xo.recv(xo.create_token(), v["channel_id"])
         for o, x in zip(got[:-1], v["inputs"]):
             agree(o, expect(holder(x), dtype_of(x)))
-    return Case("send", [P("inputs", xs, "tensors"), P("token", xo.create_token(), "tensor"),
-                         P("channel_id", ch, "int")], ref, cmp)
+
+    return Case(
+        "send",
+        [
+            P("inputs", xs, "tensors"),
+            P("token", xo.create_token(), "tensor"),
+            P("channel_id", ch, "int"),
+        ],
+        ref,
+        cmp,
+    )
 
 
 def _drain(ch):
@@ -159,8 +194,10 @@ def g_recv(d):
     def cmp(out, want, v):
         assert isinstance(out, tuple) and isinstance(out[-1], xo.Token)
         agree(out[:-1], want[:-1])
-    case = Case("recv", [P("token", xo.create_token(), "tensor"), P("channel_id", ch, "int")],
-                ref, cmp)
+
+    case = Case(
+        "recv", [P("token", xo.create_token(), "tensor"), P("channel_id", ch, "int")], ref, cmp
+    )
     case.extra["result_not_tensor"] = True
     return case
 
@@ -182,6 +219,7 @@ def g_infeed(d):
     def cmp(out, want, v):
         assert isinstance(out, tuple) and isinstance(out[-1], xo.Token)
         agree(out[:-1], want[:-1])
+
     case = Case("infeed", [P("token", xo.create_token(), "tensor")], ref, cmp)
     case.extra["result_not_tensor"] = True
     return case
@@ -202,8 +240,10 @@ def g_outfeed(d):
         assert got is not None and len(got) == len(v["inputs"])
         for o, x in zip(got, v["inputs"]):
             agree(o, expect(holder(x), dtype_of(x)))
-    return Case("outfeed", [P("inputs", xs, "tensors"), P("token", xo.create_token(), "tensor")],
-                ref, cmp)
+
+    return Case(
+        "outfeed", [P("inputs", xs, "tensors"), P("token", xo.create_token(), "tensor")], ref, cmp
+    )
 
 
 @gen("composite")
@@ -219,12 +259,22 @@ def g_composite(d):
         h, dt = holder(ins[0]), dtype_of(ins[0])
         reject_unless(dt.kind in ("si", "ui", "float"))
         return expect(np.negative(h), dt)
+
     def cmp(out, want, v):
         if want is not None:
             agree(out, want)
-    return Case("composite", [P("inputs", [x], "tensors"), P("name", "fuzz.negate", "any"),
-                              P("decomposition", xo.negate, "body", kw=True, lenient=True)],
-                ref, cmp, names=("negate",))
+
+    return Case(
+        "composite",
+        [
+            P("inputs", [x], "tensors"),
+            P("name", "fuzz.negate", "any"),
+            P("decomposition", xo.negate, "body", kw=True, lenient=True),
+        ],
+        ref,
+        cmp,
+        names=("negate",),
+    )
 
 
 @gen("composite_call")
@@ -239,12 +289,21 @@ def g_composite_call(d):
         h, dt = holder(v["operands"][0]), dtype_of(v["operands"][0])
         reject_unless(dt.kind in ("si", "ui", "float"))
         return expect(np.negative(h), dt)
+
     def cmp(out, want, v):
         if want is not None:
             agree(out, want)
-    return Case("composite_call", [P("computation", xo.negate, "body", lenient=True),
-                                   P("operands", [x], "varargs"),
-                                   P("name", "fuzz.negate", "any", kw=True)], ref, cmp)
+
+    return Case(
+        "composite_call",
+        [
+            P("computation", xo.negate, "body", lenient=True),
+            P("operands", [x], "varargs"),
+            P("name", "fuzz.negate", "any", kw=True),
+        ],
+        ref,
+        cmp,
+    )
 
 
 @gen("rng_bernoulli")
@@ -265,5 +324,7 @@ def g_rng_bernoulli(d):
         assert np.all((a == 0) | (a == 1)), "not 0/1 draws"
         if mean in (0.0, 1.0):
             assert np.all(a == mean)
-    return Case("rng_bernoulli", [P("mean", p, "tensor"), P("shape", list(d.shape()), "shape")],
-                ref, cmp)
+
+    return Case(
+        "rng_bernoulli", [P("mean", p, "tensor"), P("shape", list(d.shape()), "shape")], ref, cmp
+    )

@@ -1,6 +1,7 @@
 """Fuzz generators, part 5: the quantization ops (references: tests/test_quantization.py's
 quantize and dequantize, value by value, and fuzz_ops_a.quantize_ref for the values they
 leave out)."""
+
 import numpy as np
 from fuzz_core import (
     ALL,
@@ -25,6 +26,7 @@ import xops as xo
 # ---------------------------------------------------------------------------------------
 # Quantization (references: tests/test_quantization.py)
 # ---------------------------------------------------------------------------------------
+
 
 def _per_axis(qt, x, fn):
     """Apply fn(slice, qt, slice_index) per slice of the quantization dimension."""
@@ -58,21 +60,36 @@ def g_uniform_quantize(d):
         src = dtype_of(v["operand"])
         a = holder(v["operand"])
         if q.quantization_dimension is not None:
-            reject_unless(q.quantization_dimension < a.ndim and
-                          len(q.scales) == a.shape[q.quantization_dimension])
+            reject_unless(
+                q.quantization_dimension < a.ndim
+                and len(q.scales) == a.shape[q.quantization_dimension]
+            )
         if src.kind == "quant":  # requantize: dequantize first (per-tensor sources here)
-            reject_unless(src.quantization_dimension is None and
-                          src.expressed_type == q.expressed_type, "expressed type")
-            vals = np.vectorize(lambda t: float(ref_dequantize(int(t), src)),
-                                otypes=[np.float64])(a.astype(np.int64)) if a.size else \
-                np.zeros(a.shape)
+            reject_unless(
+                src.quantization_dimension is None and src.expressed_type == q.expressed_type,
+                "expressed type",
+            )
+            vals = (
+                np.vectorize(lambda t: float(ref_dequantize(int(t), src)), otypes=[np.float64])(
+                    a.astype(np.int64)
+                )
+                if a.size
+                else np.zeros(a.shape)
+            )
         else:
             reject_unless(src == q.expressed_type, "expressed type")
             vals = exact(a, src)
-        w = _per_axis(q, vals, lambda s, qq, i: np.vectorize(
-            lambda t: quantize_ref(float(t), qq, i), otypes=[np.int64])(s) if s.size else
-            np.zeros(s.shape, np.int64))
+        w = _per_axis(
+            q,
+            vals,
+            lambda s, qq, i: (
+                np.vectorize(lambda t: quantize_ref(float(t), qq, i), otypes=[np.int64])(s)
+                if s.size
+                else np.zeros(s.shape, np.int64)
+            ),
+        )
         return expect(np.asarray(w).astype(q.storage_type.np), q)
+
     return Case("uniform_quantize", [P("operand", x, "tensor"), P("dtype", qt, "dtype")], ref)
 
 
@@ -87,10 +104,17 @@ def g_uniform_dequantize(d):
         reject_unless(isinstance(x, xo.Tensor) and x.dtype.kind == "quant")
         q = x.dtype
         a = np.asarray(x).astype(np.int64)
-        w = _per_axis(q, a, lambda s, qq, i: np.vectorize(
-            lambda t: float(ref_dequantize(int(t), qq, i)), otypes=[np.float64])(s) if s.size
-            else np.zeros(s.shape))
+        w = _per_axis(
+            q,
+            a,
+            lambda s, qq, i: (
+                np.vectorize(lambda t: float(ref_dequantize(int(t), qq, i)), otypes=[np.float64])(s)
+                if s.size
+                else np.zeros(s.shape)
+            ),
+        )
         return expect(from_f64(w, q.expressed_type), q.expressed_type)
+
     return Case("uniform_dequantize", [P("operand", x, "tensor")], ref)
 
 
@@ -110,16 +134,32 @@ def g_dequantize_op_quantize(d):
         x, y, out = ins
         reject_unless(isinstance(out, xo.QuantizedType))
         for t in (x, y):
-            reject_unless(isinstance(t, xo.Tensor) and t.dtype.kind == "quant" and
-                          t.dtype.quantization_dimension is None)
+            reject_unless(
+                isinstance(t, xo.Tensor)
+                and t.dtype.kind == "quant"
+                and t.dtype.quantization_dimension is None
+            )
         reject_unless(x.shape == y.shape and out.quantization_dimension is None)
-        fx = np.vectorize(lambda t: float(ref_dequantize(int(t), x.dtype)))(np.asarray(x).astype(np.int64)) if x.size else np.zeros(x.shape)
-        fy = np.vectorize(lambda t: float(ref_dequantize(int(t), y.dtype)))(np.asarray(y).astype(np.int64)) if y.size else np.zeros(y.shape)
+
+        def dequantized(t):
+            if not t.size:
+                return np.zeros(t.shape)
+            one = np.vectorize(lambda s: float(ref_dequantize(int(s), t.dtype)))
+            return one(np.asarray(t).astype(np.int64))
+
+        fx, fy = dequantized(x), dequantized(y)
         fx, fy = fx.astype(np.float32), fy.astype(np.float32)
-        r = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
-             "maximum": np.maximum}[name](fx, fy)
-        w = np.vectorize(lambda t: quantize_ref(float(t), out), otypes=[np.int64])(r) if r.size \
+        r = {
+            "add": np.add,
+            "subtract": np.subtract,
+            "multiply": np.multiply,
+            "maximum": np.maximum,
+        }[name](fx, fy)
+        w = (
+            np.vectorize(lambda t: quantize_ref(float(t), out), otypes=[np.int64])(r)
+            if r.size
             else np.zeros(r.shape, np.int64)
+        )
         return expect(w.astype(out.storage_type.np), out)
 
     def cmp(out, want, v):  # the float op result may sit on a rounding tie: +-1
@@ -129,9 +169,16 @@ def g_dequantize_op_quantize(d):
         g, w = np.asarray(out).astype(np.int64), np.asarray(want[1]).astype(np.int64)
         assert out.dtype == want[2] and g.shape == w.shape
         assert np.all(np.abs(g - w) <= 1), f"storage {g.tolist()} != {w.tolist()}"
-    return Case("dequantize_op_quantize", [P("op", getattr(xo, name), "body", lenient=True),
-                                           P("inputs_and_output_type", [a, b, qo], "varargs")],
-                ref, cmp)
+
+    return Case(
+        "dequantize_op_quantize",
+        [
+            P("op", getattr(xo, name), "body", lenient=True),
+            P("inputs_and_output_type", [a, b, qo], "varargs"),
+        ],
+        ref,
+        cmp,
+    )
 
 
 @gen("QuantizedType")
@@ -150,11 +197,18 @@ def g_quantized_type(d):
 
     def cmp(out, want, v):
         assert isinstance(out, xo.QuantizedType)
-    case = Case("QuantizedType", [P("storage_type", st, "dtype"), P("expressed_type", ex, "dtype"),
-                                  P("scales", scales if axis is not None else scales[0], "any"),
-                                  P("zero_points", zps if axis is not None else zps[0], "ints"),
-                                  P("quantization_dimension", axis, "int", none_ok=True)],
-                names=("quantized type",))
+
+    case = Case(
+        "QuantizedType",
+        [
+            P("storage_type", st, "dtype"),
+            P("expressed_type", ex, "dtype"),
+            P("scales", scales if axis is not None else scales[0], "any"),
+            P("zero_points", zps if axis is not None else zps[0], "ints"),
+            P("quantization_dimension", axis, "int", none_ok=True),
+        ],
+        names=("quantized type",),
+    )
     case.ref = None
     case.cmp = cmp
     case.extra["result_not_tensor"] = True
@@ -163,8 +217,11 @@ def g_quantized_type(d):
 
 @gen("is_quantized")
 def g_is_quantized(d):
-    x = xo.tensor(d.values(d.quantized(), (2,)), d.quantized()) if d.coin() else \
-        d.operand(d.dtype(ALL, kernel=False), d.shape(hi=1))
+    x = (
+        xo.tensor(d.values(d.quantized(), (2,)), d.quantized())
+        if d.coin()
+        else d.operand(d.dtype(ALL, kernel=False), d.shape(hi=1))
+    )
 
     def ref(v):
         x = v["x"]
@@ -172,6 +229,7 @@ def g_is_quantized(d):
 
     def cmp(out, want, v):
         assert out is want, f"{out!r} != {want!r}"
+
     case = Case("is_quantized", [P("x", x, "tensor", lenient=True)], ref, cmp)
     case.extra["result_not_tensor"] = True
     return case

@@ -6,6 +6,7 @@ input directions ``v`` (float64; complex values pair bilinearly, Re sum(a * b), 
 convention of ``jax.vjp``). ``order=2`` also checks the gradient of the
 first-order vjp (a Hessian-vector product), which exercises the rules' own rules.
 """
+
 import numpy as np
 
 import xops as xo
@@ -30,8 +31,12 @@ def _as_tuple(x):
 
 def _flat_dot(a, b):
     """sum(a * b) as one differentiable xops op (dot_general over the flattened values)."""
-    return xo.dot_general(xo.reshape(a, [a.size]), xo.reshape(b, [b.size]),
-                          lhs_contracting_dimensions=[0], rhs_contracting_dimensions=[0])
+    return xo.dot_general(
+        xo.reshape(a, [a.size]),
+        xo.reshape(b, [b.size]),
+        lhs_contracting_dimensions=[0],
+        rhs_contracting_dimensions=[0],
+    )
 
 
 def _fd(f, args, dirs, eps):
@@ -48,11 +53,14 @@ def check_vjp(f, args, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
     outs = _as_tuple(out)
     us = [_randn_like(rng, o) for o in outs]
     dirs = [_randn_like(rng, a) for a in args]
-    cts = vjp_fn(tuple(xo.tensor(u) for u in us) if isinstance(out, (tuple, list)) else xo.tensor(us[0]))
+    cts = vjp_fn(
+        tuple(xo.tensor(u) for u in us) if isinstance(out, (tuple, list)) else xo.tensor(us[0])
+    )
     reverse = sum(_real_dot(c, d) for c, d in zip(cts, dirs))
     forward = sum(_real_dot(u, j) for u, j in zip(us, _fd(f, args, dirs, eps)))
-    assert np.isclose(reverse, forward, rtol=rtol, atol=atol), \
+    assert np.isclose(reverse, forward, rtol=rtol, atol=atol), (
         f"vjp {reverse!r} != finite differences {forward!r}"
+    )
     return reverse, forward
 
 
@@ -72,10 +80,12 @@ def check_grads(f, args, order=1, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
             total = None
             for c, w in zip(cts, ws):
                 if c.dtype.is_complex:  # Re sum(c w) = re(c).re(w) - im(c).im(w)
-                    term = xo.subtract(_flat_dot(xo.real(c), xo.real(w)),
-                                       _flat_dot(xo.imag(c), xo.imag(w)))
+                    term = xo.subtract(
+                        _flat_dot(xo.real(c), xo.real(w)), _flat_dot(xo.imag(c), xo.imag(w))
+                    )
                 else:
                     term = _flat_dot(c, w)
                 total = term if total is None else xo.add(total, term)
             return total
+
         check_vjp(first_order, args, eps, rtol * 10, atol * 10, seed + 2)

@@ -1,4 +1,5 @@
 """The tape engine: recording, accumulation, modes, the functional API, higher order."""
+
 import numpy as np
 import pytest
 
@@ -51,6 +52,7 @@ def test_no_grad_detach_and_modes():
     @xo.no_grad()
     def f(t):
         return t * t
+
     assert not f(x).requires_grad
 
 
@@ -93,9 +95,10 @@ def test_identity_outputs_never_become_their_own_parent():
 def test_python_control_flow_follows_the_path_taken():
     def f(x):
         y = x
-        for i in range(5):
+        for _ in range(5):
             y = y * x if float(y.item()) < 10 else y + x
         return y
+
     # x = 2: 4, 8, 16 (*), then +2, +2 -> y = x^4 + 2x, dy/dx = 4x^3 + 2 = 34
     assert xo.grad(f)(xo.tensor([2.0])).tolist() == [34.0]
 
@@ -113,7 +116,8 @@ def test_grad_value_and_grad_argnums_has_aux():
     def f(x, y):
         return x * x * y, {"aux": x + y}
 
-    (v, aux), g = xo.value_and_grad(f, argnums=(0, 1), has_aux=True)(xo.tensor([3.0]), xo.tensor([2.0]))
+    vg = xo.value_and_grad(f, argnums=(0, 1), has_aux=True)
+    (v, aux), g = vg(xo.tensor([3.0]), xo.tensor([2.0]))
     assert v.tolist() == [18.0] and aux["aux"].tolist() == [5.0]
     assert g[0].tolist() == [12.0] and g[1].tolist() == [9.0]
     assert xo.grad(lambda x: xo.sine(x))(xo.tensor([0.0])).tolist() == [1.0]
@@ -140,8 +144,11 @@ def test_higher_order_nested_grad():
     assert xo.grad(xo.grad(f))(x).tolist() == [12.0]  # 6x
     assert xo.grad(xo.grad(xo.grad(f)))(x).tolist() == [6.0]
     g = lambda x: xo.sine(x) * x  # noqa: E731  d2/dx2 = 2cos x - x sin x
-    np.testing.assert_allclose(xo.grad(xo.grad(g))(xo.tensor([0.7])).numpy(),
-                               [2 * np.cos(0.7) - 0.7 * np.sin(0.7)], rtol=1e-6)
+    np.testing.assert_allclose(
+        xo.grad(xo.grad(g))(xo.tensor([0.7])).numpy(),
+        [2 * np.cos(0.7) - 0.7 * np.sin(0.7)],
+        rtol=1e-6,
+    )
 
 
 def test_backward_create_graph():

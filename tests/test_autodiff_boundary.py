@@ -1,6 +1,7 @@
 """Every way data enters xo.grad / vjp / backward either differentiates correctly or
 raises a clear error; building tensors from tensors keeps the graph; no path returns a
 zero gradient where the true one is not zero; pickling keeps requires_grad."""
+
 import pickle
 
 import numpy as np
@@ -21,6 +22,7 @@ def _sq(x):
 
 # -- primals ---------------------------------------------------------------------------------
 
+
 def test_lists_arrays_and_scalars_differentiate():
     g = xo.grad(_sq)([0.5, 1.0])  # was zeros: a list of floats is one f32[2] input
     assert isinstance(g, xo.Tensor) and g.dtype == xo.float32 and g.tolist() == [1.0, 2.0]
@@ -39,6 +41,7 @@ def test_lists_arrays_and_scalars_differentiate():
 def test_nested_containers_are_pytrees():
     def f(p):
         return _sum(p["w"] * p["x"][0]) + p["x"][1] * 2.0
+
     g = xo.grad(f)({"w": [1.0, 2.0], "x": ([3.0, 4.0], 5.0)})
     assert g["w"].tolist() == [3.0, 4.0] and g["x"][0].tolist() == [1.0, 2.0]
     assert g["x"][1].item() == 2.0 and isinstance(g["x"], tuple)
@@ -49,8 +52,11 @@ def test_nested_containers_are_pytrees():
 
 @pytest.mark.parametrize("bad", [3, [1, 2], np.array([1, 2]), True, xo.tensor([1, 2], "i32")])
 def test_integer_inputs_are_an_error(bad):
-    with pytest.raises(xo.SpecError, match="cannot differentiate with respect to a .*(i64|i32|"
-                                           "i1).*only float and complex inputs"):
+    with pytest.raises(
+        xo.SpecError,
+        match="cannot differentiate with respect to a .*(i64|i32|"
+        "i1).*only float and complex inputs",
+    ):
         xo.grad(lambda x: _sum(xo.convert(x, "f32")))(bad)
 
 
@@ -70,6 +76,7 @@ def test_cotangents_take_arrays_lists_and_numbers():
 
 
 # -- tensors built from tensors keep the graph --------------------------------------------------
+
 
 def test_tensor_of_tensors_keeps_the_graph():
     a = xo.tensor(1.0, requires_grad=True)
@@ -93,14 +100,17 @@ def test_tensor_of_tensors_keeps_the_graph():
 
 # -- no silent zero gradients ------------------------------------------------------------------
 
+
 def test_graph_escapes_raise_instead_of_returning_zeros():
     def through_numpy(x):
         return _sum(xo.tensor(np.asarray(x) ** 2))
+
     with pytest.raises(xo.SpecError, match="input 0 .* converted a tensor computed from it"):
         xo.grad(through_numpy)(xo.tensor([1.0, 2.0]))
 
     def through_python(x):
         return xo.tensor(float(x * 2.0)) * 3.0
+
     with pytest.raises(xo.SpecError, match="NumPy or Python"):
         xo.grad(through_python)(1.0)
 
@@ -108,12 +118,14 @@ def test_graph_escapes_raise_instead_of_returning_zeros():
         loss = _sum(w * w)
         float(loss)
         return loss
+
     gw, gu = xo.grad(logs, argnums=(0, 1))([1.0, 2.0], [5.0])
     assert gw.tolist() == [2.0, 4.0] and gu.tolist() == [0.0]
     assert xo.grad(lambda x: xo.tensor(1.0))(2.0).item() == 0.0  # constant: zero is right
 
 
 # -- pickle -------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dt", ["f32", "bf16", "f8E4M3FN", "i4", "c64", "i1"])
 def test_pickle_keeps_dtype_and_requires_grad(dt):

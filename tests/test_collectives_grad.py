@@ -5,6 +5,7 @@ directional derivative of sum_p <u_p, y_p> along the directions v_p.
 
 Also: DataParallel on the grid gives the gradients of the single-process model on the
 whole batch (synchronised batch norm included)."""
+
 import numpy as np
 import pytest
 
@@ -23,21 +24,28 @@ def grid_check(f, inputs, eps=1e-6, rtol=1e-6, atol=1e-9, seed=0):
     rng = np.random.default_rng(seed)
     rows, cols = len(inputs), len(inputs[0])
     outs = run_parallel(lambda x: f(t(x)), [[(x,) for x in row] for row in inputs])
-    us = [[[rng.standard_normal(o.shape) for o in _as_tuple(outs[r][p])] for p in range(cols)]
-          for r in range(rows)]
+    us = [
+        [[rng.standard_normal(o.shape) for o in _as_tuple(outs[r][p])] for p in range(cols)]
+        for r in range(rows)
+    ]
     vs = [[rng.standard_normal(np.shape(x)) for x in row] for row in inputs]
 
     def reverse(x, u):
         out, fn = xo.vjp(f, t(x))
         cts = tuple(t(c) for c in u)
         return np.asarray(fn(cts if isinstance(out, tuple) else cts[0])[0])
-    grads = run_parallel(reverse, [[(inputs[r][p], us[r][p]) for p in range(cols)]
-                                   for r in range(rows)])
+
+    grads = run_parallel(
+        reverse, [[(inputs[r][p], us[r][p]) for p in range(cols)] for r in range(rows)]
+    )
     rev = sum(float(np.sum(grads[r][p] * vs[r][p])) for r in range(rows) for p in range(cols))
 
     def shifted(sign):
-        return run_parallel(lambda x: f(t(x)), [[(inputs[r][p] + sign * eps * vs[r][p],)
-                                                 for p in range(cols)] for r in range(rows)])
+        return run_parallel(
+            lambda x: f(t(x)),
+            [[(inputs[r][p] + sign * eps * vs[r][p],) for p in range(cols)] for r in range(rows)],
+        )
+
     plus, minus = shifted(1), shifted(-1)
     fwd = 0.0
     for r in range(rows):
@@ -60,6 +68,7 @@ def test_all_reduce_add_grad_inside_a_nonlinear_function():
     # y_p = x_p * all_reduce(x * x): the cotangent crosses processes
     def f(x):
         return xo.multiply(x, xo.all_reduce(xo.multiply(x, x), computation=xo.add))
+
     grid_check(f, _inputs((2, 2), n=3), rtol=1e-5)
 
 
@@ -71,6 +80,7 @@ def test_all_reduce_max_min_grad(body):
 def test_all_reduce_other_bodies_have_no_rule():
     def f(x):
         return xo.all_reduce(x, computation=lambda a, b: xo.multiply(a, b))
+
     with pytest.raises(xo.SpecError, match=r"all_reduce \(grad\)"):
         xo.grad(lambda x: xo.reduce(f(x), 0.0, [0], xo.add))(t(np.ones(2)))
 
@@ -101,8 +111,8 @@ def test_collective_broadcast_grad():
 
 def test_grads_across_partitions_with_channels():
     inputs = _inputs((2, 2), n=2, cols=2)
-    grid_check(lambda x: xo.all_gather(x, 0, [[0, 1]], 1), inputs)   # cross_replica_and_partition
-    grid_check(lambda x: xo.all_to_all(x, 0, 1, 2, [[0, 1]], 1), inputs)   # cross_partition
+    grid_check(lambda x: xo.all_gather(x, 0, [[0, 1]], 1), inputs)  # cross_replica_and_partition
+    grid_check(lambda x: xo.all_to_all(x, 0, 1, 2, [[0, 1]], 1), inputs)  # cross_partition
     grid_check(lambda x: xo.collective_broadcast(x, [[1, 0]], 1), inputs)
     grid_check(lambda x: xo.collective_permute(x, [[0, 1]], 1), inputs)
     grid_check(lambda x: xo.all_reduce(x, [[0, 3], [1, 2]], 1, True, xo.add), inputs)
@@ -112,6 +122,7 @@ def test_variadic_all_reduce_grad():
     def f(x):
         a, b = xo.all_reduce([x, xo.multiply(x, 2.0)], computation=xo.add)
         return xo.multiply(a, b)
+
     grid_check(f, _inputs((3,)), rtol=1e-5)
 
 
@@ -119,11 +130,15 @@ def test_second_order_through_all_reduce():
     # d/dx of sum(x * all_reduce(x)) = all_reduce(x) + all_reduce(x) (sum over processes
     # of each process's objective); its gradient again is 2 * (number of processes)
     def g(x):
-        return xo.grad(lambda v: xo.reduce(xo.multiply(v, xo.all_reduce(v, computation=xo.add)),
-                                           0.0, [0], xo.add))(x)
+        return xo.grad(
+            lambda v: xo.reduce(
+                xo.multiply(v, xo.all_reduce(v, computation=xo.add)), 0.0, [0], xo.add
+            )
+        )(x)
 
     def hvp(x):
         return xo.grad(lambda v: xo.reduce(g(v), 0.0, [0], xo.add))(x)
+
     out = run_parallel(hvp, [[(t(np.array([1.0, 2.0])),)], [(t(np.array([3.0, 5.0])),)]])
     for row in out:
         np.testing.assert_allclose(row[0], [4.0, 4.0])
@@ -133,6 +148,7 @@ def test_second_order_through_all_reduce():
 # DataParallel and global_mean on the grid
 # ---------------------------------------------------------------------------------------
 
+
 def test_global_mean_weights_each_process_by_its_count():
     out = run_parallel(lambda v: global_mean(v), [[t(np.array([1.0, 2.0]))], [t(np.array([6.0]))]])
     assert [float(r[0]) for r in out] == [3.0, 3.0]
@@ -141,8 +157,7 @@ def test_global_mean_weights_each_process_by_its_count():
 def _model():
     xo.random_seed(3)
     nn = xo.nn
-    return nn.Sequential(nn.Linear(3, 4, bias=False), nn.BatchNorm1d(4), nn.ReLU(),
-                         nn.Linear(4, 2))
+    return nn.Sequential(nn.Linear(3, 4, bias=False), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
 
 
 def test_data_parallel_matches_the_whole_batch_gradients():
@@ -164,10 +179,15 @@ def test_data_parallel_matches_the_whole_batch_gradients():
         net = DataParallel(m)
         loss = net.mean(F.cross_entropy(net(net.shard(x)), net.shard(y), reduction="none"))
         loss.backward()
-        return (float(loss), [p.grad.numpy() for p in net.parameters()],
-                net.module[1].running_mean.numpy(), net.module[1].running_var.numpy())
+        return (
+            float(loss),
+            [p.grad.numpy() for p in net.parameters()],
+            net.module[1].running_mean.numpy(),
+            net.module[1].running_var.numpy(),
+        )
+
     results = [row[0] for row in run_parallel(step, num_replicas=2)]
-    for loss, grads, mean, var in results:   # uneven shards: 4 + 3 images
+    for loss, grads, mean, var in results:  # uneven shards: 4 + 3 images
         assert np.isclose(loss, float(F.cross_entropy(_model()(t(x)), t(y))), rtol=1e-6)
         for g, w in zip(grads, want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

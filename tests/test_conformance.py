@@ -14,6 +14,7 @@ parsed once, at collection.
   exists.
 * Every other function must pass.
 """
+
 import functools
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def _skip_reason(test_id):
     return SKIP.get(test_id) or SKIP.get(f"{file}::{base}") or SKIP.get(file)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _entries():
     out = []
     for path in sorted(CONFORMANCE.rglob("*.mlir")):
@@ -62,8 +63,7 @@ def test_conformance(entry):
     r = run_entry(entry, programs=_PROGRAMS)
     if r.status == "missing":
         pytest.xfail(r.reason)
-    assert r.status == "pass", f"{r.status}: {r.reason}" + (f" (line {r.line})" if r.line
-                                                             else "")
+    assert r.status == "pass", f"{r.status}: {r.reason}" + (f" (line {r.line})" if r.line else "")
 
 
 def test_every_file_has_entries():

@@ -2,6 +2,7 @@
 pair of element types against independent references (exact Python integers and
 fractions, and the hand-written float-format tables of test_dtypes), bit-exact, plus
 one negative test per constraint label."""
+
 import bisect
 import math
 from fractions import Fraction
@@ -12,8 +13,14 @@ import pytest
 
 import xops as xo
 from conftest import SHAPES, assert_tensor, raises_spec
-from test_dtypes import (FORMATS, assert_format_bits, holder_bits, midpoint_cases,
-                         positive_table, round_to_format)
+from test_dtypes import (
+    FORMATS,
+    assert_format_bits,
+    holder_bits,
+    midpoint_cases,
+    positive_table,
+    round_to_format,
+)
 from xops.kernels import conversion as K
 from xops.ops.conversion import reduce_precision_reference
 
@@ -30,6 +37,7 @@ def quiet():
 # ---------------------------------------------------------------------------------------
 # Spec examples (004) and the reference interpreter's semantics
 # ---------------------------------------------------------------------------------------
+
 
 def test_convert_spec_example():
     r = xo.convert(xo.tensor([-1, 0, 1], "i64"), "c128")
@@ -98,19 +106,48 @@ def test_reduce_precision_zero_mantissa_nan_becomes_inf():
 # convert: every pair, against independent references
 # ---------------------------------------------------------------------------------------
 
+
 def _int_values(dt):
     """Interesting integers of ``dt``: extremes, small values, powers of two +-1, and
     rounding traps for every float format (exact ties, and ties +-1 at magnitudes where
     float64 cannot hold the integer)."""
-    vals = {0, 1, 2, 3, 5, 7, 8, 15, 16, 100, 127, 128, 255, 256, dt.min, dt.max, dt.min + 1,
-            dt.max - 1, 65504, 65519, 65520, 65536, 448, 464, 465, 240, 248, 256 + 8}
+    vals = {
+        0,
+        1,
+        2,
+        3,
+        5,
+        7,
+        8,
+        15,
+        16,
+        100,
+        127,
+        128,
+        255,
+        256,
+        dt.min,
+        dt.max,
+        dt.min + 1,
+        dt.max - 1,
+        65504,
+        65519,
+        65520,
+        65536,
+        448,
+        464,
+        465,
+        240,
+        248,
+        256 + 8,
+    }
     for k in range(1, 64):
-        vals |= {2 ** k - 1, 2 ** k, 2 ** k + 1}
+        vals |= {2**k - 1, 2**k, 2**k + 1}
     for p in (1, 2, 3, 4, 5, 8, 11, 24, 53):
         for k in (p + 1, p + 5, 20, 30, 31, 40, 52, 53, 54, 60, 62, 63):
             if k - p - 1 < 0:
                 continue
-            base, half = 2 ** k, 2 ** (k - p)
+            base, half = 2**k, 2 ** (k - p)
             for v in (base + half // 2, base + 3 * half // 2, base + half):
                 vals |= {v - 1, v, v + 1}
     if dt.is_signed:
@@ -127,30 +164,83 @@ def _f32_boundaries():
     if F32_TRAPS is None:
         rng = np.random.default_rng(7)
         f = rng.integers(0, 0x7F800000, 300, dtype=np.uint32).view(np.float32)
-        f = np.concatenate([f, np.float32([0, 1e-45, 2e-45, 1.1754942e-38, 1.1754944e-38,
-                                           3.4028235e38, 1.0, 2.0 ** 24])])
+        f = np.concatenate(
+            [
+                f,
+                np.float32(
+                    [0, 1e-45, 2e-45, 1.1754942e-38, 1.1754944e-38, 3.4028235e38, 1.0, 2.0**24]
+                ),
+            ]
+        )
         with quiet():
             nxt = np.nextafter(f, np.float32(np.inf))
             mid = (f.astype(np.float64) + nxt.astype(np.float64)) / 2
         mid = mid[np.isfinite(mid)]
-        top = float(np.finfo(np.float32).max) + 2.0 ** 103  # the overflow midpoint
-        pts = np.concatenate([f.astype(np.float64), mid, np.nextafter(mid, np.inf),
-                              np.nextafter(mid, 0), [top, np.nextafter(top, 0), 1e39, 1e-50]])
+        top = float(np.finfo(np.float32).max) + 2.0**103  # the overflow midpoint
+        pts = np.concatenate(
+            [
+                f.astype(np.float64),
+                mid,
+                np.nextafter(mid, np.inf),
+                np.nextafter(mid, 0),
+                [top, np.nextafter(top, 0), 1e39, 1e-50],
+            ]
+        )
         F32_TRAPS = np.concatenate([pts, -pts])
     return F32_TRAPS
 
 
-GENERAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 0.49999997, 3.0, 7.0, 7.5, 8.0,
-           100.25, -100.75, 127.5, 128.0, 255.9, 256.0, -128.5, -129.0, 65504.0, 65520.0,
-           1e10, -1e10, 2.0 ** 31, 2.0 ** 32, 2.0 ** 63, 2.0 ** 64, -2.0 ** 63, -2.0 ** 64,
-           1e30, -1e30, 3e38, 1e300, 1e-300, 5e-324, 1e-45, np.inf, -np.inf, np.nan, -np.nan]
+GENERAL = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    1.5,
+    2.5,
+    -2.5,
+    0.49999997,
+    3.0,
+    7.0,
+    7.5,
+    8.0,
+    100.25,
+    -100.75,
+    127.5,
+    128.0,
+    255.9,
+    256.0,
+    -128.5,
+    -129.0,
+    65504.0,
+    65520.0,
+    1e10,
+    -1e10,
+    2.0**31,
+    2.0**32,
+    2.0**63,
+    2.0**64,
+    -(2.0**63),
+    -(2.0**64),
+    1e30,
+    -1e30,
+    3e38,
+    1e300,
+    1e-300,
+    5e-324,
+    1e-45,
+    np.inf,
+    -np.inf,
+    np.nan,
+    -np.nan,
+]
 
 
 def _int_boundaries(dst):
     """float64 values around dst's range limits and integer boundaries."""
     pts = [dst.min, dst.max, dst.max + 1, dst.min - 1, 0, 1, 2]
-    pts = [float(p) + d for p in pts for d in (-1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75,
-                                                1.0)]
+    pts = [float(p) + d for p in pts for d in (-1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)]
     lim = [float(dst.max + 1), float(dst.min), float(dst.max)]
     pts += [np.nextafter(v, s) for v in lim for s in (-np.inf, np.inf)]
     return np.array(pts + GENERAL)
@@ -192,8 +282,7 @@ def _source(src, dst):
         return h, vals
     if src.is_complex:
         part = xo.float32 if src.np == np.complex64 else xo.float64
-        pdst = dst if not dst.is_complex else (xo.float32 if dst.np == np.complex64
-                                                else xo.float64)
+        pdst = dst if not dst.is_complex else (xo.float32 if dst.np == np.complex64 else xo.float64)
         re_h, re = _float_source(part, pdst)
         im = np.roll(re, 3)
         return _complex(re_h, np.roll(re_h, 3), src.np), _complex(re, im, np.complex128)
@@ -226,7 +315,7 @@ F32_MAX = float(np.finfo(np.float32).max)
 def _f32_ref(v):
     """Correctly rounded float32 of an exact value (Python int, float or Fraction)."""
     fv = Fraction(v)
-    if abs(fv) >= Fraction(F32_MAX) + 2 ** 103:  # the overflow midpoint (rounds up)
+    if abs(fv) >= Fraction(F32_MAX) + 2**103:  # the overflow midpoint (rounds up)
         return np.float32(math.copysign(np.inf, fv))
     with quiet():
         c = np.float32(float(v))  # within an ulp or two of v
@@ -235,8 +324,9 @@ def _f32_ref(v):
     with quiet():
         cands = [c, np.nextafter(c, np.float32(np.inf)), np.nextafter(c, np.float32(-np.inf))]
     cands = [k for k in cands if np.isfinite(k)]
-    best = min(cands, key=lambda k: (abs(fv - Fraction(float(k))),
-                                     int(np.array(k).view(np.uint32)) & 1))
+    best = min(
+        cands, key=lambda k: (abs(fv - Fraction(float(k))), int(np.array(k).view(np.uint32)) & 1)
+    )
     if best == 0 and fv < 0:
         return np.float32(-0.0)
     return best
@@ -263,8 +353,15 @@ def _round_ints_to_format(vals, name):
         else:
             lo, hi = table[i], table[i + 1]
             mid = (lo + hi) / 2
-            p = (lo if a == lo else mid if a == mid else
-                 (lo + mid) / 2 if a < mid else (mid + hi) / 2)
+            p = (
+                lo
+                if a == lo
+                else mid
+                if a == mid
+                else (lo + mid) / 2
+                if a < mid
+                else (mid + hi) / 2
+            )
         proxies.append(-p if v < 0 else p)
     return round_to_format(name, np.array(proxies, np.float64))
 
@@ -281,10 +378,12 @@ def _expected(src, dst, vals):
         return [_float_to_int_ref(float(v), dst) for v in vals]
     if dst.is_complex:
         part = xo.float32 if dst.np == np.complex64 else xo.float64
-        re = _expected(src if not src.is_complex else part, part, np.real(vals)
-                       if src.is_complex else vals)
-        im = (_expected(part, part, np.imag(vals)) if src.is_complex
-              else np.zeros(len(vals), part.np))
+        re = _expected(
+            src if not src.is_complex else part, part, np.real(vals) if src.is_complex else vals
+        )
+        im = (
+            _expected(part, part, np.imag(vals)) if src.is_complex else np.zeros(len(vals), part.np)
+        )
         return _complex(re, im, dst.np)
     if dst.name in FORMATS:
         if src.is_int or src.is_bool:
@@ -312,8 +411,7 @@ def _assert_float_bits(got, want, what):
     bad = (gn != wn) | (~wn & (holder_bits(got, 64) != holder_bits(want, 64)))
     if bad.any():
         k = np.flatnonzero(bad)[:5]
-        raise AssertionError(f"{what}: {bad.sum()} mismatches, e.g. got {got[k]} want "
-                             f"{want[k]}")
+        raise AssertionError(f"{what}: {bad.sum()} mismatches, e.g. got {got[k]} want {want[k]}")
 
 
 @pytest.mark.parametrize("src,dst", PAIRS, ids=PAIR_IDS)
@@ -328,8 +426,7 @@ def test_convert_every_pair(src, dst):
     what = f"{src.name}->{dst.name}"
     if dst.is_bool or dst.is_int:
         with quiet():
-            assert got.astype(np.int64 if not dst.is_unsigned else np.uint64).tolist() == \
-                want, what
+            assert got.astype(np.int64 if not dst.is_unsigned else np.uint64).tolist() == want, what
     elif dst.is_complex:
         _assert_float_bits(got.real, want.real, what + " (real)")
         _assert_float_bits(got.imag, want.imag, what + " (imag)")
@@ -361,16 +458,26 @@ def test_convert_dtype_spellings_and_scalars():
 
 
 def test_convert_saturation_and_nan():
-    x = xo.tensor([np.nan, np.inf, -np.inf, 2.0 ** 63, -2.0 ** 63, -2.0 ** 63 - 2048, 1e300,
-                   -0.9, 0.9, -0.0], "f64")
-    assert xo.convert(x, "i64").tolist() == [0, 2 ** 63 - 1, -2 ** 63, 2 ** 63 - 1, -2 ** 63,
-                                             -2 ** 63, 2 ** 63 - 1, 0, 0, 0]
-    assert xo.convert(x, "ui64").tolist() == [0, 2 ** 64 - 1, 0, 2 ** 63, 0, 0, 2 ** 64 - 1,
-                                              0, 0, 0]
+    x = xo.tensor(
+        [np.nan, np.inf, -np.inf, 2.0**63, -(2.0**63), -(2.0**63) - 2048, 1e300, -0.9, 0.9, -0.0],
+        "f64",
+    )
+    assert xo.convert(x, "i64").tolist() == [
+        0,
+        2**63 - 1,
+        -(2**63),
+        2**63 - 1,
+        -(2**63),
+        -(2**63),
+        2**63 - 1,
+        0,
+        0,
+        0,
+    ]
+    assert xo.convert(x, "ui64").tolist() == [0, 2**64 - 1, 0, 2**63, 0, 0, 2**64 - 1, 0, 0, 0]
     assert xo.convert(x, "i4").tolist() == [0, 7, -8, 7, -8, -8, 7, 0, 0, 0]
     assert xo.convert(x, "ui2").tolist() == [0, 3, 0, 3, 0, 0, 3, 0, 0, 0]
-    assert xo.convert(xo.tensor([7.9, -8.9, 8.0, -9.0], "bf16"), "i4").tolist() == \
-        [7, -8, 7, -8]
+    assert xo.convert(xo.tensor([7.9, -8.9, 8.0, -9.0], "bf16"), "i4").tolist() == [7, -8, 7, -8]
 
 
 def test_convert_overflow_per_format():
@@ -388,12 +495,14 @@ def test_convert_overflow_per_format():
 def test_convert_int64_no_double_rounding():
     """2**62 + 2**38 + 1 is just above a float32 tie; float64 would round it onto the
     tie first."""
-    v = 2 ** 62 + 2 ** 38 + 1
-    assert xo.convert(xo.tensor([v, -v], "i64"), "f32").tolist() == [2.0 ** 62 + 2 ** 39,
-                                                                      -(2.0 ** 62 + 2 ** 39)]
-    w = 2 ** 62 + 2 ** 54 + 1  # just above a bfloat16 tie
-    assert xo.convert(xo.tensor([w], "ui64"), "bf16").tolist() == [2.0 ** 62 + 2 ** 55]
-    assert xo.convert(xo.tensor([2 ** 64 - 1], "ui64"), "f32").tolist() == [2.0 ** 64]
+    v = 2**62 + 2**38 + 1
+    assert xo.convert(xo.tensor([v, -v], "i64"), "f32").tolist() == [
+        2.0**62 + 2**39,
+        -(2.0**62 + 2**39),
+    ]
+    w = 2**62 + 2**54 + 1  # just above a bfloat16 tie
+    assert xo.convert(xo.tensor([w], "ui64"), "bf16").tolist() == [2.0**62 + 2**55]
+    assert xo.convert(xo.tensor([2**64 - 1], "ui64"), "f32").tolist() == [2.0**64]
 
 
 def test_convert_negative():
@@ -406,6 +515,7 @@ def test_convert_negative():
 # ---------------------------------------------------------------------------------------
 # bitcast_convert
 # ---------------------------------------------------------------------------------------
+
 
 def _width(dt):
     return 1 if dt.is_bool else dt.bits
@@ -426,10 +536,13 @@ def _holder_from_patterns(pats, dt):
     if w < 8:
         return np.array(pats, np.uint8).view(dt.np)
     if w == 128:
-        raw = np.array([[p & (2 ** 64 - 1), p >> 64] for p in pats], np.uint64)
+        raw = np.array([[p & (2**64 - 1), p >> 64] for p in pats], np.uint64)
         return raw.reshape(-1).view(dt.np)
-    return np.array(pats, np.uint64).astype({8: np.uint8, 16: np.uint16, 32: np.uint32,
-                                             64: np.uint64}[w]).view(dt.np)
+    return (
+        np.array(pats, np.uint64)
+        .astype({8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[w])
+        .view(dt.np)
+    )
 
 
 def _patterns_of(arr, dt):
@@ -443,12 +556,15 @@ def _patterns_of(arr, dt):
     return [int(v) for v in holder_bits(arr, _width(dt)).tolist()]
 
 
-SAME_WIDTH = [(a, b) for a in DTYPES for b in DTYPES
-              if _width(a) == _width(b) and a.is_complex == b.is_complex]
+SAME_WIDTH = [
+    (a, b)
+    for a in DTYPES
+    for b in DTYPES
+    if _width(a) == _width(b) and a.is_complex == b.is_complex
+]
 
 
-@pytest.mark.parametrize("src,dst", SAME_WIDTH, ids=[f"{a.name}->{b.name}"
-                                                      for a, b in SAME_WIDTH])
+@pytest.mark.parametrize("src,dst", SAME_WIDTH, ids=[f"{a.name}->{b.name}" for a, b in SAME_WIDTH])
 def test_bitcast_same_width_round_trip(src, dst):
     pats, h = _patterns(src, 24)
     h = h.reshape(2, 3, 4)
@@ -460,13 +576,19 @@ def test_bitcast_same_width_round_trip(src, dst):
     assert _patterns_of(np.asarray(back), src) == pats
 
 
-WIDTH_PAIRS = [(a, b) for a in DTYPES for b in DTYPES
-               if _width(a) != _width(b) and a.is_complex == b.is_complex
-               and max(_width(a), _width(b)) % min(_width(a), _width(b)) == 0]
+WIDTH_PAIRS = [
+    (a, b)
+    for a in DTYPES
+    for b in DTYPES
+    if _width(a) != _width(b)
+    and a.is_complex == b.is_complex
+    and max(_width(a), _width(b)) % min(_width(a), _width(b)) == 0
+]
 
 
-@pytest.mark.parametrize("src,dst", WIDTH_PAIRS, ids=[f"{a.name}->{b.name}"
-                                                       for a, b in WIDTH_PAIRS])
+@pytest.mark.parametrize(
+    "src,dst", WIDTH_PAIRS, ids=[f"{a.name}->{b.name}" for a, b in WIDTH_PAIRS]
+)
 def test_bitcast_width_change(src, dst):
     w, w2 = _width(src), _width(dst)
     if w > w2:
@@ -496,8 +618,12 @@ def test_bitcast_sub_byte_examples():
     r = xo.bitcast_convert(xo.tensor([-7.5, 0.125], "f6E2M3FN"), "ui2")
     assert r.shape == (2, 3) and r.tolist() == [[3, 3, 3], [1, 0, 0]]
     assert xo.bitcast_convert(r, "f6E2M3FN").tolist() == [-7.5, 0.125]
-    assert xo.bitcast_convert(xo.tensor(1.0, "f4E2M1FN"), "i1").tolist() == \
-        [False, True, False, False]  # 1.0 = 0b0010
+    assert xo.bitcast_convert(xo.tensor(1.0, "f4E2M1FN"), "i1").tolist() == [
+        False,
+        True,
+        False,
+        False,
+    ]  # 1.0 = 0b0010
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -539,10 +665,20 @@ def test_bitcast_negative():
 
 # (holder width, mantissa width) of the formats whose own bits the spec's algorithm
 # describes exactly: IEEE-754 layouts
-IEEE = {"f32": (32, 23), "f64": (64, 52), "f16": (16, 10), "bf16": (16, 7), "f8E5M2": (8, 2),
-        "f8E4M3": (8, 3), "f8E3M4": (8, 4)}
-GRID = [(e, m) for e in (1, 2, 3, 4, 5, 6, 8, 10, 11, 12) for m in (0, 1, 2, 3, 4, 7, 10, 22,
-                                                                     23, 51, 52, 60)]
+IEEE = {
+    "f32": (32, 23),
+    "f64": (64, 52),
+    "f16": (16, 10),
+    "bf16": (16, 7),
+    "f8E5M2": (8, 2),
+    "f8E4M3": (8, 3),
+    "f8E3M4": (8, 4),
+}
+GRID = [
+    (e, m)
+    for e in (1, 2, 3, 4, 5, 6, 8, 10, 11, 12)
+    for m in (0, 1, 2, 3, 4, 7, 10, 22, 23, 51, 52, 60)
+]
 
 
 def _all_or_random_bits(name):
@@ -551,11 +687,15 @@ def _all_or_random_bits(name):
         return np.arange(1 << w, dtype=np.uint64)
     mw = IEEE[name][1]
     rng = np.random.default_rng(3)
-    u = rng.integers(0, 2 ** 63, 6000, dtype=np.uint64) >> np.uint64(64 - w)
+    u = rng.integers(0, 2**63, 6000, dtype=np.uint64) >> np.uint64(64 - w)
     # exact ties (and ties with the last kept bit set) for every mantissa width
     ex = rng.integers(0, 1 << (w - 1 - mw), 40, dtype=np.uint64) << np.uint64(mw)
-    ties = [ex | np.uint64(1 << (mw - m - 1)) | np.uint64(b << (mw - m)) for m in range(mw)
-            for b in (0, 1) if b == 0 or m < mw]
+    ties = [
+        ex | np.uint64(1 << (mw - m - 1)) | np.uint64(b << (mw - m))
+        for m in range(mw)
+        for b in (0, 1)
+        if b == 0 or m < mw
+    ]
     u = np.concatenate([u] + ties)
     u = np.concatenate([u, u | np.uint64(1 << (w - 1))])
     small = np.arange(0, 300, dtype=np.uint64)  # subnormals
@@ -586,25 +726,31 @@ def test_reduce_precision_matches_spec_bit_algorithm(name):
         wb = holder_bits(want, w)
         exact_nan = dt.np in (np.float32, np.float64)
         bad = (gn != wn) | ((~wn | exact_nan) & (g != wb))
-        assert not bad.any(), (f"{name} e={e} m={m}: {bad.sum()} mismatches, e.g. "
-                               f"{[hex(int(v)) for v in u[bad][:4]]} -> "
-                               f"{[hex(int(v)) for v in g[bad][:4]]} want "
-                               f"{[hex(int(v)) for v in wb[bad][:4]]}")
+        assert not bad.any(), (
+            f"{name} e={e} m={m}: {bad.sum()} mismatches, e.g. "
+            f"{[hex(int(v)) for v in u[bad][:4]]} -> "
+            f"{[hex(int(v)) for v in g[bad][:4]]} want "
+            f"{[hex(int(v)) for v in wb[bad][:4]]}"
+        )
 
 
 def _f32_sample():
     rng = np.random.default_rng(11)
-    u = rng.integers(0, 2 ** 32, 200000, dtype=np.uint64).astype(np.uint32)
+    u = rng.integers(0, 2**32, 200000, dtype=np.uint64).astype(np.uint32)
     x = u.view(np.float32)
     return x[~np.isnan(x)]
 
 
-@pytest.mark.parametrize("e,m,holder,min_normal", [
-    (8, 7, ml_dtypes.bfloat16, 0.0),  # same exponent range: subnormals agree too
-    (5, 10, np.float16, 2.0 ** -14),
-    (5, 2, ml_dtypes.float8_e5m2, 2.0 ** -14),
-    (4, 3, ml_dtypes.float8_e4m3, 2.0 ** -6),
-    (3, 4, ml_dtypes.float8_e3m4, 2.0 ** -2)])
+@pytest.mark.parametrize(
+    "e,m,holder,min_normal",
+    [
+        (8, 7, ml_dtypes.bfloat16, 0.0),  # same exponent range: subnormals agree too
+        (5, 10, np.float16, 2.0**-14),
+        (5, 2, ml_dtypes.float8_e5m2, 2.0**-14),
+        (4, 3, ml_dtypes.float8_e4m3, 2.0**-6),
+        (3, 4, ml_dtypes.float8_e3m4, 2.0**-2),
+    ],
+)
 def test_reduce_precision_vs_ml_dtypes_casts(e, m, holder, min_normal):
     """reduce_precision(x, e, m) on f32 is the cast to the IEEE-like (e, m) type and back,
     except that the type's subnormals are flushed to zero."""
@@ -623,9 +769,10 @@ def test_reduce_precision_no_op_bits():
     """Bits beyond the operand's own are a no-op: every f32 bit pattern comes back,
     subnormals and NaN payloads included; f16 subnormals survive (5, 10)."""
     rng = np.random.default_rng(5)
-    u = rng.integers(0, 2 ** 32, 5000, dtype=np.uint64).astype(np.uint32)
-    u = np.concatenate([u, np.arange(100, dtype=np.uint32),
-                        np.array([0x7F800001, 0xFFC00123], np.uint32)])
+    u = rng.integers(0, 2**32, 5000, dtype=np.uint64).astype(np.uint32)
+    u = np.concatenate(
+        [u, np.arange(100, dtype=np.uint32), np.array([0x7F800001, 0xFFC00123], np.uint32)]
+    )
     x = xo.tensor(u.view(np.float32), "f32")
     for e, m in ((8, 23), (9, 30), (100, 100)):
         assert np.array_equal(xo.reduce_precision(x, e, m).numpy().view(np.uint32), u)
@@ -640,13 +787,15 @@ def test_reduce_precision_non_ieee_types():
     turns a flush into NaN."""
     r = xo.reduce_precision(xo.tensor([448.0, 3.3, -0.0, 0.25], "f8E4M3FN"), 3, 1).tolist()
     assert np.isnan(r[0]) and r[1:] == [3.0, 0.0, 0.25] and np.signbit(r[2])
-    assert xo.reduce_precision(xo.tensor([448.0, 3.3], "f8E4M3FN"), 4, 3).tolist() == \
-        [448.0, 3.25]  # no-op: 4 exponent bits are the type's own
+    assert xo.reduce_precision(xo.tensor([448.0, 3.3], "f8E4M3FN"), 4, 3).tolist() == [
+        448.0,
+        3.25,
+    ]  # no-op: 4 exponent bits are the type's own
     r = xo.reduce_precision(xo.tensor([6.0, 0.5, -3.0], "f4E2M1FN"), 1, 1).tolist()
     assert r == [6.0, 0.0, -6.0]  # e=1 has no normal numbers: 0 or +-inf (saturated here)
-    r = xo.reduce_precision(xo.tensor([4.0, 2.0 ** -10, 2.0 ** 10], "f8E8M0FNU"), 4, 0).tolist()
+    r = xo.reduce_precision(xo.tensor([4.0, 2.0**-10, 2.0**10], "f8E8M0FNU"), 4, 0).tolist()
     assert r[0] == 4.0 and np.isnan(r[1:]).all()
-    r = xo.reduce_precision(xo.tensor([-240.0, 200.0, 2.0 ** -9], "f8E4M3FNUZ"), 3, 2)
+    r = xo.reduce_precision(xo.tensor([-240.0, 200.0, 2.0**-9], "f8E4M3FNUZ"), 3, 2)
     assert np.isnan(r.tolist()[:2]).all() and r.tolist()[2] == 0.0
 
 
@@ -664,7 +813,7 @@ def test_reduce_precision_kernel_variants_agree():
     rng = np.random.default_rng(9)
     for dt, w in ((np.float32, np.uint32), (np.float64, np.uint64)):
         x = rng.integers(0, np.iinfo(w).max, 1 << 17, dtype=w).view(dt)
-        args = (5, True, -14, True, 2.0 ** -14, 2.0 ** 16)
+        args = (5, True, -14, True, 2.0**-14, 2.0**16)
         a, b = np.empty_like(x), np.empty_like(x)
         K.reduce_precision.serial(x, a, *args)
         K.reduce_precision.parallel(x, b, *args)
@@ -680,12 +829,13 @@ def test_reduce_precision_negative():
     with raises_spec(op, "I2"):
         xo.reduce_precision(xo.tensor([1.0]), 5.0, 10)
     with raises_spec(op, "I2"):
-        xo.reduce_precision(xo.tensor([1.0]), 2 ** 31, 10)
+        xo.reduce_precision(xo.tensor([1.0]), 2**31, 10)
     with raises_spec(op, "I3"):
         xo.reduce_precision(xo.tensor([1.0]), 5, "10")
     with raises_spec(op, "C2"):
         xo.reduce_precision(xo.tensor([1.0]), 0, 10)
     with raises_spec(op, "C3"):
         xo.reduce_precision(xo.tensor([1.0]), 5, -1)
-    assert xo.reduce_precision(xo.tensor([1.0]), np.int32(5), xo.tensor(10, "i32")).tolist() \
-        == [1.0]
+    assert xo.reduce_precision(xo.tensor([1.0]), np.int32(5), xo.tensor(10, "i32")).tolist() == [
+        1.0
+    ]

@@ -1,6 +1,7 @@
 """The dispatch fast path (xops.ops._core.fast_binary) and the threaded transcendental
 ufuncs (xops.kernels.elementwise.threaded_unary): same results, same errors, same
 recording as the full path."""
+
 import numpy as np
 import pytest
 
@@ -26,13 +27,22 @@ def _same_tensor(a, b):
     assert not a._value.flags.writeable and not b._value.flags.writeable
 
 
-@pytest.mark.parametrize("op,ufunc,dt", [(op, u, dt) for op, u in OPS for dt in
-                                         ["f32", "f64", "c64", "i8", "i32", "ui8", "ui64", "i64"]]
-                         + [(xo.divide, np.divide, dt) for dt in ["f32", "f64"]])
+@pytest.mark.parametrize(
+    "op,ufunc,dt",
+    [
+        (op, u, dt)
+        for op, u in OPS
+        for dt in ["f32", "f64", "c64", "i8", "i32", "ui8", "ui64", "i64"]
+    ]
+    + [(xo.divide, np.divide, dt) for dt in ["f32", "f64"]],
+)
 def test_fast_path_matches_full_path(op, ufunc, dt):
     rng = np.random.default_rng(1)
-    x = rng.integers(-100, 100, (3, 4)).astype(xo.as_dtype(dt).np) if dt[0] in "iu" else \
-        (rng.standard_normal((3, 4)) * 1e38).astype(xo.as_dtype(dt).np)
+    x = (
+        rng.integers(-100, 100, (3, 4)).astype(xo.as_dtype(dt).np)
+        if dt[0] in "iu"
+        else (rng.standard_normal((3, 4)) * 1e38).astype(xo.as_dtype(dt).np)
+    )
     y = x[::-1].copy()
     a, b = xo.tensor(x, dt), xo.tensor(y, dt)
     assert op._fast((a, b)) is not None  # the fast path answers this call
@@ -43,10 +53,26 @@ def test_fast_path_matches_full_path(op, ufunc, dt):
 
 
 @pytest.mark.parametrize("op,ufunc", OPS + [(xo.divide, np.divide)])
-@pytest.mark.parametrize("dt,s", [("f32", 0.1), ("f32", -3), ("f64", 1e300), ("f32", float("nan")),
-                                  ("i8", 100), ("i8", -128), ("ui8", 7), ("i32", 5),
-                                  ("f32", 1e39), ("f32", 1 << 30), ("i8", 300), ("ui8", -1),
-                                  ("i32", 2.5), ("f32", True), ("c64", 1.5)])
+@pytest.mark.parametrize(
+    "dt,s",
+    [
+        ("f32", 0.1),
+        ("f32", -3),
+        ("f64", 1e300),
+        ("f32", float("nan")),
+        ("i8", 100),
+        ("i8", -128),
+        ("ui8", 7),
+        ("i32", 5),
+        ("f32", 1e39),
+        ("f32", 1 << 30),
+        ("i8", 300),
+        ("ui8", -1),
+        ("i32", 2.5),
+        ("f32", True),
+        ("c64", 1.5),
+    ],
+)
 def test_weak_scalars(op, ufunc, dt, s):
     a = xo.tensor(np.array([1, 2, 3]).astype(xo.as_dtype(dt).np), dt)
     for args in ((a, s), (s, a), (xo.reshape(a[:1], ()), s)):
@@ -62,8 +88,14 @@ def test_weak_scalars(op, ufunc, dt, s):
 
 def test_errors_unchanged():
     a, b = xo.tensor([1.0, 2.0]), xo.tensor([1.0, 2.0, 3.0])
-    cases = [(a, b), (a, xo.tensor([1, 2], "i32")), (xo.tensor([True]), xo.tensor([True])),
-             (a,), (a, b, b), (a, "x")]
+    cases = [
+        (a, b),
+        (a, xo.tensor([1, 2], "i32")),
+        (xo.tensor([True]), xo.tensor([True])),
+        (a,),
+        (a, b, b),
+        (a, "x"),
+    ]
     for args in cases:
         try:
             _full(xo.add, *args)
@@ -158,6 +190,8 @@ def test_threaded_unary_after_fork():
     PyTorch (imported by other tests) run threads of their own."""
     import subprocess
     import sys
-    r = subprocess.run([sys.executable, "-c", _FORK_CHILD], capture_output=True, text=True,
-                       timeout=300)
+
+    r = subprocess.run(
+        [sys.executable, "-c", _FORK_CHILD], capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr[-2000:]

@@ -6,6 +6,7 @@ Each test launches ``mpiexec -n 2 python -m mpi4py ...`` in a subprocess with a 
 (``-m mpi4py`` turns an uncaught exception into MPI_Abort, so a failing rank cannot
 leave the other waiting). Skipped with the reason when mpiexec or mpi4py is missing.
 """
+
 import os
 import shutil
 import subprocess
@@ -30,40 +31,57 @@ try:
 except ImportError:  # pragma: no cover
     MPIEXEC = None
 if MPIEXEC is None:
-    pytest.skip("MPI tests need mpiexec and mpi4py: pip install 'xops[mpi]'",
-                allow_module_level=True)
+    pytest.skip(
+        "MPI tests need mpiexec and mpi4py: pip install 'xops[mpi]'", allow_module_level=True
+    )
 
 
 def mpirun(args, timeout=120, env=None, cwd=None):
-    e = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
-             OPENBLAS_NUM_THREADS="1", XOPS_COLLECTIVE_TIMEOUT="30",
-             PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    e = dict(
+        os.environ,
+        NUMBA_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        XOPS_COLLECTIVE_TIMEOUT="30",
+        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     e.update(env or {})
-    return subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", *args],
-                          capture_output=True, text=True, timeout=timeout, env=e, cwd=cwd,
-                          check=False)
+    return subprocess.run(
+        [MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=e,
+        cwd=cwd,
+        check=False,
+    )
 
 
 def _script(tmp_path, body):
     """A program for both ranks; ``report(text)`` appends a line to rank<r>.txt (the two
     ranks' stdout would interleave)."""
     path = tmp_path / "prog.py"
-    path.write_text("import numpy as np\nimport xops as xo\nimport xops.distributed as d\n"
-                    "t = xo.tensor\nr = d.rank()\nassert d.world_size() == 2\n"
-                    f"def report(text):\n"
-                    f"    with open({str(tmp_path)!r} + f'/rank{{r}}.txt', 'a') as f:\n"
-                    f"        f.write(str(text) + '\\n')\n"
-                    + textwrap.dedent(body))
+    path.write_text(
+        "import numpy as np\nimport xops as xo\nimport xops.distributed as d\n"
+        "t = xo.tensor\nr = d.rank()\nassert d.world_size() == 2\n"
+        f"def report(text):\n"
+        f"    with open({str(tmp_path)!r} + f'/rank{{r}}.txt', 'a') as f:\n"
+        f"        f.write(str(text) + '\\n')\n" + textwrap.dedent(body)
+    )
     return str(path)
 
 
 def _reports(tmp_path):
-    return [(tmp_path / f"rank{r}.txt").read_text() if (tmp_path / f"rank{r}.txt").exists()
-            else "" for r in (0, 1)]
+    return [
+        (tmp_path / f"rank{r}.txt").read_text() if (tmp_path / f"rank{r}.txt").exists() else ""
+        for r in (0, 1)
+    ]
 
 
 def test_every_collective_under_mpi(tmp_path):
-    prog = _script(tmp_path, """
+    prog = _script(
+        tmp_path,
+        """
         x = t(np.arange(4, dtype=np.float32) + 10 * r)
         eq = np.testing.assert_array_equal
         eq(xo.all_reduce(x, [[0, 1]], computation=xo.add), [10, 12, 14, 16])
@@ -96,14 +114,17 @@ def test_every_collective_under_mpi(tmp_path):
            [[r], [2 + r], [10 + r], [12 + r]])          # channel_id > 0: cross_partition
         eq(xo.all_reduce(t([r + 1]), [[0, 1]], 1, True, xo.add), [3])   # flattened ids
         report("ok")
-    """)
+    """,
+    )
     p = mpirun([prog])
     assert p.returncode == 0, p.stdout + p.stderr
     assert _reports(tmp_path) == ["ok\n", "ok\n"]
 
 
 def test_bad_input_is_an_error_on_every_rank(tmp_path):
-    prog = _script(tmp_path, """
+    prog = _script(
+        tmp_path,
+        """
         try:
             xo.all_reduce(t(np.ones(2 + r)), computation=xo.add)   # shapes differ
         except d.CollectiveError as e:
@@ -117,45 +138,115 @@ def test_bad_input_is_an_error_on_every_rank(tmp_path):
         except xo.SpecError as e:
             report(f"channel: {e}")
         d.barrier()
-    """)
+    """,
+    )
     p = mpirun([prog])
     assert p.returncode == 0, p.stdout + p.stderr
     for out in _reports(tmp_path):
-        assert "shapes: all_reduce (process grid): the processes of group [(0, 0), (1, 0)] " \
-               "disagree" in out
-        assert "groups: all_gather (process grid): the ranks disagree on the process " \
-               "groups" in out
+        assert (
+            "shapes: all_reduce (process grid): the processes of group [(0, 0), (1, 0)] "
+            "disagree" in out
+        )
+        assert "groups: all_gather (process grid): the ranks disagree on the process groups" in out
         assert "channel: send (channel_id): channel 42 has no route" in out
 
 
+def test_ranks_that_disagree_on_a_repeated_call_all_raise_and_stay_in_step(tmp_path):
+    # a repeated signature posts its payload together with the check-in (the fast
+    # path); when the ranks then differ, every rank must still raise the labelled error
+    # (no hang, no result made of mismatched payloads), and later calls must be right
+    prog = _script(
+        tmp_path,
+        """
+        eq = np.testing.assert_array_equal
+        a = lambda: xo.all_reduce(t(np.arange(4.0, dtype=np.float32) + r), computation=xo.add)
+        b = lambda: xo.all_reduce(t(np.arange(3.0, dtype=np.float32) + r),
+                                  computation=xo.maximum)
+        for _ in range(2):               # both signatures known on both ranks
+            eq(a(), [1, 3, 5, 7]); eq(b(), [1, 2, 3])
+        for mine in ((a, b), (b, a), (a, "new"), ("new", a)):
+            try:
+                f = mine[r]
+                f() if f != "new" else xo.all_reduce(t(np.ones(5, np.int32)),
+                                                     computation=xo.add)
+                report("no error")
+            except d.CollectiveError as e:
+                report("disagree" if "all_reduce (process grid): the processes of group "
+                       "[(0, 0), (1, 0)] disagree" in str(e) else f"wrong error {e}")
+            eq(a(), [1, 3, 5, 7]); eq(b(), [1, 2, 3]); eq(a(), [1, 3, 5, 7])
+        eq(xo.all_gather(t([r, r]), 0), [0, 0, 1, 1])
+        eq(xo.all_gather(t([r, r]), 0), [0, 0, 1, 1])
+        try:                              # a known all_gather against a known all_reduce
+            a() if r == 0 else xo.all_gather(t([r, r]), 0)
+            report("no error")
+        except d.CollectiveError as e:
+            report("disagree" if "disagree" in str(e) else f"wrong error {e}")
+        eq(a(), [1, 3, 5, 7]); eq(xo.all_gather(t([r, r]), 0), [0, 0, 1, 1])
+        d.set_deterministic(r == 1)       # a gather-and-fold against an MPI Iallreduce
+        try:
+            a()
+            report("no error")
+        except d.CollectiveError as e:
+            report("disagree" if "disagree" in str(e) else f"wrong error {e}")
+        d.set_deterministic(False)
+        eq(a(), [1, 3, 5, 7])
+        report("ok")
+    """,
+    )
+    p = mpirun([prog])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _reports(tmp_path) == ["disagree\n" * 6 + "ok\n"] * 2
+
+
 def test_a_rank_that_never_joins_is_a_timeout_not_a_hang(tmp_path):
-    prog = _script(tmp_path, """
+    prog = _script(
+        tmp_path,
+        """
         import os, sys
         if r == 0:
             try:
                 xo.all_reduce(t(1.0), computation=xo.add)
             except d.CollectiveTimeout as e:
                 print("timeout:", e, flush=True)
-                os._exit(3)   # a collective is still pending: leave without MPI_Finalize
-    """)
+            try:      # its check-in is still pending: no later collective may run
+                xo.all_gather(t([1.0]), 0)
+            except d.CollectiveError as e:
+                print("then:", e, flush=True)
+            os._exit(3)   # a collective is still pending: leave without MPI_Finalize
+    """,
+    )
     p = mpirun([prog], env={"XOPS_COLLECTIVE_TIMEOUT": "2"}, timeout=60)
-    assert "timeout: all_reduce (timeout): rank 0 (process (0, 0)) waited 2 s for every " \
-           "rank to reach all_reduce" in p.stdout, p.stdout + p.stderr
+    assert (
+        "timeout: all_reduce (timeout): rank 0 (process (0, 0)) waited 2 s for every "
+        "rank to reach all_reduce" in p.stdout
+    ), p.stdout + p.stderr
+    assert (
+        "then: all_gather (process grid): an earlier collective failed (rank 0 timed "
+        "out in all_reduce waiting for every rank to reach all_reduce over process "
+        "groups [[(0, 0), (1, 0)]]): its MPI operation is still pending" in p.stdout
+    ), p.stdout + p.stderr
 
 
 def test_data_parallel_training_matches_one_process(tmp_path):
     from xops import nn
     from xops.examples import train_digits
+
     w1, w2 = tmp_path / "w1.npz", tmp_path / "w2.npz"
     args = ["--seed", "0", "--epochs", "1", "--limit", "300", "--no-progress"]
-    one = train_digits.train(epochs=1, seed=0, limit=300, progress=False, save=str(w1),
-                             log=lambda *a: None)
+    one = train_digits.train(
+        epochs=1, seed=0, limit=300, progress=False, save=str(w1), log=lambda *a: None
+    )
     p = mpirun(["-m", "xops.examples.train_digits", *args, "--save", str(w2)], timeout=180)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout.count("test accuracy") == 2   # rank 0 prints (epoch + final line)
+    assert p.stdout.count("test accuracy") == 2  # rank 0 prints (epoch + final line)
     assert f"test accuracy {100 * one['accuracy']:.2f}%" in p.stdout
     a, b = nn.load(w1), nn.load(w2)
     assert list(a) == list(b)
     for k in a:
-        np.testing.assert_allclose(np.asarray(b[k], np.float64), np.asarray(a[k], np.float64),
-                                   rtol=1e-3, atol=1e-5, err_msg=k)
+        np.testing.assert_allclose(
+            np.asarray(b[k], np.float64),
+            np.asarray(a[k], np.float64),
+            rtol=1e-3,
+            atol=1e-5,
+            err_msg=k,
+        )

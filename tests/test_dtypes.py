@@ -6,6 +6,7 @@ encoding is decoded by hand, and correctly rounded conversion picks the nearest
 representable value with ties to even (ties away for the one-bit significand of
 f8E8M0FNU), by exact comparison against midpoints. ``test_conversion`` imports it.
 """
+
 import functools
 import math
 import pickle
@@ -69,10 +70,10 @@ def decode(name, enc):
         return math.nan
     if ex == 0:
         return sign * man * 2.0 ** (1 - bias - m)
-    return sign * (1 + man / 2 ** m) * 2.0 ** (ex - bias)
+    return sign * (1 + man / 2**m) * 2.0 ** (ex - bias)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def positive_table(name):
     """Sorted non-negative finite values, their encodings, plus one virtual value after
     the largest (the next value the format would have with a wider exponent)."""
@@ -125,8 +126,13 @@ def round_to_format(name, x):
     if style == "fnuz":
         neg = neg & (enc != 0)  # no -0: values that round to zero are +0
     enc = np.where(neg, enc | sign, enc)
-    nan_enc = {"ieee": ((1 << e) - 1) << m | 1 << (m - 1) if m else 0, "fn": (1 << (e + m)) - 1,
-               "fnuz": sign, "finite": 0, "e8m0": 0xFF}[style]
+    nan_enc = {
+        "ieee": ((1 << e) - 1) << m | 1 << (m - 1) if m else 0,
+        "fn": (1 << (e + m)) - 1,
+        "fnuz": sign,
+        "finite": 0,
+        "e8m0": 0xFF,
+    }[style]
     enc = np.where(out_nan, nan_enc, enc)
     return enc.astype(np.uint64), out_nan
 
@@ -151,9 +157,11 @@ def assert_format_bits(got, want_enc, want_nan, name, context=""):
     bad = (isnan != want_nan) | (~want_nan & (g != want_enc))
     if bad.any():
         k = np.flatnonzero(bad)[:5]
-        raise AssertionError(f"{name}{context}: {bad.sum()} mismatches, e.g. at {k}: "
-                             f"got {[hex(int(v)) for v in g[k]]} want "
-                             f"{[hex(int(v)) for v in want_enc[k]]} (nan {want_nan[k]})")
+        raise AssertionError(
+            f"{name}{context}: {bad.sum()} mismatches, e.g. at {k}: "
+            f"got {[hex(int(v)) for v in g[k]]} want "
+            f"{[hex(int(v)) for v in want_enc[k]]} (nan {want_nan[k]})"
+        )
 
 
 def midpoint_cases(name, f32=False):
@@ -165,16 +173,44 @@ def midpoint_cases(name, f32=False):
     if f32:
         with np.errstate(over="ignore"):  # the virtual value after bf16's max is 2**128
             m32 = mids.astype(np.float32)
-            pts = [vals.astype(np.float32), m32, np.nextafter(m32, np.float32(np.inf)),
-                   np.nextafter(m32, np.float32(0))]
+            pts = [
+                vals.astype(np.float32),
+                m32,
+                np.nextafter(m32, np.float32(np.inf)),
+                np.nextafter(m32, np.float32(0)),
+            ]
     else:
-        pts = [vals, mids, np.nextafter(mids, np.inf), np.nextafter(mids, 0),
-               mids * (1 + 2.0 ** -40), mids * (1 - 2.0 ** -40),
-               mids * (1 + 2.0 ** -26), mids * (1 - 2.0 ** -26)]
+        pts = [
+            vals,
+            mids,
+            np.nextafter(mids, np.inf),
+            np.nextafter(mids, 0),
+            mids * (1 + 2.0**-40),
+            mids * (1 - 2.0**-40),
+            mids * (1 + 2.0**-26),
+            mids * (1 - 2.0**-26),
+        ]
     dt = np.float32 if f32 else np.float64
-    specials = np.array([0.0, np.inf, np.nan, 1e-45, 3e-39, 1e-300, 5e-324, 1e30, 3e38,
-                         1e300, 2.0 ** -127, 1.4 * 2.0 ** -127, 1.5 * 2.0 ** -127, 2.0 ** -128,
-                         1.6 * 2.0 ** -128], np.float64)
+    specials = np.array(
+        [
+            0.0,
+            np.inf,
+            np.nan,
+            1e-45,
+            3e-39,
+            1e-300,
+            5e-324,
+            1e30,
+            3e38,
+            1e300,
+            2.0**-127,
+            1.4 * 2.0**-127,
+            1.5 * 2.0**-127,
+            2.0**-128,
+            1.6 * 2.0**-128,
+        ],
+        np.float64,
+    )
     with np.errstate(over="ignore"):
         allp = np.concatenate([p.astype(dt) for p in pts] + [specials.astype(dt)])
     return np.concatenate([allp, -allp])
@@ -183,6 +219,7 @@ def midpoint_cases(name, f32=False):
 # ---------------------------------------------------------------------------------------
 # The reference itself agrees with the holders' decoding
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", NARROW)
 def test_decoder_matches_holder(name):
@@ -212,7 +249,7 @@ def test_format_table_extremes():
     assert positive_table("f4E2M1FN")[0][-2] == 6.0
     assert positive_table("f6E2M3FN")[0][-2] == 7.5
     assert positive_table("f6E3M2FN")[0][-2] == 28.0
-    assert positive_table("f8E8M0FNU")[0][0] == 2.0 ** -127
+    assert positive_table("f8E8M0FNU")[0][0] == 2.0**-127
     for name in NARROW:
         assert positive_table(name)[0][-2] == xo.as_dtype(name).max
 
@@ -220,6 +257,7 @@ def test_format_table_extremes():
 # ---------------------------------------------------------------------------------------
 # from_compute: correctly rounded float32 / float64 -> narrow floats
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", NARROW)
 def test_from_compute_f32_correctly_rounded(name):
@@ -242,18 +280,29 @@ def test_from_compute_f64_correctly_rounded(name):
 
 def test_ml_dtypes_double_rounds_f64():
     """Why from_compute exists: ml_dtypes goes float64 -> float32 -> bfloat16."""
-    x = np.array([1 + 2.0 ** -8 + 2.0 ** -40])  # just above a bf16 midpoint
+    x = np.array([1 + 2.0**-8 + 2.0**-40])  # just above a bf16 midpoint
     assert float(x.astype(ml_dtypes.bfloat16)[0]) == 1.0  # wrong (tie-to-even of 1+2**-8)
-    assert float(D.from_compute(x, xo.bfloat16)[0]) == 1 + 2.0 ** -7
+    assert float(D.from_compute(x, xo.bfloat16)[0]) == 1 + 2.0**-7
 
 
 def test_from_compute_e8m0_f32_subnormals():
     """(2**-127, 2**-126) are float32 subnormals; ml_dtypes rounds them all up."""
-    x = np.array([2.0 ** -127, 1.2 * 2.0 ** -127, 1.49 * 2.0 ** -127, 1.5 * 2.0 ** -127,
-                  1.9 * 2.0 ** -127, 2.0 ** -126, 1e-45, 0.0], np.float32)
+    x = np.array(
+        [
+            2.0**-127,
+            1.2 * 2.0**-127,
+            1.49 * 2.0**-127,
+            1.5 * 2.0**-127,
+            1.9 * 2.0**-127,
+            2.0**-126,
+            1e-45,
+            0.0,
+        ],
+        np.float32,
+    )
     got = D.from_compute(x, xo.float8_e8m0fnu).view(np.uint8)
     np.testing.assert_array_equal(got, [0, 0, 0, 1, 1, 1, 0, 0xFF])
-    got0 = D.from_compute(np.array(1.2 * 2.0 ** -127, np.float32), xo.float8_e8m0fnu)
+    got0 = D.from_compute(np.array(1.2 * 2.0**-127, np.float32), xo.float8_e8m0fnu)
     assert got0.shape == () and got0.view(np.uint8) == 0
 
 
@@ -266,10 +315,26 @@ def test_from_compute_int_wraps_and_rejects_float():
 
 def test_round_to_odd():
     rng = np.random.default_rng(1)
-    x = np.concatenate([rng.standard_normal(2000) * 10.0 ** rng.integers(-45, 39, 2000),
-                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e39, -1e39, 1e-46, -1e-46,
-                         1.0, 3.4028234663852886e38, 1.401298464324817e-45],
-                        np.float32([1.5, 2.5]).astype(np.float64)])
+    x = np.concatenate(
+        [
+            rng.standard_normal(2000) * 10.0 ** rng.integers(-45, 39, 2000),
+            [
+                0.0,
+                -0.0,
+                np.inf,
+                -np.inf,
+                np.nan,
+                1e39,
+                -1e39,
+                1e-46,
+                -1e-46,
+                1.0,
+                3.4028234663852886e38,
+                1.401298464324817e-45,
+            ],
+            np.float32([1.5, 2.5]).astype(np.float64),
+        ]
+    )
     got = D._f64_to_f32_round_to_odd(x)
     assert got.dtype == np.float32 and got.shape == x.shape
     for xi, gi in zip(x.tolist(), got.tolist()):
@@ -282,7 +347,7 @@ def test_round_to_odd():
         g = np.float32(gi)
         if float(g) == xi:
             continue  # exact
-        if abs(xi) >= 2.0 ** 128:  # beyond every float32 interval: the (odd) largest
+        if abs(xi) >= 2.0**128:  # beyond every float32 interval: the (odd) largest
             assert gi == math.copysign(float(np.finfo(np.float32).max), xi)
             continue
         # inexact: of the two float32 neighbours of x (finite ones, the largest being
@@ -292,15 +357,16 @@ def test_round_to_odd():
         toward = np.float32(np.inf if Fraction(xi) > Fraction(gi) else -np.inf)
         with np.errstate(over="ignore"):
             other = np.nextafter(g, toward)
-        other = math.copysign(2.0 ** 128, xi) if np.isinf(other) else float(other)
+        other = math.copysign(2.0**128, xi) if np.isinf(other) else float(other)
         lo, hi = sorted([Fraction(gi), Fraction(other)])
         assert lo < Fraction(xi) < hi, (xi, gi)
-    assert D._f64_to_f32_round_to_odd(np.float64(1 + 2.0 ** -30)).shape == ()
+    assert D._f64_to_f32_round_to_odd(np.float64(1 + 2.0**-30)).shape == ()
 
 
 # ---------------------------------------------------------------------------------------
 # wrap_int / to_compute for integers
 # ---------------------------------------------------------------------------------------
+
 
 def _wrap_ref(v, dt):
     v %= 1 << dt.bits
@@ -309,17 +375,16 @@ def _wrap_ref(v, dt):
 
 @pytest.mark.parametrize("dt", [d for d in DTYPES if d.is_int], ids=lambda d: d.name)
 def test_wrap_int(dt):
-    vals = list(range(-300, 300)) + [2 ** 31, -2 ** 31 - 1, 2 ** 62, -2 ** 63, 2 ** 63 - 1]
+    vals = list(range(-300, 300)) + [2**31, -(2**31) - 1, 2**62, -(2**63), 2**63 - 1]
     got = D.wrap_int(np.array(vals, np.int64), dt)
     assert got.dtype == dt.compute
     assert got.tolist() == [_wrap_ref(v, dt) for v in vals]
-    uvals = [0, 1, 2 ** 63, 2 ** 64 - 1, 2 ** 64 - 7, 12345678901234567890]
+    uvals = [0, 1, 2**63, 2**64 - 1, 2**64 - 7, 12345678901234567890]
     got = D.wrap_int(np.array(uvals, np.uint64), dt)
     assert got.tolist() == [_wrap_ref(v, dt) for v in uvals]
 
 
-@pytest.mark.parametrize("dt", [d for d in DTYPES if d.is_int and d.bits < 8],
-                         ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", [d for d in DTYPES if d.is_int and d.bits < 8], ids=lambda d: d.name)
 def test_sub_byte_ints_hold_low_bits(dt):
     vals = list(range(dt.min, dt.max + 1))
     h = np.array(vals, np.int64).astype(dt.np)
@@ -332,25 +397,133 @@ def test_sub_byte_ints_hold_low_bits(dt):
 # Names
 # ---------------------------------------------------------------------------------------
 
-SPEC_NAMES = ["i1", "i2", "i4", "i8", "i16", "i32", "i64", "ui2", "ui4", "ui8", "ui16", "ui32",
-              "ui64", "f4E2M1FN", "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3", "f8E4M3FN",
-              "f8E4M3FNUZ", "f8E4M3B11FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "bf16",
-              "f16", "f32", "f64", "c64", "c128"]
-HOLDERS = [np.bool_, ml_dtypes.int2, ml_dtypes.int4, np.int8, np.int16, np.int32, np.int64,
-           ml_dtypes.uint2, ml_dtypes.uint4, np.uint8, np.uint16, np.uint32, np.uint64,
-           ml_dtypes.float4_e2m1fn, ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn,
-           ml_dtypes.float8_e3m4, ml_dtypes.float8_e4m3, ml_dtypes.float8_e4m3fn,
-           ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e4m3b11fnuz, ml_dtypes.float8_e5m2,
-           ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e8m0fnu, ml_dtypes.bfloat16,
-           np.float16, np.float32, np.float64, np.complex64, np.complex128]
-BITS = [1, 2, 4, 8, 16, 32, 64, 2, 4, 8, 16, 32, 64, 4, 6, 6, 8, 8, 8, 8, 8, 8, 8, 8, 16, 16,
-        32, 64, 64, 128]
-ALIASES = {"pred": "i1", "PRED": "i1", "bool": "i1", "si4": "i4", "s4": "i4", "si8": "i8",
-           "s32": "i32", "si64": "i64", "u2": "ui2", "u4": "ui4", "u64": "ui64", "BF16": "bf16",
-           "half": "f16", "F16": "f16", "float": "f32", "F32": "f32", "double": "f64",
-           "F64": "f64", "complex<f32>": "c64", "complex<f64>": "c128", "C64": "c64",
-           "C128": "c128", "float8_e4m3fn": "f8E4M3FN", "bfloat16": "bf16", "int4": "i4",
-           "uint2": "ui2", "bool_": "i1", "complex64": "c64", "float32": "f32"}
+SPEC_NAMES = [
+    "i1",
+    "i2",
+    "i4",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "ui2",
+    "ui4",
+    "ui8",
+    "ui16",
+    "ui32",
+    "ui64",
+    "f4E2M1FN",
+    "f6E2M3FN",
+    "f6E3M2FN",
+    "f8E3M4",
+    "f8E4M3",
+    "f8E4M3FN",
+    "f8E4M3FNUZ",
+    "f8E4M3B11FNUZ",
+    "f8E5M2",
+    "f8E5M2FNUZ",
+    "f8E8M0FNU",
+    "bf16",
+    "f16",
+    "f32",
+    "f64",
+    "c64",
+    "c128",
+]
+HOLDERS = [
+    np.bool_,
+    ml_dtypes.int2,
+    ml_dtypes.int4,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    ml_dtypes.uint2,
+    ml_dtypes.uint4,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    ml_dtypes.float4_e2m1fn,
+    ml_dtypes.float6_e2m3fn,
+    ml_dtypes.float6_e3m2fn,
+    ml_dtypes.float8_e3m4,
+    ml_dtypes.float8_e4m3,
+    ml_dtypes.float8_e4m3fn,
+    ml_dtypes.float8_e4m3fnuz,
+    ml_dtypes.float8_e4m3b11fnuz,
+    ml_dtypes.float8_e5m2,
+    ml_dtypes.float8_e5m2fnuz,
+    ml_dtypes.float8_e8m0fnu,
+    ml_dtypes.bfloat16,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.complex64,
+    np.complex128,
+]
+BITS = [
+    1,
+    2,
+    4,
+    8,
+    16,
+    32,
+    64,
+    2,
+    4,
+    8,
+    16,
+    32,
+    64,
+    4,
+    6,
+    6,
+    8,
+    8,
+    8,
+    8,
+    8,
+    8,
+    8,
+    8,
+    16,
+    16,
+    32,
+    64,
+    64,
+    128,
+]
+ALIASES = {
+    "pred": "i1",
+    "PRED": "i1",
+    "bool": "i1",
+    "si4": "i4",
+    "s4": "i4",
+    "si8": "i8",
+    "s32": "i32",
+    "si64": "i64",
+    "u2": "ui2",
+    "u4": "ui4",
+    "u64": "ui64",
+    "BF16": "bf16",
+    "half": "f16",
+    "F16": "f16",
+    "float": "f32",
+    "F32": "f32",
+    "double": "f64",
+    "F64": "f64",
+    "complex<f32>": "c64",
+    "complex<f64>": "c128",
+    "C64": "c64",
+    "C128": "c128",
+    "float8_e4m3fn": "f8E4M3FN",
+    "bfloat16": "bf16",
+    "int4": "i4",
+    "uint2": "ui2",
+    "bool_": "i1",
+    "complex64": "c64",
+    "float32": "f32",
+}
 
 
 def test_all_dtypes_order_and_widths():
@@ -389,8 +562,14 @@ def test_as_dtype_python_types_and_errors():
     assert xo.as_dtype(np.dtype("int8")) is xo.int8  # NumPy's "i1" is int8 ...
     assert xo.as_dtype("i1") is xo.bool_  # ... but the spec's i1 is the boolean
     assert xo.complex64.spec_name == "complex<f32>"
-    for bad in ["f33", "nonsense", np.float128 if hasattr(np, "float128") else "x", object,
-                np.dtype("U3"), ml_dtypes.int1]:
+    for bad in [
+        "f33",
+        "nonsense",
+        np.float128 if hasattr(np, "float128") else "x",
+        object,
+        np.dtype("U3"),
+        ml_dtypes.int1,
+    ]:
         with pytest.raises(TypeError):
             xo.as_dtype(bad)
 
@@ -403,12 +582,15 @@ def test_classification_and_range(dt):
     assert dt.is_signed == (dt.kind == "si") and dt.is_unsigned == (dt.kind == "ui")
     assert dt.itemsize == dt.np.itemsize
     if dt.kind == "si":
-        assert (dt.min, dt.max) == (-2 ** (dt.bits - 1), 2 ** (dt.bits - 1) - 1)
+        assert (dt.min, dt.max) == (-(2 ** (dt.bits - 1)), 2 ** (dt.bits - 1) - 1)
     elif dt.kind == "ui":
-        assert (dt.min, dt.max) == (0, 2 ** dt.bits - 1)
+        assert (dt.min, dt.max) == (0, 2**dt.bits - 1)
     elif dt.is_float:
-        assert dt.max == float(ml_dtypes.finfo(dt.np).max) and dt.min == -dt.max or \
-            dt.name == "f8E8M0FNU"
+        assert (
+            dt.max == float(ml_dtypes.finfo(dt.np).max)
+            and dt.min == -dt.max
+            or dt.name == "f8E8M0FNU"
+        )
     assert dt.is_narrow == (dt.compute != dt.np)
     assert dt.compute in (np.bool_, np.int8, np.uint8, np.float32) or dt.compute == dt.np
 
@@ -417,12 +599,13 @@ def test_classification_and_range(dt):
 # xo.tensor for every element type
 # ---------------------------------------------------------------------------------------
 
+
 def _values_for(dt):
     """Python values every type holds exactly (f8E8M0FNU: powers of two only)."""
     if dt.is_bool:
         return [[True, False, True], [False, False, True]]
     if dt.name == "f8E8M0FNU":
-        return [[1.0, 2.0, 0.5], [4.0, 2.0 ** -127, 2.0 ** 127]]
+        return [[1.0, 2.0, 0.5], [4.0, 2.0**-127, 2.0**127]]
     if dt.is_unsigned:
         return [[0, 1, 2], [3, 1, 0]]
     if dt.is_signed:
@@ -476,6 +659,6 @@ def test_tensor_default_dtypes():
 
 def test_tensor_f64_data_rounds_once():
     """Python floats for a narrow type go through from_compute (correct rounding)."""
-    x = 1 + 2.0 ** -8 + 2.0 ** -40
-    assert xo.tensor([x], "bf16").tolist() == [1 + 2.0 ** -7]
+    x = 1 + 2.0**-8 + 2.0**-40
+    assert xo.tensor([x], "bf16").tolist() == [1 + 2.0**-7]
     assert xo.tensor([x], "f32").tolist() == [float(np.float32(x))]

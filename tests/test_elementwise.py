@@ -19,6 +19,7 @@ The drivers: every accepted element type on one shape, the shape zoo (``SHAPES``
 one representative type per kind, and exhaustive sweeps over every value (pair) of the
 narrow float formats and of the 1/2/4-bit integers.
 """
+
 import math
 import zlib
 from fractions import Fraction
@@ -50,6 +51,7 @@ def part_dtype(dt):
 # Rounding and comparison helpers (independent of xops.dtypes)
 # ---------------------------------------------------------------------------------------
 
+
 def f64_to_f32_odd(x):
     """float64 -> float32 rounding to odd: the float32 toward zero, made odd if inexact.
     Rounding the result once more to a format of <= 22 significand bits gives the
@@ -58,8 +60,9 @@ def f64_to_f32_odd(x):
     with np.errstate(over="ignore", invalid="ignore"):
         f = x.astype(np.float32)
         fin = np.isfinite(x)
-        toward0 = np.where(fin & (np.abs(f.astype(np.float64)) > np.abs(x)),
-                           np.nextafter(f, np.float32(0)), f)
+        toward0 = np.where(
+            fin & (np.abs(f.astype(np.float64)) > np.abs(x)), np.nextafter(f, np.float32(0)), f
+        )
         inexact = fin & (toward0.astype(np.float64) != x)
         even = (toward0.view(np.uint32) & 1) == 0
         away = np.nextafter(toward0, np.copysign(np.float32(np.inf), toward0))
@@ -133,8 +136,11 @@ def assert_ulps(t, want, dt, ulps, inputs=()):
 
 
 def _culprit(what, i, got, want, dt, inputs):
-    show = lambda a: np.asarray(a).reshape(-1)[i].astype(dt.compute) \
-        if dt.kind == F else np.asarray(a).reshape(-1)[i]
+    show = lambda a: (
+        np.asarray(a).reshape(-1)[i].astype(dt.compute)
+        if dt.kind == F
+        else np.asarray(a).reshape(-1)[i]
+    )
     ins = ", ".join(repr(np.asarray(x).reshape(-1)[i]) for x in inputs)
     return f"{what} at flat index {i}: inputs ({ins}) got {show(got)!r} want {show(want)!r}"
 
@@ -145,7 +151,7 @@ def assert_bitexact(t, want, dt, inputs=()):
     got = np.asarray(t)
     assert got.shape == np.shape(want), f"shape {got.shape} != {np.shape(want)}"
     if dt.kind == C:
-        pd, want = part_dtype(dt), np.asarray(want, dt.np)
+        want = np.asarray(want, dt.np)
         for part in ("real", "imag"):
             g, w = getattr(got, part), getattr(want, part)
             same = (g == w) & (np.signbit(g) == np.signbit(w)) | (np.isnan(g) & np.isnan(w))
@@ -176,13 +182,15 @@ def assert_complex_close(t, want, dt, rtol, inputs=()):
     tol = rtol * np.abs(want[fin]) + tiny
     if err.size and (err > tol).any():
         i = np.flatnonzero(fin.reshape(-1))[np.argmax(err / tol)]
-        raise AssertionError(_culprit(f"relative error {np.max(err / tol) * rtol:.3g}", i,
-                                      got, want, dt, inputs))
+        raise AssertionError(
+            _culprit(f"relative error {np.max(err / tol) * rtol:.3g}", i, got, want, dt, inputs)
+        )
 
 
 # ---------------------------------------------------------------------------------------
 # Input generators (holder arrays)
 # ---------------------------------------------------------------------------------------
+
 
 def int_pool(dt, rng, n=48, small=False):
     lo, hi = dt.min, dt.max
@@ -204,24 +212,48 @@ def to_holder_ints(vals, dt):
 
 def float_specials(dt):
     fi = ml_dtypes.finfo(dt.np)
-    return [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 3.0, math.inf, -math.inf, math.nan,
-            float(fi.max), -float(fi.max), float(fi.smallest_normal),
-            -float(fi.smallest_normal), float(fi.smallest_subnormal),
-            -float(fi.smallest_subnormal)]
+    return [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        1.5,
+        -2.5,
+        3.0,
+        math.inf,
+        -math.inf,
+        math.nan,
+        float(fi.max),
+        -float(fi.max),
+        float(fi.smallest_normal),
+        -float(fi.smallest_normal),
+        float(fi.smallest_subnormal),
+        -float(fi.smallest_subnormal),
+    ]
 
 
 def float_pool(dt, rng, n=48, domain=None):
     """Specials plus random values: every bit pattern for formats of <= 16 bits, wide
     log-uniform magnitudes (subnormals included) for f32/f64; ``domain`` = (lo, hi)
     restricts the random part (transcendentals)."""
-    vals = [v for v in float_specials(dt) if domain is None or not math.isfinite(v)
-            or domain[0] <= v <= domain[1] or v == 0]
+    vals = [
+        v
+        for v in float_specials(dt)
+        if domain is None or not math.isfinite(v) or domain[0] <= v <= domain[1] or v == 0
+    ]
     pool = round_to(vals, dt)
     if domain is not None:
         lo, hi = domain
-        x = np.concatenate([rng.uniform(lo, hi, n // 2),
-                            np.clip(rng.choice([-1.0, 1.0], n // 2)
-                                    * 10.0 ** rng.uniform(-6, 0, n // 2), lo, hi)])
+        x = np.concatenate(
+            [
+                rng.uniform(lo, hi, n // 2),
+                np.clip(
+                    rng.choice([-1.0, 1.0], n // 2) * 10.0 ** rng.uniform(-6, 0, n // 2), lo, hi
+                ),
+            ]
+        )
         rand = round_to(x, dt)
     elif dt.bits <= 16:
         holder = {1: np.uint8, 2: np.uint16}[dt.itemsize]
@@ -248,6 +280,7 @@ def complex_pool(dt, rng, n=40, domain=(-5.0, 5.0)):
 # ---------------------------------------------------------------------------------------
 # References
 # ---------------------------------------------------------------------------------------
+
 
 def _mask(bits):
     return (1 << bits) - 1
@@ -318,13 +351,13 @@ L = np.clongdouble
 
 def c_expm1(z):
     z = z.astype(L)
-    series = z + z * z / 2 + z ** 3 / 6 + z ** 4 / 24 + z ** 5 / 120
+    series = z + z * z / 2 + z**3 / 6 + z**4 / 24 + z**5 / 120
     return np.where(np.abs(z) < 1e-3, series, np.exp(z) - 1)
 
 
 def c_log1p(z):
     z = z.astype(L)
-    series = z - z * z / 2 + z ** 3 / 3 - z ** 4 / 4 + z ** 5 / 5
+    series = z - z * z / 2 + z**3 / 3 - z**4 / 4 + z**5 / 5
     return np.where(np.abs(z) < 1e-3, series, np.log(1 + z))
 
 
@@ -365,10 +398,26 @@ class Rec:
     ref_complex: on complex arrays, rtol = norm-wise tolerance (None: exact).
     """
 
-    def __init__(self, name, arity, kinds, *, spec=None, ref_bool=None, ref_int=None,
-                 ref_float=None, ulps=0, ref_complex=None, rtol=None, domain=None,
-                 domain2=None, cdomain=(-5.0, 5.0), result=None, small_rhs=False,
-                 long=None):
+    def __init__(
+        self,
+        name,
+        arity,
+        kinds,
+        *,
+        spec=None,
+        ref_bool=None,
+        ref_int=None,
+        ref_float=None,
+        ulps=0,
+        ref_complex=None,
+        rtol=None,
+        domain=None,
+        domain2=None,
+        cdomain=(-5.0, 5.0),
+        result=None,
+        small_rhs=False,
+        long=None,
+    ):
         self.name, self.arity, self.kinds = name, arity, kinds
         self.spec = spec or name.rstrip("_")
         self.fn = getattr(xo, name)
@@ -395,31 +444,78 @@ U = 1  # unary
 
 RECORDS = [
     # -- unary -------------------------------------------------------------------------
-    Rec("abs", U, {SI, F, C}, ref_int=lambda a, dt: abs(a), ref_float=np.abs,
-        ref_complex=np.abs, rtol=2e-7, result=_part),
-    Rec("negate", U, INT | {F, C}, ref_int=lambda a, dt: -a, ref_float=np.negative,
-        ref_complex=np.negative),
-    Rec("sign", U, {SI, F, C}, ref_int=lambda a, dt: (a > 0) - (a < 0), ref_float=float_sign,
-        ref_complex=c_sign, rtol=4e-7),
-    Rec("exponential", U, {F, C}, ref_float=np.exp, ulps=2, domain=(-100, 100),
-        ref_complex=np.exp, rtol=8e-7),
-    Rec("exponential_minus_one", U, {F, C}, ref_float=np.expm1, ulps=2, domain=(-100, 100),
-        ref_complex=c_expm1, rtol=8e-7),
+    Rec(
+        "abs",
+        U,
+        {SI, F, C},
+        ref_int=lambda a, dt: abs(a),
+        ref_float=np.abs,
+        ref_complex=np.abs,
+        rtol=2e-7,
+        result=_part,
+    ),
+    Rec(
+        "negate",
+        U,
+        INT | {F, C},
+        ref_int=lambda a, dt: -a,
+        ref_float=np.negative,
+        ref_complex=np.negative,
+    ),
+    Rec(
+        "sign",
+        U,
+        {SI, F, C},
+        ref_int=lambda a, dt: (a > 0) - (a < 0),
+        ref_float=float_sign,
+        ref_complex=c_sign,
+        rtol=4e-7,
+    ),
+    Rec(
+        "exponential",
+        U,
+        {F, C},
+        ref_float=np.exp,
+        ulps=2,
+        domain=(-100, 100),
+        ref_complex=np.exp,
+        rtol=8e-7,
+    ),
+    Rec(
+        "exponential_minus_one",
+        U,
+        {F, C},
+        ref_float=np.expm1,
+        ulps=2,
+        domain=(-100, 100),
+        ref_complex=c_expm1,
+        rtol=8e-7,
+    ),
     Rec("log", U, {F, C}, ref_float=np.log, ulps=2, ref_complex=np.log, rtol=8e-7),
-    Rec("log_plus_one", U, {F, C}, ref_float=np.log1p, ulps=2, ref_complex=c_log1p,
-        rtol=8e-7),
-    Rec("logistic", U, {F, C}, ref_float=lambda x: 1 / (1 + np.exp(-x)), ulps=3,
-        ref_complex=c_logistic, rtol=3e-6),  # 1 + e^-z cancels near the poles z = i*pi*k
+    Rec("log_plus_one", U, {F, C}, ref_float=np.log1p, ulps=2, ref_complex=c_log1p, rtol=8e-7),
+    Rec(
+        "logistic",
+        U,
+        {F, C},
+        ref_float=lambda x: 1 / (1 + np.exp(-x)),
+        ulps=3,
+        ref_complex=c_logistic,
+        rtol=3e-6,
+    ),  # 1 + e^-z cancels near the poles z = i*pi*k
     Rec("sqrt", U, {F, C}, ref_float=np.sqrt, ref_complex=np.sqrt, rtol=4e-7),
-    Rec("rsqrt", U, {F, C}, ref_float=lambda x: 1 / np.sqrt(x), ulps=2,
-        ref_complex=lambda z: 1 / np.sqrt(z.astype(L)), rtol=8e-7),
+    Rec(
+        "rsqrt",
+        U,
+        {F, C},
+        ref_float=lambda x: 1 / np.sqrt(x),
+        ulps=2,
+        ref_complex=lambda z: 1 / np.sqrt(z.astype(L)),
+        rtol=8e-7,
+    ),
     Rec("cbrt", U, {F, C}, ref_float=np.cbrt, ulps=2, ref_complex=c_cbrt, rtol=8e-7),
-    Rec("sine", U, {F, C}, ref_float=np.sin, ulps=2, domain=TRIG, ref_complex=np.sin,
-        rtol=8e-7),
-    Rec("cosine", U, {F, C}, ref_float=np.cos, ulps=2, domain=TRIG, ref_complex=np.cos,
-        rtol=8e-7),
-    Rec("tan", U, {F, C}, ref_float=np.tan, ulps=3, domain=TRIG, ref_complex=np.tan,
-        rtol=8e-7),
+    Rec("sine", U, {F, C}, ref_float=np.sin, ulps=2, domain=TRIG, ref_complex=np.sin, rtol=8e-7),
+    Rec("cosine", U, {F, C}, ref_float=np.cos, ulps=2, domain=TRIG, ref_complex=np.cos, rtol=8e-7),
+    Rec("tan", U, {F, C}, ref_float=np.tan, ulps=3, domain=TRIG, ref_complex=np.tan, rtol=8e-7),
     Rec("tanh", U, {F, C}, ref_float=np.tanh, ulps=2, ref_complex=np.tanh, rtol=8e-7),
     Rec("erf", U, {F}, ref_float=scipy.special.erf, ulps=2),
     Rec("floor", U, {F}, ref_float=np.floor),
@@ -429,38 +525,116 @@ RECORDS = [
     Rec("is_finite", U, {F}, ref_float=np.isfinite, result=lambda dt: DT["i1"]),
     Rec("not_", U, {B} | INT, ref_bool=lambda a: not a, ref_int=lambda a, dt: ~a),
     Rec("popcnt", U, INT, ref_int=lambda a, dt: bin(a & _mask(dt.bits)).count("1")),
-    Rec("count_leading_zeros", U, INT,
-        ref_int=lambda a, dt: dt.bits - (a & _mask(dt.bits)).bit_length()),
+    Rec(
+        "count_leading_zeros",
+        U,
+        INT,
+        ref_int=lambda a, dt: dt.bits - (a & _mask(dt.bits)).bit_length(),
+    ),
     Rec("real", U, {F, C}, ref_float=lambda x: x, ref_complex=np.real, result=_part),
     Rec("imag", U, {F, C}, ref_float=np.zeros_like, ref_complex=np.imag, result=_part),
     # -- binary ------------------------------------------------------------------------
-    Rec("add", 2, ANY, ref_bool=lambda a, b: a or b, ref_int=lambda a, b, dt: a + b,
-        ref_float=np.add, ref_complex=np.add),
-    Rec("subtract", 2, INT | {F, C}, ref_int=lambda a, b, dt: a - b, ref_float=np.subtract,
-        ref_complex=np.subtract),
-    Rec("multiply", 2, ANY, ref_bool=lambda a, b: a and b, ref_int=lambda a, b, dt: a * b,
-        ref_float=np.multiply, ref_complex=lambda a, b: a.astype(L) * b, rtol=4e-7),
-    Rec("divide", 2, INT | {F, C}, ref_int=lambda a, b, dt: -1 if b == 0 else tdiv(a, b),
-        ref_float=np.divide, ref_complex=lambda a, b: a.astype(L) / b, rtol=8e-7),
-    Rec("remainder", 2, INT | {F},
-        ref_int=lambda a, b, dt: a if b == 0 else a - b * tdiv(a, b), ref_float=np.fmod),
-    Rec("power", 2, INT | {F, C}, ref_int=lambda a, b, dt: ipow(a, b, dt),
-        ref_float=np.power, ulps=2, domain=(-10, 10), ref_complex=lambda a, b: a.astype(L) ** b,
-        rtol=4e-6, cdomain=(0.1, 3.0), small_rhs=True),
-    Rec("maximum", 2, ANY, ref_bool=lambda a, b: a or b, ref_int=lambda a, b, dt: max(a, b),
-        ref_float=ieee_max, ref_complex=lambda a, b: c_lexmax(a, b, True)),
-    Rec("minimum", 2, ANY, ref_bool=lambda a, b: a and b, ref_int=lambda a, b, dt: min(a, b),
-        ref_float=ieee_min, ref_complex=lambda a, b: c_lexmax(a, b, False)),
+    Rec(
+        "add",
+        2,
+        ANY,
+        ref_bool=lambda a, b: a or b,
+        ref_int=lambda a, b, dt: a + b,
+        ref_float=np.add,
+        ref_complex=np.add,
+    ),
+    Rec(
+        "subtract",
+        2,
+        INT | {F, C},
+        ref_int=lambda a, b, dt: a - b,
+        ref_float=np.subtract,
+        ref_complex=np.subtract,
+    ),
+    Rec(
+        "multiply",
+        2,
+        ANY,
+        ref_bool=lambda a, b: a and b,
+        ref_int=lambda a, b, dt: a * b,
+        ref_float=np.multiply,
+        ref_complex=lambda a, b: a.astype(L) * b,
+        rtol=4e-7,
+    ),
+    Rec(
+        "divide",
+        2,
+        INT | {F, C},
+        ref_int=lambda a, b, dt: -1 if b == 0 else tdiv(a, b),
+        ref_float=np.divide,
+        ref_complex=lambda a, b: a.astype(L) / b,
+        rtol=8e-7,
+    ),
+    Rec(
+        "remainder",
+        2,
+        INT | {F},
+        ref_int=lambda a, b, dt: a if b == 0 else a - b * tdiv(a, b),
+        ref_float=np.fmod,
+    ),
+    Rec(
+        "power",
+        2,
+        INT | {F, C},
+        ref_int=lambda a, b, dt: ipow(a, b, dt),
+        ref_float=np.power,
+        ulps=2,
+        domain=(-10, 10),
+        ref_complex=lambda a, b: a.astype(L) ** b,
+        rtol=4e-6,
+        cdomain=(0.1, 3.0),
+        small_rhs=True,
+    ),
+    Rec(
+        "maximum",
+        2,
+        ANY,
+        ref_bool=lambda a, b: a or b,
+        ref_int=lambda a, b, dt: max(a, b),
+        ref_float=ieee_max,
+        ref_complex=lambda a, b: c_lexmax(a, b, True),
+    ),
+    Rec(
+        "minimum",
+        2,
+        ANY,
+        ref_bool=lambda a, b: a and b,
+        ref_int=lambda a, b, dt: min(a, b),
+        ref_float=ieee_min,
+        ref_complex=lambda a, b: c_lexmax(a, b, False),
+    ),
     Rec("atan2", 2, {F, C}, ref_float=np.arctan2, ulps=2, ref_complex=c_atan2, rtol=8e-7),
     Rec("and_", 2, {B} | INT, ref_bool=lambda a, b: a and b, ref_int=lambda a, b, dt: a & b),
     Rec("or_", 2, {B} | INT, ref_bool=lambda a, b: a or b, ref_int=lambda a, b, dt: a | b),
     Rec("xor", 2, {B} | INT, ref_bool=lambda a, b: a != b, ref_int=lambda a, b, dt: a ^ b),
-    Rec("shift_left", 2, INT, small_rhs=True, ref_int=lambda a, b, dt:
-        0 if shift_amount(b, dt) >= dt.bits else a << shift_amount(b, dt)),
-    Rec("shift_right_logical", 2, INT, small_rhs=True, ref_int=lambda a, b, dt:
-        0 if shift_amount(b, dt) >= dt.bits else (a & _mask(dt.bits)) >> shift_amount(b, dt)),
-    Rec("shift_right_arithmetic", 2, INT, small_rhs=True, ref_int=lambda a, b, dt:
-        as_signed(a, dt.bits) >> min(shift_amount(b, dt), dt.bits - 1)),
+    Rec(
+        "shift_left",
+        2,
+        INT,
+        small_rhs=True,
+        ref_int=lambda a, b, dt: 0 if shift_amount(b, dt) >= dt.bits else a << shift_amount(b, dt),
+    ),
+    Rec(
+        "shift_right_logical",
+        2,
+        INT,
+        small_rhs=True,
+        ref_int=lambda a, b, dt: (
+            0 if shift_amount(b, dt) >= dt.bits else (a & _mask(dt.bits)) >> shift_amount(b, dt)
+        ),
+    ),
+    Rec(
+        "shift_right_arithmetic",
+        2,
+        INT,
+        small_rhs=True,
+        ref_int=lambda a, b, dt: as_signed(a, dt.bits) >> min(shift_amount(b, dt), dt.bits - 1),
+    ),
 ]
 BY_NAME = {r.name: r for r in RECORDS}
 
@@ -473,9 +647,11 @@ def accepted(rec):
 # Running a record
 # ---------------------------------------------------------------------------------------
 
+
 def make_operands(rec, dt, rng, shape=None):
     """Holder arrays for the operands. shape=None: all the pools' values (binary ops:
     every pair of the pool's first values plus random pairs)."""
+
     def pool(i):
         if dt.kind == B:
             return to_holder_ints([0, 1] * 8 + rng.integers(0, 2, 16).tolist(), dt)
@@ -484,6 +660,7 @@ def make_operands(rec, dt, rng, shape=None):
         if dt.kind == F:
             return float_pool(dt, rng, domain=rec.domain if i == 0 else rec.domain2)
         return complex_pool(dt, rng, domain=rec.cdomain)
+
     if rec.arity == 1:
         a = pool(0)
         if shape is None:
@@ -496,7 +673,7 @@ def make_operands(rec, dt, rng, shape=None):
     if shape is None:
         k = min(len(a), len(b), 24)
         aa = np.concatenate([np.repeat(a[:k], k), rng.permutation(a)])
-        bb = np.concatenate([np.tile(b[:k], k), rng.permutation(b)[:len(a)]])
+        bb = np.concatenate([np.tile(b[:k], k), rng.permutation(b)[: len(a)]])
         n = min(len(aa), len(bb))
         return [aa[:n], bb[:n]]
     n = math.prod(shape)
@@ -518,8 +695,9 @@ def reference(rec, dt, args):
     with np.errstate(all="ignore"):
         if dt.kind == F:
             xs = [exact_f64(a) for a in args]
-            out = np.asarray(rec.ref_float(*[x.astype(np.longdouble) if rec.long else x
-                                             for x in xs])).astype(np.float64)
+            out = np.asarray(
+                rec.ref_float(*[x.astype(np.longdouble) if rec.long else x for x in xs])
+            ).astype(np.float64)
             if rdt.kind == B:
                 return out.astype(np.bool_)
             return round_to(out, rdt).reshape(shape)
@@ -538,8 +716,9 @@ def check(rec, dt, args):
     if dt.kind == C and rec.rtol is not None:
         if rdt.kind == F:
             return assert_ulps(out, want, rdt, 2, args)
-        return assert_complex_close(out, want, rdt, rec.rtol * (1e-9 if dt.name == "c128" else 1),
-                                    args)
+        return assert_complex_close(
+            out, want, rdt, rec.rtol * (1e-9 if dt.name == "c128" else 1), args
+        )
     if dt.kind == F and rec.ulps:  # float32's own functions: rec.ulps; else round once
         ulps = 1 if dt.bits <= 16 else 2 if dt.name == "f64" else rec.ulps
         return assert_ulps(out, want, rdt, ulps, args)
@@ -619,8 +798,15 @@ def _int_cases():
         for name in ["i1", "i2", "ui2", "i4", "ui4"]:
             if DT[name].kind in r.kinds:
                 out.append(pytest.param(r, DT[name], id=f"{r.name}-{name}"))
-        if r.name in ("divide", "remainder", "power", "shift_left", "shift_right_logical",
-                      "shift_right_arithmetic", "multiply"):
+        if r.name in (
+            "divide",
+            "remainder",
+            "power",
+            "shift_left",
+            "shift_right_logical",
+            "shift_right_arithmetic",
+            "multiply",
+        ):
             out += [pytest.param(r, DT[n], id=f"{r.name}-{n}") for n in ("i8", "ui8")]
     return out
 
@@ -632,8 +818,14 @@ def test_integer_every_value_pair(rec, dt):
     v = np.arange(dt.min, dt.max + 1).tolist()
     if rec.arity == 1:
         return check(rec, dt, [to_holder_ints(v, dt)])
-    check(rec, dt, [to_holder_ints(np.repeat(v, len(v)).tolist(), dt),
-                    to_holder_ints(np.tile(v, len(v)).tolist(), dt)])
+    check(
+        rec,
+        dt,
+        [
+            to_holder_ints(np.repeat(v, len(v)).tolist(), dt),
+            to_holder_ints(np.tile(v, len(v)).tolist(), dt),
+        ],
+    )
 
 
 @pytest.mark.parametrize("dt", ["bf16", "f16"])
@@ -688,10 +880,22 @@ def test_reference_rounding_is_round_to_nearest_even():
 # ---------------------------------------------------------------------------------------
 
 DIRECTIONS = ["EQ", "NE", "GE", "GT", "LE", "LT"]
-_NPCMP = {"EQ": np.equal, "NE": np.not_equal, "GE": np.greater_equal, "GT": np.greater,
-          "LE": np.less_equal, "LT": np.less}
-_PYCMP = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "GE": lambda a, b: a >= b,
-          "GT": lambda a, b: a > b, "LE": lambda a, b: a <= b, "LT": lambda a, b: a < b}
+_NPCMP = {
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "GE": np.greater_equal,
+    "GT": np.greater,
+    "LE": np.less_equal,
+    "LT": np.less,
+}
+_PYCMP = {
+    "EQ": lambda a, b: a == b,
+    "NE": lambda a, b: a != b,
+    "GE": lambda a, b: a >= b,
+    "GT": lambda a, b: a > b,
+    "LE": lambda a, b: a <= b,
+    "LT": lambda a, b: a < b,
+}
 
 
 def total_order_rank(v, pattern, dt):
@@ -715,20 +919,25 @@ def compare_reference(a, b, dt, direction, ctype):
             gt = (x.real > y.real) or (x.real == y.real and x.imag > y.imag)
             lt = (x.real < y.real) or (x.real == y.real and x.imag < y.imag)
             eq = x.real == y.real and x.imag == y.imag
-            out.append({"EQ": eq, "NE": not eq, "GT": gt, "LT": lt, "GE": gt or eq,
-                        "LE": lt or eq}[direction])
+            out.append(
+                {"EQ": eq, "NE": not eq, "GT": gt, "LT": lt, "GE": gt or eq, "LE": lt or eq}[
+                    direction
+                ]
+            )
         return np.array(out, np.bool_)
     if dt.kind == F:
         if ctype == "TOTALORDER":  # rank every distinct bit pattern once, then compare ranks
             u = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize]
             pa, pb = (np.ascontiguousarray(x).view(u) for x in (a, b))
             uniq, inv = np.unique(np.concatenate([pa, pb]), return_inverse=True)
-            ranks = [total_order_rank(v, p, dt)
-                     for v, p in zip(exact_f64(uniq.view(dt.np)).tolist(), uniq.tolist())]
+            ranks = [
+                total_order_rank(v, p, dt)
+                for v, p in zip(exact_f64(uniq.view(dt.np)).tolist(), uniq.tolist())
+            ]
             order = sorted(range(len(ranks)), key=ranks.__getitem__)
             key = np.empty(len(ranks), np.int64)
             key[order] = np.arange(len(ranks))
-            ka, kb = key[inv[:pa.size]], key[inv[pa.size:]]
+            ka, kb = key[inv[: pa.size]], key[inv[pa.size :]]
             return _NPCMP[direction](ka, kb)
         with np.errstate(invalid="ignore"):
             return _NPCMP[direction](exact_f64(a), exact_f64(b))
@@ -740,8 +949,13 @@ def compare_reference(a, b, dt, direction, ctype):
 def _compare_cases():
     out = []
     for d in xo.all_dtypes():
-        types = {B: ["UNSIGNED"], SI: ["SIGNED"], UI: ["UNSIGNED"], F: ["FLOAT", "TOTALORDER"],
-                 C: ["FLOAT"]}[d.kind]
+        types = {
+            B: ["UNSIGNED"],
+            SI: ["SIGNED"],
+            UI: ["UNSIGNED"],
+            F: ["FLOAT", "TOTALORDER"],
+            C: ["FLOAT"],
+        }[d.kind]
         out += [pytest.param(d, t, id=f"{d.name}-{t}") for t in types]
     return out
 
@@ -800,7 +1014,7 @@ def test_clamp_every_dtype(dt):
     got = xo.clamp(xo.tensor(lo, dt), xo.tensor(x, dt), xo.tensor(hi, dt))
     assert_bitexact(got, clamp_reference(lo, x, hi, dt), dt, (lo, x, hi))
     for i in range(3):
-        lo0, hi0 = lo[i:i + 1].reshape(()), hi[i:i + 1].reshape(())
+        lo0, hi0 = lo[i : i + 1].reshape(()), hi[i : i + 1].reshape(())
         got = xo.clamp(xo.tensor(lo0, dt), xo.tensor(x, dt), xo.tensor(hi0, dt))
         assert_bitexact(got, clamp_reference(lo0, x, hi0, dt), dt)
 
@@ -813,15 +1027,18 @@ def test_compare_select_clamp_shape_zoo(dt, shape):
     rec = BY_NAME["add"] if dt.kind != C else BY_NAME["maximum"]
     a, b = make_operands(rec, dt, rng, shape)
     out = xo.compare(xo.tensor(a, dt), xo.tensor(b, dt), "LT")
-    assert_tensor(out, compare_reference(a.reshape(-1), b.reshape(-1), dt, "LT",
-                                         "FLOAT").reshape(shape), "i1")
+    assert_tensor(
+        out, compare_reference(a.reshape(-1), b.reshape(-1), dt, "LT", "FLOAT").reshape(shape), "i1"
+    )
     pred = rng.integers(0, 2, shape).astype(bool)
-    assert_bitexact(xo.select(xo.tensor(pred), xo.tensor(a, dt), xo.tensor(b, dt)),
-                    np.where(pred, a, b), dt)
+    assert_bitexact(
+        xo.select(xo.tensor(pred), xo.tensor(a, dt), xo.tensor(b, dt)), np.where(pred, a, b), dt
+    )
     c = rng.permutation(b.reshape(-1)).reshape(shape)
     got = xo.clamp(xo.tensor(a, dt), xo.tensor(b, dt), xo.tensor(c, dt))
-    assert_bitexact(got, clamp_reference(a.reshape(-1), b.reshape(-1), c.reshape(-1),
-                                         dt).reshape(shape), dt)
+    assert_bitexact(
+        got, clamp_reference(a.reshape(-1), b.reshape(-1), c.reshape(-1), dt).reshape(shape), dt
+    )
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -832,13 +1049,17 @@ def test_complex_op_every_shape(dt, shape):
     a, b = make_operands(BY_NAME["add"], dt, rng, shape)
     want = np.empty(shape, np.complex64 if dt.name == "f32" else np.complex128)
     want.real, want.imag = a, b
-    assert_bitexact(xo.complex(xo.tensor(a, dt), xo.tensor(b, dt)), want,
-                    DT["c64" if dt.name == "f32" else "c128"])
+    assert_bitexact(
+        xo.complex(xo.tensor(a, dt), xo.tensor(b, dt)),
+        want,
+        DT["c64" if dt.name == "f32" else "c128"],
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Accuracy of the complex expm1 / log1p near 0 (the reason these ops exist)
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dt", ["c64", "c128"])
 def test_complex_expm1_log1p_tiny_inputs_componentwise(dt):
@@ -849,8 +1070,10 @@ def test_complex_expm1_log1p_tiny_inputs_componentwise(dt):
     zs = [1e-20 + 1e-20j, -3e-12 + 2e-12j, 1e-9j, 1e-9 + 0j, -2e-25 - 5e-30j]
     z = np.array(zs, dt.np)
     zl = z.astype(L)
-    for fn, series in [(xo.exponential_minus_one, zl + zl * zl / 2 + zl ** 3 / 6),
-                       (xo.log_plus_one, zl - zl * zl / 2 + zl ** 3 / 3)]:
+    for fn, series in [
+        (xo.exponential_minus_one, zl + zl * zl / 2 + zl**3 / 6),
+        (xo.log_plus_one, zl - zl * zl / 2 + zl**3 / 3),
+    ]:
         got = np.asarray(fn(xo.tensor(z))).astype(L)
         for part in ("real", "imag"):
             g, w = getattr(got, part), getattr(series, part)
@@ -874,10 +1097,14 @@ def test_complex_log1p_and_expm1_large_and_infinite_inputs():
     np.testing.assert_allclose(g[:2].imag, want.imag.astype(float), rtol=1e-6)
     assert g[2].real == -np.inf and g[2].imag == 0
     got = xo.log_plus_one(xo.tensor([1e300 + 1e300j], "c128"))
-    np.testing.assert_allclose(np.asarray(got).real, np.log(np.sqrt(2.0)) + 300 * np.log(10),
-                               rtol=1e-15)
-    e = np.asarray(xo.exponential_minus_one(xo.tensor(
-        [complex(np.inf, 0), complex(-np.inf, 0), complex(1000, 1)], "c128")))
+    np.testing.assert_allclose(
+        np.asarray(got).real, np.log(np.sqrt(2.0)) + 300 * np.log(10), rtol=1e-15
+    )
+    e = np.asarray(
+        xo.exponential_minus_one(
+            xo.tensor([complex(np.inf, 0), complex(-np.inf, 0), complex(1000, 1)], "c128")
+        )
+    )
     assert e[0] == complex(np.inf, 0) and not np.signbit(e[0].imag)
     assert e[1] == complex(-1, 0)
     assert e[2].real == np.inf and e[2].imag == np.inf
@@ -893,9 +1120,22 @@ def test_complex_logistic_large_negative_real_part():
 def test_round_nearest_afz_matches_exact_rationals():
     """The vectorised reference itself against exact rational arithmetic."""
     rng = rng_for("afz-exact")
-    x = np.concatenate([rng.integers(-8, 8, 200) / 2, rng.standard_normal(200) * 10,
-                        [0.49999999999999994, -0.49999999999999994, 2.0 ** 52 + 0.5 - 0.5,
-                         4503599627370495.5, -4503599627370495.5, -0.3, -0.0, 0.0]])
+    x = np.concatenate(
+        [
+            rng.integers(-8, 8, 200) / 2,
+            rng.standard_normal(200) * 10,
+            [
+                0.49999999999999994,
+                -0.49999999999999994,
+                2.0**52 + 0.5 - 0.5,
+                4503599627370495.5,
+                -4503599627370495.5,
+                -0.3,
+                -0.0,
+                0.0,
+            ],
+        ]
+    )
     want = np.array([round_afz_exact(v) for v in x.tolist()])
     assert_bitexact(xo.round_nearest_afz(xo.tensor(x, "f64")), want, DT["f64"])
     np.testing.assert_array_equal(round_afz(x), want)

@@ -6,6 +6,7 @@ setting it to 0 forces it on the small arrays of a test. Each kernel is checked 
 on the wide type it is compiled for (int64, or uint64 where it only takes that;
 float32 and float64), so each parallel compilation happens once per session.
 """
+
 import numpy as np
 import pytest
 
@@ -22,9 +23,13 @@ def _ints(rng, dtype, n=N):
     dt = xo.as_dtype(dtype)
     wide = np.uint64 if dt.kind == "ui" else np.int64
     edges = np.array([dt.min, dt.max, 0, 1, dt.max // 2, 2, 3], dtype=object)
-    vals = np.concatenate([rng.integers(dt.min, dt.max, n - 40, endpoint=True, dtype=wide),
-                           rng.integers(0, 70, 33, dtype=wide),
-                           edges.astype(wide)])
+    vals = np.concatenate(
+        [
+            rng.integers(dt.min, dt.max, n - 40, endpoint=True, dtype=wide),
+            rng.integers(0, 70, 33, dtype=wide),
+            edges.astype(wide),
+        ]
+    )
     if dt.kind == "si":
         vals[:100] = rng.integers(-3, 3, 100)  # -1 and 0 divisors, negative exponents
     return xo.tensor(rng.permutation(vals).astype(dt.np), dtype)
@@ -57,8 +62,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("kernel, op, make, dtype", CASES,
-                         ids=[f"{c[0]}-{c[3]}" for c in CASES])
+@pytest.mark.parametrize("kernel, op, make, dtype", CASES, ids=[f"{c[0]}-{c[3]}" for c in CASES])
 def test_parallel_variant_equals_serial(monkeypatch, kernel, op, make, dtype):
     rng = rng_for("parallel", kernel, dtype)
     arity = 1 if op in (xo.count_leading_zeros, xo.round_nearest_afz) else 2
@@ -84,9 +88,15 @@ def test_parallel_variant_is_used_above_the_threshold(monkeypatch):
     assert calls == []  # small: serial
     out = xo.round_nearest_afz(x)
     assert calls == [1000]
-    assert_tensor(out, np.where(np.abs(np.asarray(x)) % 1 == 0.5,
-                                np.trunc(np.asarray(x)) + np.sign(np.asarray(x)),
-                                np.rint(np.asarray(x))), "f64")
+    assert_tensor(
+        out,
+        np.where(
+            np.abs(np.asarray(x)) % 1 == 0.5,
+            np.trunc(np.asarray(x)) + np.sign(np.asarray(x)),
+            np.rint(np.asarray(x)),
+        ),
+        "f64",
+    )
 
 
 class _Spy:
@@ -99,16 +109,27 @@ class _Spy:
 
 
 def test_kernel_docstrings_name_their_parallel_pattern():
-    for name in ["int_divide", "uint_divide", "int_remainder", "uint_remainder", "int_power",
-                 "shift_left", "shift_right_logical", "shift_right_arithmetic",
-                 "count_leading_zeros", "float_maximum", "float_minimum",
-                 "round_nearest_afz"]:
+    for name in [
+        "int_divide",
+        "uint_divide",
+        "int_remainder",
+        "uint_remainder",
+        "int_power",
+        "shift_left",
+        "shift_right_logical",
+        "shift_right_arithmetic",
+        "count_leading_zeros",
+        "float_maximum",
+        "float_minimum",
+        "round_nearest_afz",
+    ]:
         assert "Output-parallel" in getattr(K, name).__doc__, name
 
 
 # ---------------------------------------------------------------------------------------
 # Immutability
 # ---------------------------------------------------------------------------------------
+
 
 def _cases():
     out = []
@@ -141,10 +162,17 @@ def test_inputs_unchanged_and_results_read_only(rec, dt):
 
 def test_compare_select_clamp_complex_results_read_only():
     a, b = xo.tensor([1.0, 2.0], "f32"), xo.tensor([2.0, 1.0], "f32")
-    outs = [xo.compare(a, b, "LT"), xo.compare(a, b, "LT", "TOTALORDER"),
-            xo.select(xo.tensor([True, False]), a, b), xo.select(True, a, b),
-            xo.clamp(xo.tensor(0.0), a, xo.tensor(1.5)), xo.clamp(a, a, b),
-            xo.complex(a, b), xo.add(a, 1.0), xo.add(xo.tensor(1.0), 1.0)]
+    outs = [
+        xo.compare(a, b, "LT"),
+        xo.compare(a, b, "LT", "TOTALORDER"),
+        xo.select(xo.tensor([True, False]), a, b),
+        xo.select(True, a, b),
+        xo.clamp(xo.tensor(0.0), a, xo.tensor(1.5)),
+        xo.clamp(a, a, b),
+        xo.complex(a, b),
+        xo.add(a, 1.0),
+        xo.add(xo.tensor(1.0), 1.0),
+    ]
     for out in outs:
         assert isinstance(np.asarray(out), np.ndarray)
         assert not np.asarray(out).flags.writeable

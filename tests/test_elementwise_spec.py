@@ -6,6 +6,7 @@ wraparound, i1 arithmetic and weak Python scalars.
 Where the spec's printed result disagrees with its own inputs, the test says so and
 checks the value the inputs give (noted in each test's docstring).
 """
+
 import math
 
 import ml_dtypes
@@ -29,6 +30,7 @@ def t(values, dtype):
 # ---------------------------------------------------------------------------------------
 # The spec's examples, one test each
 # ---------------------------------------------------------------------------------------
+
 
 def test_spec_abs():
     assert_tensor(xo.abs(t([-2, 0, 2], "i32")), [2, 0, 2], "i32")
@@ -134,9 +136,13 @@ def test_spec_log_plus_one():
     out = xo.log_plus_one(t([0.0, -0.999, 7.0, 6.38905621, 15.0], "f64"))
     want = [0.0, -6.90776825, 2.07944155, 2.0, 2.77258873]
     assert_tensor(out, want, "f64", exact=False, rtol=2e-6)
-    assert_tensor(out, [0.0, math.log(0.001), math.log(8.0), math.log1p(6.38905621),
-                         math.log(16.0)], "f64",
-                  exact=False, rtol=1e-9)
+    assert_tensor(
+        out,
+        [0.0, math.log(0.001), math.log(8.0), math.log1p(6.38905621), math.log(16.0)],
+        "f64",
+        exact=False,
+        rtol=1e-9,
+    )
 
 
 def test_spec_logistic():
@@ -219,14 +225,18 @@ def test_spec_rsqrt():
     """The spec prints 0.33333343 for rsqrt(9) in f32, 3 ulps from f32(1/3) =
     0.333333343...; checked to 4 ulps, and 1/sqrt(9) is exact in f32 here."""
     out = xo.rsqrt(t([[1.0, 4.0], [9.0, 25.0]], "f32"))
-    assert_tensor(out, np.float32([[1.0, 0.5], [0.33333343, 0.2]]), "f32", exact=False,
-                  rtol=4 * 2.0 ** -23)
+    assert_tensor(
+        out, np.float32([[1.0, 0.5], [0.33333343, 0.2]]), "f32", exact=False, rtol=4 * 2.0**-23
+    )
     assert_tensor(out, np.float32([[1.0, 0.5], [1 / 3, 0.2]]), "f32")
 
 
 def test_spec_select():
-    out = xo.select(t([[False, True], [True, False]], "i1"), t([[1, 2], [3, 4]], "i32"),
-                    t([[5, 6], [7, 8]], "i32"))
+    out = xo.select(
+        t([[False, True], [True, False]], "i1"),
+        t([[1, 2], [3, 4]], "i32"),
+        t([[5, 6], [7, 8]], "i32"),
+    )
     assert_tensor(out, [[5, 2], [3, 8]], "i32")
 
 
@@ -268,8 +278,9 @@ def test_spec_subtract():
 
 def test_spec_tanh():
     out = xo.tanh(t([-1.0, 0.0, 1.0], "f32"))
-    assert_tensor(out, np.float32([-0.76159416, 0.0, 0.76159416]), "f32", exact=False,
-                  rtol=2 * 2.0 ** -23)
+    assert_tensor(
+        out, np.float32([-0.76159416, 0.0, 0.76159416]), "f32", exact=False, rtol=2 * 2.0**-23
+    )
 
 
 def test_spec_xor():
@@ -281,27 +292,30 @@ def test_spec_xor():
 
 # XLA-only ops (seed 002 gives definitions, no examples): known values
 
+
 def test_xla_erf():
     out = xo.erf(t([0.0, -0.0, 0.5, 1.0, -2.0, INF, -INF, NAN], "f64"))
-    want = [0.0, -0.0, 0.5204998778130465, 0.8427007929497149, -0.9953222650189527, 1.0,
-            -1.0, NAN]
+    want = [0.0, -0.0, 0.5204998778130465, 0.8427007929497149, -0.9953222650189527, 1.0, -1.0, NAN]
     assert_tensor(out, want, "f64", exact=False, rtol=4e-16)
     assert np.signbit(np.asarray(out)[1])
 
 
 def test_xla_tan():
     out = xo.tan(t([0.0, -0.0, math.pi / 4, -1.0, INF, NAN], "f64"))
-    assert_tensor(out, [0.0, -0.0, 1.0, -1.5574077246549023, NAN, NAN], "f64", exact=False,
-                  rtol=4e-16)
+    assert_tensor(
+        out, [0.0, -0.0, 1.0, -1.5574077246549023, NAN, NAN], "f64", exact=False, rtol=4e-16
+    )
     assert np.signbit(np.asarray(out)[1])
     out = xo.tan(t([1 + 1j], "c128"))
-    np.testing.assert_allclose(np.asarray(out), [0.2717525853195117 + 1.0839233273386946j],
-                               rtol=1e-15)
+    np.testing.assert_allclose(
+        np.asarray(out), [0.2717525853195117 + 1.0839233273386946j], rtol=1e-15
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # compare: directions, compare types, TOTALORDER
 # ---------------------------------------------------------------------------------------
+
 
 def _ordered(dtype):
     """-NaN, -inf (or -max), -1, -0, +0, 1, +inf (or max), +NaN in the type."""
@@ -316,8 +330,9 @@ def _ordered(dtype):
     return u.view(dt.np)
 
 
-@pytest.mark.parametrize("dtype", ["f32", "f64", "bf16", "f16", "f8E4M3FN", "f8E5M2",
-                                   "f8E4M3", "f8E3M4"])
+@pytest.mark.parametrize(
+    "dtype", ["f32", "f64", "bf16", "f16", "f8E4M3FN", "f8E5M2", "f8E4M3", "f8E3M4"]
+)
 def test_compare_totalorder_order(dtype):
     """-NaN < -inf < -1 < -0 < +0 < 1 < inf < +NaN; NaN == NaN (same bits); -0 != +0."""
     v = _ordered(dtype)
@@ -325,8 +340,14 @@ def test_compare_totalorder_order(dtype):
     a = xo.tensor(np.repeat(v, n), dtype)
     b = xo.tensor(np.tile(v, n), dtype)
     i, j = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
-    for direction, fn in [("LT", np.less), ("LE", np.less_equal), ("GT", np.greater),
-                          ("GE", np.greater_equal), ("EQ", np.equal), ("NE", np.not_equal)]:
+    for direction, fn in [
+        ("LT", np.less),
+        ("LE", np.less_equal),
+        ("GT", np.greater),
+        ("GE", np.greater_equal),
+        ("EQ", np.equal),
+        ("NE", np.not_equal),
+    ]:
         out = xo.compare(a, b, direction, "TOTALORDER")
         assert_tensor(out, fn(i, j), "i1")
 
@@ -340,8 +361,14 @@ def test_compare_float_is_ieee_quiet(dtype):
     a, b = xo.tensor(av, dtype), xo.tensor(bv, dtype)
     x, y = av.astype(np.float64), bv.astype(np.float64)
     with np.errstate(invalid="ignore"):
-        for direction, fn in [("LT", np.less), ("LE", np.less_equal), ("GT", np.greater),
-                              ("GE", np.greater_equal), ("EQ", np.equal), ("NE", np.not_equal)]:
+        for direction, fn in [
+            ("LT", np.less),
+            ("LE", np.less_equal),
+            ("GT", np.greater),
+            ("GE", np.greater_equal),
+            ("EQ", np.equal),
+            ("NE", np.not_equal),
+        ]:
             assert_tensor(xo.compare(a, b, direction, "FLOAT"), fn(x, y), "i1")
             assert_tensor(xo.compare(a, b, direction), fn(x, y), "i1")  # FLOAT is the default
     z = xo.compare(xo.tensor([-0.0], dtype), xo.tensor([0.0], dtype), "EQ")
@@ -351,8 +378,9 @@ def test_compare_float_is_ieee_quiet(dtype):
 def test_compare_totalorder_nan_payloads_and_fnuz():
     """totalOrder orders NaNs by payload; the FNUZ formats' one NaN (0x80) sits between
     the negatives and +0, as XLA's sign-flip key puts it."""
-    x = f64_from_bits(0x7FF0000000000001, 0x7FF8000000000000, 0xFFF8000000000000,
-                      0xFFF0000000000001)
+    x = f64_from_bits(
+        0x7FF0000000000001, 0x7FF8000000000000, 0xFFF8000000000000, 0xFFF0000000000001
+    )
     a, b = xo.tensor(x), xo.tensor(x[::-1].copy())
     assert_tensor(xo.compare(a, b, "LT", "TOTALORDER"), [False, False, True, True], "i1")
     assert_tensor(xo.compare(a, a, "EQ", "TOTALORDER"), [True] * 4, "i1")
@@ -363,21 +391,35 @@ def test_compare_totalorder_nan_payloads_and_fnuz():
     assert_tensor(xo.compare(nan, other, "GT", "TOTALORDER"), [True, False, False], "i1")
 
 
-@pytest.mark.parametrize("dtype, ctype", [("i32", "SIGNED"), ("i4", "SIGNED"),
-                                          ("ui32", "UNSIGNED"), ("ui4", "UNSIGNED"),
-                                          ("i1", "UNSIGNED")])
+@pytest.mark.parametrize(
+    "dtype, ctype",
+    [
+        ("i32", "SIGNED"),
+        ("i4", "SIGNED"),
+        ("ui32", "UNSIGNED"),
+        ("ui4", "UNSIGNED"),
+        ("i1", "UNSIGNED"),
+    ],
+)
 def test_compare_integers_every_direction(dtype, ctype):
     dt = xo.as_dtype(dtype)
     vals = [dt.min, dt.min + 1, 0, 1, dt.max - 1, dt.max] if dt.kind != "bool" else [0, 1]
     vals = sorted(set(vals))
     a = np.repeat(vals, len(vals))
     b = np.tile(vals, len(vals))
-    for direction, fn in [("LT", np.less), ("LE", np.less_equal), ("GT", np.greater),
-                          ("GE", np.greater_equal), ("EQ", np.equal), ("NE", np.not_equal)]:
+    for direction, fn in [
+        ("LT", np.less),
+        ("LE", np.less_equal),
+        ("GT", np.greater),
+        ("GE", np.greater_equal),
+        ("EQ", np.equal),
+        ("NE", np.not_equal),
+    ]:
         out = xo.compare(xo.tensor(a, dtype), xo.tensor(b, dtype), direction, ctype)
         assert_tensor(out, fn(a, b), "i1")
-        assert_tensor(xo.compare(xo.tensor(a, dtype), xo.tensor(b, dtype), direction),
-                      fn(a, b), "i1")
+        assert_tensor(
+            xo.compare(xo.tensor(a, dtype), xo.tensor(b, dtype), direction), fn(a, b), "i1"
+        )
 
 
 def test_compare_complex_lexicographic():
@@ -397,6 +439,7 @@ def test_compare_direction_is_case_insensitive_and_result_is_i1():
 # ---------------------------------------------------------------------------------------
 # maximum / minimum, rounding, signs, integer wraparound
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", ["f32", "f64", "bf16", "f16", "f8E4M3FN"])
 def test_maximum_minimum_nan_and_signed_zeros(dtype):
@@ -421,21 +464,52 @@ def test_maximum_minimum_i1_and_complex():
 def test_clamp_nan_and_inverted_bounds():
     out = xo.clamp(t(2.0, "f32"), t([-1.0, 1.5, NAN, 5.0], "f32"), t(1.0, "f32"))
     assert_tensor(out, [1.0, 1.0, NAN, 1.0], "f32")  # min > max gives max
-    out = xo.clamp(t([NAN, 0.0, -0.0], "f32"), t([1.0, -0.0, 0.0], "f32"),
-                   t([2.0, 1.0, -0.0], "f32"))
+    out = xo.clamp(
+        t([NAN, 0.0, -0.0], "f32"), t([1.0, -0.0, 0.0], "f32"), t([2.0, 1.0, -0.0], "f32")
+    )
     assert_tensor(out, [NAN, 0.0, -0.0], "f32")
 
 
 def test_round_nearest_afz_hard_cases():
-    x = [0.49999999999999994, -0.49999999999999994, -2.5, 2.5, -0.3, 0.3, -0.5, 0.5,
-         4503599627370495.5, -4503599627370497.0, -0.0, INF, -INF, NAN]
-    want = [0.0, -0.0, -3.0, 3.0, -0.0, 0.0, -1.0, 1.0, 4503599627370496.0,
-            -4503599627370497.0, -0.0, INF, -INF, NAN]
+    x = [
+        0.49999999999999994,
+        -0.49999999999999994,
+        -2.5,
+        2.5,
+        -0.3,
+        0.3,
+        -0.5,
+        0.5,
+        4503599627370495.5,
+        -4503599627370497.0,
+        -0.0,
+        INF,
+        -INF,
+        NAN,
+    ]
+    want = [
+        0.0,
+        -0.0,
+        -3.0,
+        3.0,
+        -0.0,
+        0.0,
+        -1.0,
+        1.0,
+        4503599627370496.0,
+        -4503599627370497.0,
+        -0.0,
+        INF,
+        -INF,
+        NAN,
+    ]
     assert_tensor(xo.round_nearest_afz(t(x, "f64")), want, "f64")
-    assert_tensor(xo.round_nearest_afz(t([0.49999997, -2.5, 2.5, -0.3], "f32")),
-                  [0.0, -3.0, 3.0, -0.0], "f32")
-    assert_tensor(xo.round_nearest_afz(t([-2.5, 0.5, -0.3, 1.5], "bf16")),
-                  [-3.0, 1.0, -0.0, 2.0], "bf16")
+    assert_tensor(
+        xo.round_nearest_afz(t([0.49999997, -2.5, 2.5, -0.3], "f32")), [0.0, -3.0, 3.0, -0.0], "f32"
+    )
+    assert_tensor(
+        xo.round_nearest_afz(t([-2.5, 0.5, -0.3, 1.5], "bf16")), [-3.0, 1.0, -0.0, 2.0], "bf16"
+    )
 
 
 def test_round_nearest_even_and_floor_ceil_keep_zero_signs():
@@ -462,15 +536,19 @@ def test_sign_integers_and_complex():
 
 def test_sqrt_rsqrt_signed_zero_and_negative():
     assert_tensor(xo.sqrt(t([-0.0, 0.0, -1.0, INF], "f32")), [-0.0, 0.0, NAN, INF], "f32")
-    assert_tensor(xo.rsqrt(t([0.0, -0.0, -1.0, INF, 4.0], "f32")), [INF, -INF, NAN, 0.0, 0.5],
-                  "f32")
+    assert_tensor(
+        xo.rsqrt(t([0.0, -0.0, -1.0, INF, 4.0], "f32")), [INF, -INF, NAN, 0.0, 0.5], "f32"
+    )
 
 
 def test_cbrt_negative_and_complex_principal_root():
     assert_tensor(xo.cbrt(t([-8.0, -27.0, -0.0], "f64")), [-2.0, -3.0, -0.0], "f64")
     out = xo.cbrt(t([3 + 4j, -8 + 0j], "c128"))
-    np.testing.assert_allclose(np.asarray(out), [1.6289371459221759 + 0.5201745023045458j,
-                                                 1 + math.sqrt(3) * 1j], rtol=1e-15)
+    np.testing.assert_allclose(
+        np.asarray(out),
+        [1.6289371459221759 + 0.5201745023045458j, 1 + math.sqrt(3) * 1j],
+        rtol=1e-15,
+    )
 
 
 def test_complex_atan2_examples():
@@ -482,8 +560,9 @@ def test_complex_atan2_examples():
 def test_atan2_signed_zeros_and_operand_order():
     y = t([0.0, -0.0, 0.0, -0.0, 1.0, 1.0], "f64")
     x = t([-0.0, -0.0, 0.0, 0.0, 0.0, -1.0], "f64")
-    assert_tensor(xo.atan2(y, x), [math.pi, -math.pi, 0.0, -0.0, math.pi / 2, 3 * math.pi / 4],
-                  "f64")
+    assert_tensor(
+        xo.atan2(y, x), [math.pi, -math.pi, 0.0, -0.0, math.pi / 2, 3 * math.pi / 4], "f64"
+    )
 
 
 def test_transcendental_special_values():
@@ -494,8 +573,13 @@ def test_transcendental_special_values():
     assert_tensor(xo.log_plus_one(t([-1.0, -2.0, -0.0], "f32")), [-INF, NAN, -0.0], "f32")
     assert_tensor(xo.tanh(x), [-1.0, 1.0, NAN, 0.0, -0.0], "f32")
     assert_tensor(xo.logistic(x), [0.0, 1.0, NAN, 0.5, 0.5], "f32")
-    assert_tensor(xo.logistic(t([-200.0, 200.0], "f64")), [np.exp(-200.0), 1.0], "f64",
-                  exact=False, rtol=1e-15)
+    assert_tensor(
+        xo.logistic(t([-200.0, 200.0], "f64")),
+        [np.exp(-200.0), 1.0],
+        "f64",
+        exact=False,
+        rtol=1e-15,
+    )
     assert_tensor(xo.erf(x), [-1.0, 1.0, NAN, 0.0, -0.0], "f32")
     assert_tensor(xo.sine(x), [NAN, NAN, NAN, 0.0, -0.0], "f32")
 
@@ -507,18 +591,20 @@ def test_exponential_minus_one_and_log_plus_one_tiny_real():
 
 
 def test_power_special_cases():
-    out = xo.power(t([NAN, 1.0, -1.0, 0.0, -0.0, 0.0, -8.0], "f64"),
-                   t([0.0, NAN, INF, -1.0, -1.0, 0.0, 1 / 3], "f64"))
+    out = xo.power(
+        t([NAN, 1.0, -1.0, 0.0, -0.0, 0.0, -8.0], "f64"),
+        t([0.0, NAN, INF, -1.0, -1.0, 0.0, 1 / 3], "f64"),
+    )
     assert_tensor(out, [1.0, 1.0, 1.0, INF, -INF, 1.0, NAN], "f64")
 
 
 def test_integer_power_rules():
     lhs = [-1, -1, -3, 1, -3, 0, 2, -2, 0, 5, 3]
     rhs = [1, 0, -3, -3, 3, 2, -1, 63, -1, 0, 41]
-    want = [-1, 1, 0, 1, -27, 0, 0, -(1 << 63), 0, 1, 3 ** 41 % (1 << 64) - (1 << 64)]
+    want = [-1, 1, 0, 1, -27, 0, 0, -(1 << 63), 0, 1, 3**41 % (1 << 64) - (1 << 64)]
     assert_tensor(xo.power(t(lhs, "i64"), t(rhs, "i64")), want, "i64")
     out = xo.power(t([0, 0, 1, 1, 5, 3], "ui64"), t([0, 1, 0, 2, 5, 41], "ui64"))
-    assert_tensor(out, np.array([1, 0, 1, 1, 3125, 3 ** 41 % (1 << 64)], np.uint64), "ui64")
+    assert_tensor(out, np.array([1, 0, 1, 1, 3125, 3**41 % (1 << 64)], np.uint64), "ui64")
     assert_tensor(xo.power(t([2, -2, 3], "i4"), t([3, 3, 2], "i4")), [-8, -8, -7], "i4")
 
 
@@ -536,10 +622,20 @@ def test_integer_divide_remainder_edge_cases():
 
 
 def test_float_remainder_is_fmod():
-    out = xo.remainder(t([17.1, -17.1, 17.1, -17.1, 5.0, -0.0, INF, 3.0], "f64"),
-                       t([3.0, 3.0, -3.0, -3.0, 0.0, 2.0, 2.0, INF], "f64"))
-    want = [2.1000000000000014, -2.1000000000000014, 2.1000000000000014, -2.1000000000000014,
-            NAN, -0.0, NAN, 3.0]
+    out = xo.remainder(
+        t([17.1, -17.1, 17.1, -17.1, 5.0, -0.0, INF, 3.0], "f64"),
+        t([3.0, 3.0, -3.0, -3.0, 0.0, 2.0, 2.0, INF], "f64"),
+    )
+    want = [
+        2.1000000000000014,
+        -2.1000000000000014,
+        2.1000000000000014,
+        -2.1000000000000014,
+        NAN,
+        -0.0,
+        NAN,
+        3.0,
+    ]
     assert_tensor(out, want, "f64")
 
 
@@ -570,8 +666,9 @@ def test_not_popcnt_clz_narrow_widths():
     assert_tensor(xo.popcnt(t([-1], "i64")), [64], "i64")
     assert_tensor(xo.count_leading_zeros(t([0, 1, -1, 7], "i4")), [4, 3, 0, 1], "i4")
     assert_tensor(xo.count_leading_zeros(t([0, 1, 3], "ui2")), [2, 1, 0], "ui2")
-    assert_tensor(xo.count_leading_zeros(t([0, 1, 1 << 63], "ui64")),
-                  np.array([64, 63, 0], np.uint64), "ui64")
+    assert_tensor(
+        xo.count_leading_zeros(t([0, 1, 1 << 63], "ui64")), np.array([64, 63, 0], np.uint64), "ui64"
+    )
 
 
 def test_shifts_by_width_or_more_and_negative_amounts():
@@ -581,17 +678,22 @@ def test_shifts_by_width_or_more_and_negative_amounts():
     assert_tensor(xo.shift_right_logical(x, s), [0, 0, 0, 0, 0, 0], "i8")
     assert_tensor(xo.shift_right_arithmetic(x, s), [0, -1, 0, -1, -1, 0], "i8")
     assert_tensor(xo.shift_right_logical(t([-1, -8], "i4"), t([1, 2], "i4")), [7, 2], "i4")
-    assert_tensor(xo.shift_right_arithmetic(t([255, 128], "ui8"), t([1, 9], "ui8")),
-                  [255, 255], "ui8")
-    assert_tensor(xo.shift_left(t([1 << 63, 1], "ui64"), t([1, 64], "ui64")),
-                  np.array([0, 0], np.uint64), "ui64")
+    assert_tensor(
+        xo.shift_right_arithmetic(t([255, 128], "ui8"), t([1, 9], "ui8")), [255, 255], "ui8"
+    )
+    assert_tensor(
+        xo.shift_left(t([1 << 63, 1], "ui64"), t([1, 64], "ui64")),
+        np.array([0, 0], np.uint64),
+        "ui64",
+    )
 
 
 def test_integer_add_subtract_multiply_wrap():
     assert_tensor(xo.add(t([1, 0, -1, -2], "i2"), t([-1, 1, 1, 1], "i2")), [0, 1, 0, -1], "i2")
     assert_tensor(xo.add(t([0, 2], "ui2"), t([1, 3], "ui2")), [1, 1], "ui2")
-    assert_tensor(xo.add(t([0, 1, 2, -3, 7], "i4"), t([-8, -1, 2, -3, 7], "i4")),
-                  [-8, 0, 4, -6, -2], "i4")
+    assert_tensor(
+        xo.add(t([0, 1, 2, -3, 7], "i4"), t([-8, -1, 2, -3, 7], "i4")), [-8, 0, 4, -6, -2], "i4"
+    )
     assert_tensor(xo.subtract(t([0, 2], "ui4"), t([15, 3], "ui4")), [1, 15], "ui4")
     assert_tensor(xo.multiply(t([16, 16], "ui8"), t([16, 17], "ui8")), [0, 16], "ui8")
     imax = (1 << 63) - 1
@@ -623,13 +725,14 @@ def test_real_imag_of_floats():
 def test_narrow_floats_round_once_per_op():
     """bf16 (1 + 2^-8) + 2^-8: rounded after each add (XLA) it stays 1 (ties to even
     twice); kept in float32 across ops it would be 1 + 2^-7."""
-    one, tiny = t([1.0], "bf16"), t([2.0 ** -8], "bf16")
+    one, tiny = t([1.0], "bf16"), t([2.0**-8], "bf16")
     assert_tensor(xo.add(xo.add(one, tiny), tiny), [1.0], "bf16")
-    assert_tensor(xo.add(one, xo.add(tiny, tiny)), [1.0 + 2.0 ** -7], "bf16")
+    assert_tensor(xo.add(one, xo.add(tiny, tiny)), [1.0 + 2.0**-7], "bf16")
     # f16 overflow: 65504 + 8 rounds back to 65504; 65504 + 16 = 65520 is the tie
     # between 65504 and 2^16, which rounds to even: inf
-    assert_tensor(xo.add(t([65504.0, 65504.0], "f16"), t([8.0, 16.0], "f16")),
-                  [65504.0, INF], "f16")
+    assert_tensor(
+        xo.add(t([65504.0, 65504.0], "f16"), t([8.0, 16.0], "f16")), [65504.0, INF], "f16"
+    )
 
 
 def test_f8_without_infinity_overflows_to_nan():
@@ -638,16 +741,17 @@ def test_f8_without_infinity_overflows_to_nan():
 
 
 def test_e8m0_products_below_float32_range_round_to_smallest_value():
-    tiny = 2.0 ** -127
+    tiny = 2.0**-127
     out = xo.multiply(t([tiny], "f8E8M0FNU"), t([tiny], "f8E8M0FNU"))
     assert_tensor(out, [tiny], "f8E8M0FNU")  # 2^-254 rounds to the least value, not NaN
-    out = xo.divide(t([tiny], "f8E8M0FNU"), t([2.0 ** 127], "f8E8M0FNU"))
+    out = xo.divide(t([tiny], "f8E8M0FNU"), t([2.0**127], "f8E8M0FNU"))
     assert_tensor(out, [tiny], "f8E8M0FNU")
 
 
 # ---------------------------------------------------------------------------------------
 # Weak Python scalars
 # ---------------------------------------------------------------------------------------
+
 
 def test_weak_scalars_take_the_tensor_type():
     out = xo.add(t([1.5, 2.0], "bf16"), 1)

@@ -5,6 +5,7 @@ and tan), independently of xops: every element type outside an op's set must rai
 ``SpecError`` labelled with the input's label, every type inside must work. The op name
 in messages is the spec's (``and``, ``or``, ``not``).
 """
+
 import numpy as np
 import pytest
 
@@ -67,8 +68,9 @@ BINARY = [n for n, (_, arity, _) in SPEC_KINDS.items() if arity == 2]
 
 def sample(dt, shape=(3,)):
     """A tensor of element type ``dt`` (values 1, or True)."""
-    return xo.tensor(np.ones(shape, np.float32).astype(dt.np) if dt.kind != "bool"
-                     else np.ones(shape, bool), dt)
+    return xo.tensor(
+        np.ones(shape, np.float32).astype(dt.np) if dt.kind != "bool" else np.ones(shape, bool), dt
+    )
 
 
 def call(name, *xs):
@@ -78,20 +80,60 @@ def call(name, *xs):
 
 
 def test_every_elementwise_op_is_in_the_matrix():
-    ops = {"abs", "negate", "sign", "exponential", "exponential_minus_one", "log",
-           "log_plus_one", "logistic", "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan",
-           "tanh", "erf", "floor", "ceil", "round_nearest_afz", "round_nearest_even",
-           "is_finite", "not_", "popcnt", "count_leading_zeros", "real", "imag", "add",
-           "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum",
-           "atan2", "and_", "or_", "xor", "shift_left", "shift_right_arithmetic",
-           "shift_right_logical", "compare"}
+    ops = {
+        "abs",
+        "negate",
+        "sign",
+        "exponential",
+        "exponential_minus_one",
+        "log",
+        "log_plus_one",
+        "logistic",
+        "sqrt",
+        "rsqrt",
+        "cbrt",
+        "sine",
+        "cosine",
+        "tan",
+        "tanh",
+        "erf",
+        "floor",
+        "ceil",
+        "round_nearest_afz",
+        "round_nearest_even",
+        "is_finite",
+        "not_",
+        "popcnt",
+        "count_leading_zeros",
+        "real",
+        "imag",
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "remainder",
+        "power",
+        "maximum",
+        "minimum",
+        "atan2",
+        "and_",
+        "or_",
+        "xor",
+        "shift_left",
+        "shift_right_arithmetic",
+        "shift_right_logical",
+        "compare",
+    }
     assert set(SPEC_KINDS) == ops
     assert all(callable(getattr(xo, n)) for n in ops | {"complex", "select", "clamp"})
 
 
 def _matrix():
-    return [pytest.param(name, dt, id=f"{name}-{dt.name}")
-            for name in SPEC_KINDS for dt in xo.all_dtypes()]
+    return [
+        pytest.param(name, dt, id=f"{name}-{dt.name}")
+        for name in SPEC_KINDS
+        for dt in xo.all_dtypes()
+    ]
 
 
 @pytest.mark.parametrize("name, dt", _matrix())
@@ -135,12 +177,20 @@ def test_select_and_clamp_accept_every_type(dt):
 # One negative test per constraint label
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", BINARY + ["complex"])
 def test_binary_C1_element_type_mismatch(name):
     spec = SPEC_KINDS[name][0] if name in SPEC_KINDS else "complex"
     a, b = (xo.tensor([1.0, 2.0], "f32"), xo.tensor([1.0, 2.0], "f64"))
-    if name in ("and_", "or_", "xor", "shift_left", "shift_right_arithmetic",
-                "shift_right_logical", "popcnt"):
+    if name in (
+        "and_",
+        "or_",
+        "xor",
+        "shift_left",
+        "shift_right_arithmetic",
+        "shift_right_logical",
+        "popcnt",
+    ):
         a, b = xo.tensor([1, 2], "i32"), xo.tensor([1, 2], "i64")
     with raises_spec(spec, "C1"):
         call(name, a, b) if name != "complex" else xo.complex(a, b)
@@ -154,8 +204,12 @@ def test_binary_shape_mismatch(name):
     equality is C2."""
     spec = SPEC_KINDS[name][0] if name in SPEC_KINDS else "complex"
     label = "C2" if name == "compare" else "C1"
-    dtype = "i32" if name in ("and_", "or_", "xor", "shift_left", "shift_right_arithmetic",
-                              "shift_right_logical") else "f64"
+    dtype = (
+        "i32"
+        if name
+        in ("and_", "or_", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical")
+        else "f64"
+    )
     for sa, sb in [((2,), (3,)), ((2, 3), (3, 2)), ((1,), ()), ((), (4,)), ((0,), (1,))]:
         a, b = xo.tensor(np.ones(sa), dtype), xo.tensor(np.ones(sb), dtype)
         with raises_spec(spec, label):
@@ -179,12 +233,24 @@ def test_messages_name_the_types():
     assert isinstance(e.value, ValueError) and isinstance(e.value, TypeError)
 
 
-@pytest.mark.parametrize("dtype, bad", [("f32", "SIGNED"), ("f32", "UNSIGNED"),
-                                        ("f64", "SIGNED"), ("bf16", "UNSIGNED"),
-                                        ("i32", "FLOAT"), ("i32", "UNSIGNED"),
-                                        ("i32", "TOTALORDER"), ("ui8", "SIGNED"),
-                                        ("ui8", "FLOAT"), ("i1", "SIGNED"), ("i1", "FLOAT"),
-                                        ("c64", "TOTALORDER"), ("c128", "SIGNED")])
+@pytest.mark.parametrize(
+    "dtype, bad",
+    [
+        ("f32", "SIGNED"),
+        ("f32", "UNSIGNED"),
+        ("f64", "SIGNED"),
+        ("bf16", "UNSIGNED"),
+        ("i32", "FLOAT"),
+        ("i32", "UNSIGNED"),
+        ("i32", "TOTALORDER"),
+        ("ui8", "SIGNED"),
+        ("ui8", "FLOAT"),
+        ("i1", "SIGNED"),
+        ("i1", "FLOAT"),
+        ("c64", "TOTALORDER"),
+        ("c128", "SIGNED"),
+    ],
+)
 def test_compare_C3_compare_type_must_fit_element_type(dtype, bad):
     x = xo.tensor([1, 0], dtype)
     with raises_spec("compare", "C3"):
@@ -209,8 +275,13 @@ def test_remainder_complex_is_undefined():
 
 def test_select_I1_pred_must_be_i1():
     x = xo.tensor([1, 2], "i32")
-    for pred in (xo.tensor([1, 0], "i32"), xo.tensor([1.0, 0.0], "f32"),
-                 xo.tensor([1, 0], "ui8"), 1, np.float64(1.0)):
+    for pred in (
+        xo.tensor([1, 0], "i32"),
+        xo.tensor([1.0, 0.0], "f32"),
+        xo.tensor([1, 0], "ui8"),
+        1,
+        np.float64(1.0),
+    ):
         with raises_spec("select", "I1"):
             xo.select(pred, x, x)
 

@@ -1,6 +1,7 @@
 """fft against the spec's example, NumPy's FFT over a zoo (all four types, 1-3 dims,
 batch dims, odd and even lengths, f32/f64), every constraint label, and the gradient
 rules (finite differences and jax.vjp)."""
+
 import numpy as np
 import pytest
 
@@ -23,14 +24,23 @@ def _data(rng, shape, complex_, dtype):
 
 def _reference(x, t, lengths):
     axes = tuple(range(x.ndim - len(lengths), x.ndim))
-    fn = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn,
-          "IRFFT": np.fft.irfftn}[t]
+    fn = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}[t]
     return fn(x.astype(np.complex128 if t != "RFFT" else np.float64), s=lengths, axes=axes)
 
 
 SHAPES = [  # (real-side shape, number of transformed dims)
-    ((8,), 1), ((7,), 1), ((1,), 1), ((2,), 1), ((3, 6), 1), ((2, 3, 5), 1),
-    ((4, 6), 2), ((3, 5), 2), ((2, 4, 3), 2), ((2, 3, 4), 3), ((3, 3, 3), 3), ((2, 1, 2, 5), 3),
+    ((8,), 1),
+    ((7,), 1),
+    ((1,), 1),
+    ((2,), 1),
+    ((3, 6), 1),
+    ((2, 3, 5), 1),
+    ((4, 6), 2),
+    ((3, 5), 2),
+    ((2, 4, 3), 2),
+    ((2, 3, 4), 3),
+    ((3, 3, 3), 3),
+    ((2, 1, 2, 5), 3),
 ]
 
 
@@ -94,22 +104,34 @@ def test_irfft_multidim_ignores_dc_after_the_outer_transforms():
 
 
 def test_empty_and_size_one():
-    assert_tensor(xo.fft(xo.tensor(np.zeros((0, 4), np.complex64)), "FFT", [4]),
-                  np.zeros((0, 4), np.complex64))
-    assert_tensor(xo.fft(xo.tensor(np.zeros((3, 0), np.float32)), "RFFT", [0]),
-                  np.zeros((3, 0), np.complex64))
-    assert_tensor(xo.fft(xo.tensor(np.zeros((2, 0), np.complex128)), "IRFFT", [0]),
-                  np.zeros((2, 0), np.float64))
-    assert_tensor(xo.fft(xo.tensor(np.array([2.5 + 1j], np.complex64)), "IFFT", [1]),
-                  np.array([2.5 + 1j], np.complex64))
+    assert_tensor(
+        xo.fft(xo.tensor(np.zeros((0, 4), np.complex64)), "FFT", [4]),
+        np.zeros((0, 4), np.complex64),
+    )
+    assert_tensor(
+        xo.fft(xo.tensor(np.zeros((3, 0), np.float32)), "RFFT", [0]), np.zeros((3, 0), np.complex64)
+    )
+    assert_tensor(
+        xo.fft(xo.tensor(np.zeros((2, 0), np.complex128)), "IRFFT", [0]),
+        np.zeros((2, 0), np.float64),
+    )
+    assert_tensor(
+        xo.fft(xo.tensor(np.array([2.5 + 1j], np.complex64)), "IFFT", [1]),
+        np.array([2.5 + 1j], np.complex64),
+    )
 
 
 def test_batched_large_input_uses_all_cores_same_result():
     rng = np.random.default_rng(4)
     x = _data(rng, (256, 512), True, np.complex64)
     got = xo.fft(xo.tensor(x), "FFT", [512])
-    assert_tensor(got, np.fft.fft(x.astype(np.complex128)).astype(np.complex64), exact=False,
-                  rtol=1e-4, atol=1e-4)
+    assert_tensor(
+        got,
+        np.fft.fft(x.astype(np.complex128)).astype(np.complex64),
+        exact=False,
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 def test_constraints():
@@ -148,6 +170,7 @@ def test_constraints():
 # values bilinearly, Re sum(a * b)); jax.vjp cross-checks the convention itself.
 # ---------------------------------------------------------------------------------------
 
+
 def _rand_like(rng, a):
     a = np.asarray(a)
     if a.dtype.kind == "c":
@@ -155,9 +178,15 @@ def _rand_like(rng, a):
     return rng.standard_normal(a.shape)
 
 
-GRAD_CASES = [("FFT", (3, 4), [4]), ("IFFT", (2, 3, 5), [3, 5]), ("RFFT", (2, 6), [6]),
-              ("RFFT", (3, 4, 5), [4, 5]), ("IRFFT", (2, 4), [6]), ("IRFFT", (3, 3), [3, 5]),
-              ("IRFFT", (2, 2, 3), [2, 2, 4])]
+GRAD_CASES = [
+    ("FFT", (3, 4), [4]),
+    ("IFFT", (2, 3, 5), [3, 5]),
+    ("RFFT", (2, 6), [6]),
+    ("RFFT", (3, 4, 5), [4, 5]),
+    ("IRFFT", (2, 4), [6]),
+    ("IRFFT", (3, 3), [3, 5]),
+    ("IRFFT", (2, 2, 3), [2, 2, 4]),
+]
 
 
 def _grad_input(t, shape, seed=0):
@@ -192,8 +221,10 @@ def test_real_loss_gradient_through_rfft():
     def energy(v):
         y = xo.fft(v, "RFFT", [8])
         p = xo.add(xo.multiply(xo.real(y), xo.real(y)), xo.multiply(xo.imag(y), xo.imag(y)))
-        return xo.dot_general(p, xo.tensor(w), lhs_contracting_dimensions=[0],
-                              rhs_contracting_dimensions=[0])
+        return xo.dot_general(
+            p, xo.tensor(w), lhs_contracting_dimensions=[0], rhs_contracting_dimensions=[0]
+        )
+
     g = xo.grad(energy)(xo.tensor(x))
     np.testing.assert_allclose(np.asarray(g), 2 * 8 * x, rtol=1e-12)
 
@@ -209,8 +240,10 @@ def test_second_order_through_rfft():
 
     def energy(v):
         y = xo.fft(v, "RFFT", [8])
-        return dot(xo.add(xo.multiply(xo.real(y), xo.real(y)),
-                          xo.multiply(xo.imag(y), xo.imag(y))), w)
+        return dot(
+            xo.add(xo.multiply(xo.real(y), xo.real(y)), xo.multiply(xo.imag(y), xo.imag(y))), w
+        )
+
     hv = xo.grad(lambda v: dot(xo.grad(energy)(v), xo.tensor(q)))(xo.tensor(x))
     np.testing.assert_allclose(np.asarray(hv), 16 * q, rtol=1e-12)
 

@@ -16,6 +16,7 @@ compiled kernels draw from fuzz_core.KERNEL_TYPES). ``XOPS_FUZZ_EXAMPLES=200`` r
 longer with every element type and a random seed (``XOPS_FUZZ_SEED=n``: seed n);
 ``XOPS_FUZZ_REPORT=path`` writes the outcome counts as JSON. See docs/fuzzing.md.
 """
+
 import importlib
 import inspect
 import json
@@ -38,21 +39,37 @@ from hypothesis import strategies as st
 import xops.ops
 
 # Every public module of xops/ops (a new module's ops are covered automatically).
-MODULES = sorted(m.name for m in pkgutil.iter_modules(xops.ops.__path__)
-                 if not m.name.startswith("_") and m.name != "operators")
+MODULES = sorted(
+    m.name
+    for m in pkgutil.iter_modules(xops.ops.__path__)
+    if not m.name.startswith("_") and m.name != "operators"
+)
 # Public names that are types, not ops (their constructors are exercised by the ops).
-NOT_OPS = {"Token": "the token type (made by create_token / after_all)",
-           "ConvDimensionNumbers": "a named tuple of attributes (convolution takes it)"}
+NOT_OPS = {
+    "Token": "the token type (made by create_token / after_all)",
+    "ConvDimensionNumbers": "a named tuple of attributes (convolution takes it)",
+}
 
 EXAMPLES = int(os.environ.get("XOPS_FUZZ_EXAMPLES", "4"))
 LONG = "XOPS_FUZZ_EXAMPLES" in os.environ and EXAMPLES > 4
-_HC = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
-       HealthCheck.filter_too_much, HealthCheck.large_base_example]
+_HC = [
+    HealthCheck.too_slow,
+    HealthCheck.function_scoped_fixture,
+    HealthCheck.data_too_large,
+    HealthCheck.filter_too_much,
+    HealthCheck.large_base_example,
+]
 SEED = os.environ.get("XOPS_FUZZ_SEED")  # a longer run with a chosen seed: reproducible
-settings.register_profile("xops-ci", max_examples=EXAMPLES,
-                          derandomize=not LONG and SEED is None, deadline=None, database=None,
-                          suppress_health_check=_HC, print_blob=True,
-                          phases=(Phase.explicit, Phase.reuse, Phase.generate))
+settings.register_profile(
+    "xops-ci",
+    max_examples=EXAMPLES,
+    derandomize=not LONG and SEED is None,
+    deadline=None,
+    database=None,
+    suppress_health_check=_HC,
+    print_blob=True,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)
 _PROFILE = settings.get_profile("xops-ci")
 
 
@@ -103,7 +120,7 @@ def make(op, draw):
 
 
 def _seed():
-    return st.integers(0, 2 ** 32 - 1)
+    return st.integers(0, 2**32 - 1)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -150,6 +167,15 @@ def test_zz_report():
     if not path:
         return
     with open(path, "w") as f:
-        json.dump({"ops": len(F.Outcome.ops), "op_names": sorted(F.Outcome.ops),
-                   "mutation_classes": sorted(F.Outcome.classes), **F.Outcome.counts,
-                   "labels": F.Outcome.labels, "examples": EXAMPLES}, f, indent=1)
+        json.dump(
+            {
+                "ops": len(F.Outcome.ops),
+                "op_names": sorted(F.Outcome.ops),
+                "mutation_classes": sorted(F.Outcome.classes),
+                **F.Outcome.counts,
+                "labels": F.Outcome.labels,
+                "examples": EXAMPLES,
+            },
+            f,
+            indent=1,
+        )

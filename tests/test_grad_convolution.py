@@ -1,5 +1,6 @@
 """Gradients of convolution (both operands, every attribute) against finite differences,
 and of a small CNN (convolution, batch norm, max pooling, dense, softmax cross-entropy)."""
+
 import numpy as np
 import pytest
 
@@ -8,9 +9,17 @@ from gradcheck import check_grads
 
 ZOO = {  # lhs shape, rhs shape, attributes
     "plain": ((2, 3, 5, 5), (4, 3, 3, 3), {}),
-    "strides+padding": ((1, 2, 6, 5), (3, 2, 3, 2), dict(window_strides=[2, 1], padding=[(1, 2), (0, 1)])),
+    "strides+padding": (
+        (1, 2, 6, 5),
+        (3, 2, 3, 2),
+        dict(window_strides=[2, 1], padding=[(1, 2), (0, 1)]),
+    ),
     "negative padding": ((1, 2, 6, 6), (2, 2, 2, 2), dict(padding=[(-1, 0), (1, -1)])),
-    "lhs dilation": ((1, 2, 4, 4), (2, 2, 3, 3), dict(lhs_dilation=[2, 1], padding=[(1, 1), (1, 1)])),
+    "lhs dilation": (
+        (1, 2, 4, 4),
+        (2, 2, 3, 3),
+        dict(lhs_dilation=[2, 1], padding=[(1, 1), (1, 1)]),
+    ),
     "rhs dilation": ((1, 2, 7, 6), (2, 2, 2, 3), dict(rhs_dilation=[2, 2])),
     "window reversal": ((1, 2, 5, 5), (2, 2, 3, 2), dict(window_reversal=[True, False])),
     "feature groups": ((2, 4, 5, 5), (6, 2, 3, 3), dict(feature_group_count=2)),
@@ -26,7 +35,9 @@ def test_convolution_gradients(name):
     sa, sb, attrs = ZOO[name]
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal(sa), rng.standard_normal(sb)
-    check_grads(lambda x, w: xo.convolution(x, w, **attrs), [a, b], order=2 if name == "plain" else 1)
+    check_grads(
+        lambda x, w: xo.convolution(x, w, **attrs), [a, b], order=2 if name == "plain" else 1
+    )
 
 
 def test_aliases_record_too():

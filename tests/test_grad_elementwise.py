@@ -8,6 +8,7 @@ against finite differences in that pairing, Re sum(ct * dz) = Re sum(u * J dz), 
 against ``jax.vjp`` itself where JAX is installed. Kinks (ties, clamp boundaries, abs at
 0, pow at 0) are pinned to JAX's choices.
 """
+
 import numpy as np
 import pytest
 
@@ -52,6 +53,7 @@ def _off_integers(n=N):
 # Every public op is a primitive
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mod", [_elementwise, _conversion], ids=["elementwise", "conversion"])
 def test_every_public_op_is_a_primitive(mod):
     for name in mod.__all__:
@@ -61,12 +63,24 @@ def test_every_public_op_is_a_primitive(mod):
 
 
 def test_every_float_op_has_a_rule_except_bitcast_convert():
-    no_rule = {n for mod in (_elementwise, _conversion) for n in mod.__all__
-               if getattr(xo, n)._vjp is None}
+    no_rule = {
+        n for mod in (_elementwise, _conversion) for n in mod.__all__ if getattr(xo, n)._vjp is None
+    }
     # integer / boolean results never record a node; bitcast_convert has no gradient
-    assert no_rule == {"is_finite", "not_", "popcnt", "count_leading_zeros", "and_", "or_",
-                       "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
-                       "compare", "bitcast_convert"}
+    assert no_rule == {
+        "is_finite",
+        "not_",
+        "popcnt",
+        "count_leading_zeros",
+        "and_",
+        "or_",
+        "xor",
+        "shift_left",
+        "shift_right_arithmetic",
+        "shift_right_logical",
+        "compare",
+        "bitcast_convert",
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -132,8 +146,12 @@ BINARY = [
     ("divide", xo.divide, lambda: (_normal(), _away0()), 2),
     ("remainder", xo.remainder, _remainder_args, 2),
     ("power", xo.power, lambda: (_pos(), 2 * _normal()), 2),
-    ("power_neg_base_int_exp", xo.power,
-     lambda: (_away0(), RNG.integers(-3, 4, N).astype(np.float64)), 1),
+    (
+        "power_neg_base_int_exp",
+        xo.power,
+        lambda: (_away0(), RNG.integers(-3, 4, N).astype(np.float64)),
+        1,
+    ),
     ("maximum", xo.maximum, _sep_pair, 2),
     ("minimum", xo.minimum, _sep_pair, 2),
     ("atan2", xo.atan2, lambda: (_normal(), _normal()), 2),
@@ -164,17 +182,22 @@ def test_select_and_clamp_finite_differences():
 def test_second_order_through_products_of_ops():
     def f(x, y):
         return xo.multiply(xo.sine(xo.multiply(x, y)), xo.exponential(xo.divide(x, y)))
+
     check_grads(f, [_normal(), _away0()], order=2)
     g = lambda x: xo.power(xo.add(xo.logistic(x), 0.5), xo.tanh(x))  # noqa: E731
     check_grads(g, [_normal()], order=2)
     # third order of a scalar function, by nesting xo.grad: d^3/dx^3 log(x) = 2 / x^3
     d3 = xo.grad(xo.grad(xo.grad(lambda x: xo.log(x))))(xo.tensor(1.5, "f64"))
-    np.testing.assert_allclose(d3.item(), 2 / 1.5 ** 3, rtol=1e-12)
+    np.testing.assert_allclose(d3.item(), 2 / 1.5**3, rtol=1e-12)
     # d^2/dx^2 sqrt(x) = -x^(-3/2) / 4; d^2/dx^2 erf(x) = -4x e^(-x^2) / sqrt(pi)
-    np.testing.assert_allclose(xo.grad(xo.grad(xo.sqrt))(xo.tensor(2.0, "f64")).item(),
-                               -0.25 * 2.0 ** -1.5, rtol=1e-12)
-    np.testing.assert_allclose(xo.grad(xo.grad(xo.erf))(xo.tensor(0.7, "f64")).item(),
-                               -4 * 0.7 * np.exp(-0.49) / np.sqrt(np.pi), rtol=1e-12)
+    np.testing.assert_allclose(
+        xo.grad(xo.grad(xo.sqrt))(xo.tensor(2.0, "f64")).item(), -0.25 * 2.0**-1.5, rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        xo.grad(xo.grad(xo.erf))(xo.tensor(0.7, "f64")).item(),
+        -4 * 0.7 * np.exp(-0.49) / np.sqrt(np.pi),
+        rtol=1e-12,
+    )
 
 
 def test_weak_scalar_operands():
@@ -182,11 +205,11 @@ def test_weak_scalar_operands():
     v = np.array([0.5, 1.5, 3.0])
     cases = [
         (lambda t: xo.power(t, 2.0), 2 * v),
-        (lambda t: xo.power(2.0, t), np.log(2.0) * 2.0 ** v),
-        (lambda t: xo.divide(1.0, t), -1 / v ** 2),
+        (lambda t: xo.power(2.0, t), np.log(2.0) * 2.0**v),
+        (lambda t: xo.divide(1.0, t), -1 / v**2),
         (lambda t: xo.divide(t, 4.0), np.full(3, 0.25)),
-        (lambda t: xo.atan2(1.0, t), -1 / (1 + v ** 2)),
-        (lambda t: xo.atan2(t, 2.0), 2 / (4 + v ** 2)),
+        (lambda t: xo.atan2(1.0, t), -1 / (1 + v**2)),
+        (lambda t: xo.atan2(t, 2.0), 2 / (4 + v**2)),
         (lambda t: xo.remainder(t, 1.0), np.ones(3)),
         (lambda t: xo.remainder(7.0, t), -np.trunc(7.0 / v)),
         (lambda t: xo.maximum(t, 1.0), [0.0, 1.0, 1.0]),
@@ -194,7 +217,7 @@ def test_weak_scalar_operands():
         (lambda t: xo.clamp(1.0, t, 2.0), [0.0, 1.0, 0.0]),
         (lambda t: xo.select(xo.tensor([True, False, True]), t, 0.0), [1.0, 0.0, 1.0]),
         (lambda t: xo.complex(t, 0.0), np.ones(3)),
-        (lambda t: t ** 3 / 3.0 - 1.0 / t, v ** 2 + 1 / v ** 2),  # Python operators
+        (lambda t: t**3 / 3.0 - 1.0 / t, v**2 + 1 / v**2),  # Python operators
     ]
     for f, want in cases:
         out, fn = xo.vjp(f, x)
@@ -207,9 +230,19 @@ def test_weak_scalar_operands():
 def test_gradients_keep_the_operand_type():
     for dt in ["f32", "bf16", "f16"]:
         x = xo.tensor([0.5, 1.0, 2.0], dt)
-        fns = [xo.exponential, xo.log, xo.sqrt, xo.tanh, xo.erf, xo.abs, xo.floor,
-               lambda t: xo.maximum(t, 1.0), lambda t: xo.power(t, t),
-               lambda t: xo.atan2(t, 1.0), lambda t: xo.clamp(0.7, t, 1.5)]
+        fns = [
+            xo.exponential,
+            xo.log,
+            xo.sqrt,
+            xo.tanh,
+            xo.erf,
+            xo.abs,
+            xo.floor,
+            lambda t: xo.maximum(t, 1.0),
+            lambda t: xo.power(t, t),
+            lambda t: xo.atan2(t, 1.0),
+            lambda t: xo.clamp(0.7, t, 1.5),
+        ]
         for f in fns:
             out, fn = xo.vjp(f, x)
             g = fn(xo.tensor([1.0, 1.0, 1.0], dt))[0]
@@ -221,6 +254,7 @@ def test_gradients_keep_the_operand_type():
 # ---------------------------------------------------------------------------------------
 # Kinks: ties, boundaries, zeros
 # ---------------------------------------------------------------------------------------
+
 
 def test_maximum_minimum_ties_split_evenly():
     a = xo.tensor([1.0, 2.0, 3.0, -0.0, np.nan], "f64")
@@ -267,7 +301,8 @@ def test_select_gradients_exact():
     assert ga.tolist() == [0.0, 0.0, 0.0] and gb.tolist() == [7.0, 8.0, 9.0]
     # the pred gets nothing, also when it comes from the operands themselves
     g = xo.grad(lambda t: xo.select(xo.compare(t, 2.0, "GT"), t, xo.multiply(t, t)))(
-        xo.tensor(1.5, "f64"))
+        xo.tensor(1.5, "f64")
+    )
     assert g.item() == 3.0
 
 
@@ -277,7 +312,8 @@ def test_abs_and_power_at_zero():
     z = xo.tensor([0j, 3 + 4j], "c128")
     assert xo.vjp(xo.abs, z)[1](xo.tensor([1.0, 1.0], "f64"))[0].tolist() == [0j, 0.6 - 0.8j]
     gx, gy = xo.vjp(xo.power, xo.tensor([0.0, 2.0], "f64"), xo.tensor([2.0, 3.0], "f64"))[1](
-        xo.tensor([1.0, 1.0], "f64"))
+        xo.tensor([1.0, 1.0], "f64")
+    )
     assert gx.tolist() == [0.0, 12.0]
     assert gy.tolist() == [0.0, pytest.approx(8 * np.log(2.0), rel=1e-15)]  # log(0) read as 0
 
@@ -291,6 +327,7 @@ def test_remainder_rhs_gradient_is_minus_trunc():
 # ---------------------------------------------------------------------------------------
 # Complex rules (jax.vjp convention)
 # ---------------------------------------------------------------------------------------
+
 
 def _pair(a, b):
     """JAX's pairing: Re sum(a * b), no conjugate (real values are complex with 0 imag)."""
@@ -343,9 +380,12 @@ COMPLEX = [
     ("power", xo.power, "pow", [_cpos, _cnormal]),
     ("atan2", xo.atan2, "atan2", [_cpos, _cpos]),
     ("complex", xo.complex, "complex", [_normal, _normal]),
-    ("select", lambda a, b: xo.select(xo.tensor([True, False] * 3 + [True]), a, b),
-     lambda lax, a, b: lax.select(np.array([True, False] * 3 + [True]), a, b),
-     [_cnormal, _cnormal]),
+    (
+        "select",
+        lambda a, b: xo.select(xo.tensor([True, False] * 3 + [True]), a, b),
+        lambda lax, a, b: lax.select(np.array([True, False] * 3 + [True]), a, b),
+        [_cnormal, _cnormal],
+    ),
 ]
 
 
@@ -382,9 +422,25 @@ def test_complex_rules_match_jax_vjp(jax_lax, name, fn, ref, gens):
             np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=tol, atol=tol)
 
 
-COMPLEX_2ND = ["exponential", "log", "sine", "cosine", "tan", "tanh", "sqrt", "rsqrt",
-               "logistic", "log_plus_one", "exponential_minus_one", "cbrt", "abs", "multiply",
-               "divide", "power", "atan2"]
+COMPLEX_2ND = [
+    "exponential",
+    "log",
+    "sine",
+    "cosine",
+    "tan",
+    "tanh",
+    "sqrt",
+    "rsqrt",
+    "logistic",
+    "log_plus_one",
+    "exponential_minus_one",
+    "cbrt",
+    "abs",
+    "multiply",
+    "divide",
+    "power",
+    "atan2",
+]
 
 
 @pytest.mark.parametrize("name", COMPLEX_2ND)
@@ -420,14 +476,18 @@ def test_complex_second_order_matches_jax(jax_lax, name):
 # Real rules against jax.vjp: pins the kink conventions
 # ---------------------------------------------------------------------------------------
 
+
 def test_real_kinks_match_jax_vjp(jax_lax):
     jax, lax = jax_lax, jax_lax.lax
     u = RNG.standard_normal(6)
     x = np.array([-1.0, 0.0, -0.0, 1.0, 1.0, 2.5])
     y = np.array([-1.0, 0.0, 0.0, 2.0, 1.0, -1.0])
     cases = [
-        (xo.abs, lax.abs, [x]), (xo.maximum, lax.max, [x, y]), (xo.minimum, lax.min, [x, y]),
-        (xo.power, lax.pow, [np.abs(x), y]), (xo.sign, lax.sign, [x]),
+        (xo.abs, lax.abs, [x]),
+        (xo.maximum, lax.max, [x, y]),
+        (xo.minimum, lax.min, [x, y]),
+        (xo.power, lax.pow, [np.abs(x), y]),
+        (xo.sign, lax.sign, [x]),
         (xo.clamp, lax.clamp, [np.full(6, -1.0), x, np.full(6, 1.0)]),
         (xo.remainder, lax.rem, [x + 3.3, np.array([2.0, 1.5, -1.5, 0.7, 1.1, -2.0])]),
         (xo.atan2, lax.atan2, [x, y + 3.0]),
@@ -436,13 +496,15 @@ def test_real_kinks_match_jax_vjp(jax_lax):
         got = xo.vjp(f, *[xo.tensor(a) for a in args])[1](xo.tensor(u))
         want = jax.vjp(ref, *args)[1](u)
         for g, w in zip(got, want):
-            np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-13, atol=0,
-                                       err_msg=f.op_name)
+            np.testing.assert_allclose(
+                g.numpy(), np.asarray(w), rtol=1e-13, atol=0, err_msg=f.op_name
+            )
 
 
 # ---------------------------------------------------------------------------------------
 # Conversion ops
 # ---------------------------------------------------------------------------------------
+
 
 def test_convert_float_round_trips():
     x32 = xo.tensor([0.1, -2.5, 3.0], "f32")
@@ -456,8 +518,13 @@ def test_convert_float_round_trips():
         assert g.tolist() == want.tolist()
     g = xo.vjp(lambda t: xo.convert(t, "f64"), x32)[1](xo.tensor([0.1, 0.2, 0.3], "f64"))[0]
     assert g.dtype == xo.float32 and g.tolist() == np.array([0.1, 0.2, 0.3], np.float32).tolist()
-    check_grads(lambda t: xo.multiply(xo.convert(xo.convert(t, "f32"), "f64"), t),
-                [_normal()], order=2, rtol=1e-4, eps=1e-3)
+    check_grads(
+        lambda t: xo.multiply(xo.convert(xo.convert(t, "f32"), "f64"), t),
+        [_normal()],
+        order=2,
+        rtol=1e-4,
+        eps=1e-3,
+    )
 
 
 def test_convert_complex():
@@ -471,7 +538,8 @@ def test_convert_complex():
     assert g.dtype == xo.complex64 and g.tolist() == [2 + 0j, 3 + 0j]
     # c64 -> c128 -> c64 round trip
     g = xo.vjp(lambda t: xo.convert(xo.convert(t, "c128"), "c64"), z)[1](
-        xo.tensor([1 + 1j, 2 - 1j], "c64"))[0]
+        xo.tensor([1 + 1j, 2 - 1j], "c64")
+    )[0]
     assert g.dtype == xo.complex64 and g.tolist() == [1 + 1j, 2 - 1j]
     check_vjp_jax_convention(lambda t: xo.convert(t, "f64"), [_cnormal()])
     check_vjp_jax_convention(lambda t: xo.convert(t, "c128"), [_normal()])
@@ -501,8 +569,9 @@ def test_no_rule_is_a_spec_error_naming_the_op():
     assert y.requires_grad
     with pytest.raises(xo.SpecError, match=r"^bitcast_convert \(grad\): no gradient rule"):
         xo.multiply(y, 2.0).backward(xo.tensor(np.ones((2, 2)), "f32"))
-    out, fn = xo.vjp(lambda t: xo.exponential(xo.bitcast_convert(t, "f32")),
-                     xo.tensor([1.0], "f64"))
+    out, fn = xo.vjp(
+        lambda t: xo.exponential(xo.bitcast_convert(t, "f32")), xo.tensor([1.0], "f64")
+    )
     with pytest.raises(xo.SpecError, match="bitcast_convert"):
         fn(xo.tensor(np.ones((1, 2)), "f32"))
     # integer views record nothing at all: no error, no gradient path

@@ -7,6 +7,7 @@ every public op of these modules is a tape primitive.
 Second order through a rule that sums (broadcast_in_dim / broadcast over expanded dims,
 pad's padding_value) needs reduce's own rule; until reduce has one those cases check
 first order only (see ``_order``)."""
+
 import numpy as np
 import pytest
 
@@ -65,8 +66,12 @@ CASES = [
     ("broadcast_none", lambda x: xo.broadcast(x, []), [(2, 3)], False),
     # reshape (and XLA's transposing form), collapse, transpose
     ("reshape", lambda x: xo.reshape(x, [6, 4]), [(2, 3, 4)], False),
-    ("reshape_dimensions", lambda x: xo.reshape(x, [4, 6], dimensions=[2, 0, 1]),
-     [(2, 3, 4)], False),
+    (
+        "reshape_dimensions",
+        lambda x: xo.reshape(x, [4, 6], dimensions=[2, 0, 1]),
+        [(2, 3, 4)],
+        False,
+    ),
     ("reshape_to_scalar", lambda x: xo.reshape(x, []), [(1, 1)], False),
     ("collapse", lambda x: xo.collapse(x, [1, 2]), [(2, 3, 4)], False),
     ("collapse_none", lambda x: xo.collapse(x, []), [(2, 3)], False),
@@ -79,8 +84,12 @@ CASES = [
     # pad: negative edge padding, interior padding, a dim cut down to padding only
     ("pad", lambda x, v: xo.pad(x, v, [-1, 2], [1, -2], [1, 2]), [(3, 4), ()], True),
     ("pad_cut_everything", lambda x, v: xo.pad(x, v, [-5], [3], [0]), [(3,), ()], True),
-    ("pad_negative_interior", lambda x, v: xo.pad(x, v, [-2, 0], [-1, -3], [2, 1]),
-     [(4, 3), ()], True),
+    (
+        "pad_negative_interior",
+        lambda x, v: xo.pad(x, v, [-2, 0], [-1, -3], [2, 1]),
+        [(4, 3), ()],
+        True,
+    ),
     ("pad_operand_only", lambda x: xo.pad(x, 0.25, [-1, 1], [2, -1], [1, 0]), [(3, 2)], False),
     ("pad_empty_operand", lambda x: xo.pad(x, 0.0, [1, 1], [1, -1], [0, 2]), [(0, 3)], False),
     # concatenate of three, reverse
@@ -88,43 +97,100 @@ CASES = [
     ("reverse", lambda x: xo.reverse(x, [0, 2]), [(2, 3, 4)], False),
     # dynamic_slice / dynamic_update_slice, in-range and clamped starts
     ("dynamic_slice", lambda x: xo.dynamic_slice(x, [1, 2], [2, 3]), [(4, 6)], False),
-    ("dynamic_slice_clamped", lambda x: xo.dynamic_slice(x, [_DS, xo.tensor(5, "i32")], [2, 3]),
-     [(4, 6)], False),
-    ("dynamic_slice_1d_starts", lambda x: xo.dynamic_slice(x, xo.tensor([7, -3], "i32"), [2, 2]),
-     [(4, 3)], False),
-    ("dynamic_update_slice", lambda x, u: xo.dynamic_update_slice(x, u, [1, 2]),
-     [(4, 6), (2, 3)], False),
-    ("dynamic_update_slice_clamped", lambda x, u: xo.dynamic_update_slice(x, u, [3, 7]),
-     [(4, 6), (2, 3)], False),
+    (
+        "dynamic_slice_clamped",
+        lambda x: xo.dynamic_slice(x, [_DS, xo.tensor(5, "i32")], [2, 3]),
+        [(4, 6)],
+        False,
+    ),
+    (
+        "dynamic_slice_1d_starts",
+        lambda x: xo.dynamic_slice(x, xo.tensor([7, -3], "i32"), [2, 2]),
+        [(4, 3)],
+        False,
+    ),
+    (
+        "dynamic_update_slice",
+        lambda x, u: xo.dynamic_update_slice(x, u, [1, 2]),
+        [(4, 6), (2, 3)],
+        False,
+    ),
+    (
+        "dynamic_update_slice_clamped",
+        lambda x, u: xo.dynamic_update_slice(x, u, [3, 7]),
+        [(4, 6), (2, 3)],
+        False,
+    ),
     ("set_dimension_size", lambda x: xo.set_dimension_size(x, 2, 0), [(5, 3)], False),
     ("constant_of_tensor", lambda x: xo.constant(x), [(2, 3)], False),
     # tuples and the barrier
-    ("tuple_get_tuple_element",
-     lambda x, y: xo.multiply(xo.get_tuple_element(xo.tuple(x, y, xo.create_token()), 1),
-                              xo.get_tuple_element(xo.tuple(y, x), 0)), [(3,), (3,)], False),
-    ("optimization_barrier",
-     lambda x, y: xo.optimization_barrier(x, xo.create_token(), y)[::2], [(2,), (3,)], False),
+    (
+        "tuple_get_tuple_element",
+        lambda x, y: xo.multiply(
+            xo.get_tuple_element(xo.tuple(x, y, xo.create_token()), 1),
+            xo.get_tuple_element(xo.tuple(y, x), 0),
+        ),
+        [(3,), (3,)],
+        False,
+    ),
+    (
+        "optimization_barrier",
+        lambda x, y: xo.optimization_barrier(x, xo.create_token(), y)[::2],
+        [(2,), (3,)],
+        False,
+    ),
     # dot_general zoo and dot
-    ("matmul", lambda a, b: xo.dot_general(a, b, lhs_contracting_dimensions=[1],
-                                           rhs_contracting_dimensions=[0]),
-     [(3, 4), (4, 2)], False),
-    ("batch_in_the_middle", lambda a, b: xo.dot_general(a, b, [1], [1], [2], [0]),
-     [(3, 2, 4), (4, 2, 5)], False),
-    ("several_contracting_any_order", lambda a, b: xo.dot_general(a, b, [1], [2], [0, 3], [3, 0]),
-     [(2, 3, 4, 5), (5, 6, 3, 2)], False),
-    ("two_batch_dims_swapped", lambda a, b: xo.dot_general(a, b, [2, 0], [0, 3], [1], [2]),
-     [(2, 4, 3), (3, 5, 4, 2)], False),
-    ("numpy_rhs", lambda a: xo.dot_general(a, _B, lhs_contracting_dimensions=np.array([1]),
-                                           rhs_contracting_dimensions=(0,)), [(3, 4)], False),
+    (
+        "matmul",
+        lambda a, b: xo.dot_general(
+            a, b, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0]
+        ),
+        [(3, 4), (4, 2)],
+        False,
+    ),
+    (
+        "batch_in_the_middle",
+        lambda a, b: xo.dot_general(a, b, [1], [1], [2], [0]),
+        [(3, 2, 4), (4, 2, 5)],
+        False,
+    ),
+    (
+        "several_contracting_any_order",
+        lambda a, b: xo.dot_general(a, b, [1], [2], [0, 3], [3, 0]),
+        [(2, 3, 4, 5), (5, 6, 3, 2)],
+        False,
+    ),
+    (
+        "two_batch_dims_swapped",
+        lambda a, b: xo.dot_general(a, b, [2, 0], [0, 3], [1], [2]),
+        [(2, 4, 3), (3, 5, 4, 2)],
+        False,
+    ),
+    (
+        "numpy_rhs",
+        lambda a: xo.dot_general(
+            a, _B, lhs_contracting_dimensions=np.array([1]), rhs_contracting_dimensions=(0,)
+        ),
+        [(3, 4)],
+        False,
+    ),
     ("outer", lambda a, b: xo.dot_general(a, b), [(3,), (4,)], False),
     ("batched_outer", lambda a, b: xo.dot_general(a, b, [0], [0]), [(2, 3), (2, 4)], False),
-    ("full_contraction", lambda a, b: xo.dot_general(a, b, [], [], [0, 1], [1, 0]),
-     [(3, 4), (4, 3)], False),
+    (
+        "full_contraction",
+        lambda a, b: xo.dot_general(a, b, [], [], [0, 1], [1, 0]),
+        [(3, 4), (4, 3)],
+        False,
+    ),
     ("dot_vv", lambda a, b: xo.dot(a, b), [(4,), (4,)], False),
     ("dot_mv", lambda a, b: xo.dot(a, b), [(3, 4), (4,)], False),
     ("dot_vm", lambda a, b: xo.dot(a, b), [(4,), (4, 2)], False),
-    ("dot_mm", lambda a, b: xo.dot(a, b, precision_config=["HIGHEST", "DEFAULT"]),
-     [(3, 4), (4, 2)], False),
+    (
+        "dot_mm",
+        lambda a, b: xo.dot(a, b, precision_config=["HIGHEST", "DEFAULT"]),
+        [(3, 4), (4, 2)],
+        False,
+    ),
 ]
 
 
@@ -151,6 +217,7 @@ def test_concatenate_input_without_grad_gets_none():
 # ---------------------------------------------------------------------------------------
 # Exact values of a few rules (zeros where they must be)
 # ---------------------------------------------------------------------------------------
+
 
 def _vjp(f, args, g):
     _, fn = xo.vjp(f, *[xo.tensor(a) for a in args])
@@ -194,8 +261,14 @@ def test_dot_general_preferred_element_type_f64_from_f32():
     g = rand(3, 5)
 
     def f(x, y):
-        return xo.dot_general(x, y, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0],
-                              preferred_element_type="f64")
+        return xo.dot_general(
+            x,
+            y,
+            lhs_contracting_dimensions=[1],
+            rhs_contracting_dimensions=[0],
+            preferred_element_type="f64",
+        )
+
     out, fn = xo.vjp(f, xo.tensor(a), xo.tensor(b))
     assert out.dtype == xo.float64
     ga, gb = fn(xo.tensor(g))
@@ -210,8 +283,16 @@ def test_preferred_element_type_second_order():
         pytest.skip("convert has no gradient rule yet")
 
     def f(x, y):  # f64 in, f32 operands, f64 result
-        return xo.dot_general(xo.convert(x, "f32"), xo.convert(y, "f32"), [0], [0], [2], [1],
-                              preferred_element_type="f64")
+        return xo.dot_general(
+            xo.convert(x, "f32"),
+            xo.convert(y, "f32"),
+            [0],
+            [0],
+            [2],
+            [1],
+            preferred_element_type="f64",
+        )
+
     args = [rand(2, 3, 4), rand(2, 4, 5)]
     check_grads(lambda *a: _sq(f(*a)), args, order=2, rtol=1e-3, atol=1e-4, eps=1e-3)
 
@@ -244,7 +325,8 @@ def test_nested_tuples_pass_gradients_through():
     assert isinstance(inner, tuple)
     z = xo.get_tuple_element(inner, 0)
     xo.multiply(z, xo.broadcast_in_dim(xo.get_tuple_element(t, 0), [0], [2])).backward(
-        xo.tensor([1.0, 1.0]))
+        xo.tensor([1.0, 1.0])
+    )
     assert y.grad.tolist() == [9.0, 9.0] and x.grad.tolist() == [9.0]  # d(3y x)
 
 
@@ -266,8 +348,9 @@ OPERATOR_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,f,shapes,uses_reduce", OPERATOR_CASES,
-                         ids=[c[0] for c in OPERATOR_CASES])
+@pytest.mark.parametrize(
+    "name,f,shapes,uses_reduce", OPERATOR_CASES, ids=[c[0] for c in OPERATOR_CASES]
+)
 def test_operators_and_indexing(name, f, shapes, uses_reduce):
     args = [rand(*s) for s in shapes]
     check_grads(f, args)
@@ -286,6 +369,7 @@ def test_indexing_gradient_values():
 # Every public op of these modules is a primitive
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("module", [movement, misc, linalg], ids=["movement", "misc", "linalg"])
 def test_every_public_op_is_a_primitive(module):
     for name in module.__all__:
@@ -296,10 +380,26 @@ def test_every_public_op_is_a_primitive(module):
         assert getattr(xo, name) is fn
 
 
-DIFFERENTIABLE = ["constant", "broadcast_in_dim", "broadcast", "reshape", "collapse", "transpose",
-                  "slice", "dynamic_slice", "dynamic_update_slice", "pad", "concatenate",
-                  "reverse", "set_dimension_size", "tuple", "get_tuple_element",
-                  "optimization_barrier", "dot_general", "dot"]
+DIFFERENTIABLE = [
+    "constant",
+    "broadcast_in_dim",
+    "broadcast",
+    "reshape",
+    "collapse",
+    "transpose",
+    "slice",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "pad",
+    "concatenate",
+    "reverse",
+    "set_dimension_size",
+    "tuple",
+    "get_tuple_element",
+    "optimization_barrier",
+    "dot_general",
+    "dot",
+]
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
@@ -312,33 +412,77 @@ def test_differentiable_ops_have_rules(name):
 # Against jax.vjp of the jax.lax ops (float64 and complex128)
 # ---------------------------------------------------------------------------------------
 
+
 def _jax_cases(lax):
     return [
-        ("broadcast_in_dim", lambda x: xo.broadcast_in_dim(x, [2, 0], [3, 4, 5]),
-         lambda x: lax.broadcast_in_dim(x, (3, 4, 5), (2, 0)), [(1, 3)]),
+        (
+            "broadcast_in_dim",
+            lambda x: xo.broadcast_in_dim(x, [2, 0], [3, 4, 5]),
+            lambda x: lax.broadcast_in_dim(x, (3, 4, 5), (2, 0)),
+            [(1, 3)],
+        ),
         ("broadcast", lambda x: xo.broadcast(x, [4]), lambda x: lax.broadcast(x, (4,)), [(2, 3)]),
-        ("reshape_dimensions", lambda x: xo.reshape(x, [4, 6], dimensions=[2, 0, 1]),
-         lambda x: lax.reshape(x, (4, 6), dimensions=(2, 0, 1)), [(2, 3, 4)]),
-        ("collapse", lambda x: xo.collapse(x, [1, 2]), lambda x: lax.collapse(x, 1, 3),
-         [(2, 3, 4)]),
-        ("transpose", lambda x: xo.transpose(x, [2, 0, 1]), lambda x: lax.transpose(x, (2, 0, 1)),
-         [(2, 3, 4)]),
-        ("slice", lambda x: xo.slice(x, [1, 0], [4, 5], [2, 3]),
-         lambda x: lax.slice(x, (1, 0), (4, 5), (2, 3)), [(5, 6)]),
-        ("pad", lambda x, v: xo.pad(x, v, [-1, 2], [1, -2], [1, 2]),
-         lambda x, v: lax.pad(x, v, [(-1, 1, 1), (2, -2, 2)]), [(3, 4), ()]),
-        ("concatenate", lambda a, b, c: xo.concatenate([a, b, c], 0),
-         lambda a, b, c: lax.concatenate([a, b, c], 0), [(1, 2), (3, 2), (2, 2)]),
+        (
+            "reshape_dimensions",
+            lambda x: xo.reshape(x, [4, 6], dimensions=[2, 0, 1]),
+            lambda x: lax.reshape(x, (4, 6), dimensions=(2, 0, 1)),
+            [(2, 3, 4)],
+        ),
+        (
+            "collapse",
+            lambda x: xo.collapse(x, [1, 2]),
+            lambda x: lax.collapse(x, 1, 3),
+            [(2, 3, 4)],
+        ),
+        (
+            "transpose",
+            lambda x: xo.transpose(x, [2, 0, 1]),
+            lambda x: lax.transpose(x, (2, 0, 1)),
+            [(2, 3, 4)],
+        ),
+        (
+            "slice",
+            lambda x: xo.slice(x, [1, 0], [4, 5], [2, 3]),
+            lambda x: lax.slice(x, (1, 0), (4, 5), (2, 3)),
+            [(5, 6)],
+        ),
+        (
+            "pad",
+            lambda x, v: xo.pad(x, v, [-1, 2], [1, -2], [1, 2]),
+            lambda x, v: lax.pad(x, v, [(-1, 1, 1), (2, -2, 2)]),
+            [(3, 4), ()],
+        ),
+        (
+            "concatenate",
+            lambda a, b, c: xo.concatenate([a, b, c], 0),
+            lambda a, b, c: lax.concatenate([a, b, c], 0),
+            [(1, 2), (3, 2), (2, 2)],
+        ),
         ("reverse", lambda x: xo.reverse(x, [0, 2]), lambda x: lax.rev(x, (0, 2)), [(2, 3, 4)]),
-        ("dynamic_slice", lambda x: xo.dynamic_slice(x, [9, 4], [2, 3]),
-         lambda x: lax.dynamic_slice(x, (9, 4), (2, 3)), [(4, 6)]),
-        ("dynamic_update_slice", lambda x, u: xo.dynamic_update_slice(x, u, [3, 7]),
-         lambda x, u: lax.dynamic_update_slice(x, u, (3, 7)), [(4, 6), (2, 3)]),
-        ("dot_general", lambda a, b: xo.dot_general(a, b, [1], [2], [0, 3], [3, 0]),
-         lambda a, b: lax.dot_general(a, b, (((0, 3), (3, 0)), ((1,), (2,)))),
-         [(2, 3, 4, 5), (5, 6, 3, 2)]),
-        ("dot_general_batch_middle", lambda a, b: xo.dot_general(a, b, [1], [1], [2], [0]),
-         lambda a, b: lax.dot_general(a, b, (((2,), (0,)), ((1,), (1,)))), [(3, 2, 4), (4, 2, 5)]),
+        (
+            "dynamic_slice",
+            lambda x: xo.dynamic_slice(x, [9, 4], [2, 3]),
+            lambda x: lax.dynamic_slice(x, (9, 4), (2, 3)),
+            [(4, 6)],
+        ),
+        (
+            "dynamic_update_slice",
+            lambda x, u: xo.dynamic_update_slice(x, u, [3, 7]),
+            lambda x, u: lax.dynamic_update_slice(x, u, (3, 7)),
+            [(4, 6), (2, 3)],
+        ),
+        (
+            "dot_general",
+            lambda a, b: xo.dot_general(a, b, [1], [2], [0, 3], [3, 0]),
+            lambda a, b: lax.dot_general(a, b, (((0, 3), (3, 0)), ((1,), (2,)))),
+            [(2, 3, 4, 5), (5, 6, 3, 2)],
+        ),
+        (
+            "dot_general_batch_middle",
+            lambda a, b: xo.dot_general(a, b, [1], [1], [2], [0]),
+            lambda a, b: lax.dot_general(a, b, (((2,), (0,)), ((1,), (1,)))),
+            [(3, 2, 4), (4, 2, 5)],
+        ),
         ("dot", lambda a, b: xo.dot(a, b), lambda a, b: lax.dot(a, b), [(3, 4), (4,)]),
     ]
 
@@ -348,6 +492,7 @@ def jax_lax():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     from jax import lax
+
     return jax, lax
 
 
@@ -365,8 +510,9 @@ def test_against_jax_vjp(jax_lax, dtype):
         np.testing.assert_allclose(out.numpy(), np.asarray(jout), rtol=1e-12, err_msg=name)
         for i, (c, w) in enumerate(zip(got, want)):
             assert c.dtype.np == np.asarray(w).dtype, f"{name} arg {i}"
-            np.testing.assert_allclose(c.numpy(), np.asarray(w), rtol=1e-10, atol=1e-12,
-                                       err_msg=f"{name} arg {i}")
+            np.testing.assert_allclose(
+                c.numpy(), np.asarray(w), rtol=1e-10, atol=1e-12, err_msg=f"{name} arg {i}"
+            )
 
 
 def test_preferred_element_type_against_jax(jax_lax):
@@ -377,8 +523,10 @@ def test_preferred_element_type_against_jax(jax_lax):
         return xo.dot_general(x, y, [0], [1], [2], [0], preferred_element_type="f64")
 
     def jf(x, y):
-        return lax.dot_general(x, y, (((2,), (0,)), ((0,), (1,))),
-                               preferred_element_type=np.float64)
+        return lax.dot_general(
+            x, y, (((2,), (0,)), ((0,), (1,))), preferred_element_type=np.float64
+        )
+
     out, fn = xo.vjp(f, xo.tensor(a), xo.tensor(b))
     jout, jfn = jax.vjp(jf, a, b)
     np.testing.assert_allclose(out.numpy(), np.asarray(jout), rtol=1e-12)

@@ -3,6 +3,7 @@
 order, for feature_index 0, 1 and last; cotangents on all three outputs of training
 mode; the closed forms; the cotangents' element types for narrow floats; and a
 torch.autograd cross-check (forward, backward and double backward) on NCHW."""
+
 import numpy as np
 import pytest
 
@@ -11,7 +12,7 @@ from gradcheck import check_grads
 from xops.ops import normalization
 
 RNG = np.random.default_rng(7)
-EPS = 2.0 ** -7  # exact in f32, so torch (which takes epsilon as a double) agrees
+EPS = 2.0**-7  # exact in f32, so torch (which takes epsilon as a double) agrees
 SHAPE = (3, 4, 5)
 
 
@@ -22,9 +23,14 @@ def f64(v):
 def _inputs(fi, shape=SHAPE):
     """Random operand, scale, offset, mean, variance (> 0) and grad_output."""
     C = shape[fi]
-    return dict(x=RNG.standard_normal(shape), s=RNG.standard_normal(C),
-                o=RNG.standard_normal(C), m=RNG.standard_normal(C),
-                v=RNG.random(C) + 0.5, g=RNG.standard_normal(shape))
+    return dict(
+        x=RNG.standard_normal(shape),
+        s=RNG.standard_normal(C),
+        o=RNG.standard_normal(C),
+        m=RNG.standard_normal(C),
+        v=RNG.random(C) + 0.5,
+        g=RNG.standard_normal(shape),
+    )
 
 
 def _others(fi, rank):
@@ -44,6 +50,7 @@ def _sum_all(t):
 # ---------------------------------------------------------------------------------------
 # The ops are primitives with rules; the no-grad path is unchanged
 # ---------------------------------------------------------------------------------------
+
 
 def test_every_public_op_is_a_primitive_with_a_rule():
     for name in normalization.__all__:
@@ -80,15 +87,19 @@ def test_training_first_and_second_order(fi):
     """Random cotangents on all three outputs (output, batch_mean, batch_var), all three
     inputs; order 2 differentiates the rule (batch_norm_grad's rule, the mean/var terms)."""
     d = _inputs(fi)
-    check_grads(lambda x, s, o: xo.batch_norm_training(x, s, o, EPS, fi),
-                [d["x"], d["s"], d["o"]], order=2)
+    check_grads(
+        lambda x, s, o: xo.batch_norm_training(x, s, o, EPS, fi), [d["x"], d["s"], d["o"]], order=2
+    )
 
 
 @pytest.mark.parametrize("fi", FIS)
 def test_inference_first_and_second_order(fi):
     d = _inputs(fi)
-    check_grads(lambda x, s, o, m, v: xo.batch_norm_inference(x, s, o, m, v, EPS, fi),
-                [d["x"], d["s"], d["o"], d["m"], d["v"]], order=2)
+    check_grads(
+        lambda x, s, o, m, v: xo.batch_norm_inference(x, s, o, m, v, EPS, fi),
+        [d["x"], d["s"], d["o"], d["m"], d["v"]],
+        order=2,
+    )
 
 
 @pytest.mark.parametrize("fi", FIS)
@@ -96,25 +107,34 @@ def test_grad_first_and_second_order(fi):
     """All five tensor inputs, cotangents on all three outputs; order 2 checks that the
     closed-form rule is itself differentiable (third derivatives of batch norm)."""
     d = _inputs(fi)
-    check_grads(lambda x, s, m, v, g: xo.batch_norm_grad(x, s, m, v, g, EPS, fi),
-                [d["x"], d["s"], d["m"], d["v"], d["g"]], order=2)
+    check_grads(
+        lambda x, s, m, v, g: xo.batch_norm_grad(x, s, m, v, g, EPS, fi),
+        [d["x"], d["s"], d["m"], d["v"], d["g"]],
+        order=2,
+    )
 
 
 @pytest.mark.parametrize("shape,fi", [((6, 3), 1), ((5,), 0), ((2, 3, 2, 2), 3)])
 def test_other_ranks(shape, fi):
     d = _inputs(fi, shape)
-    check_grads(lambda x, s, o: xo.batch_norm_training(x, s, o, EPS, fi),
-                [d["x"], d["s"], d["o"]], order=2)
-    check_grads(lambda x, s, m, v, g: xo.batch_norm_grad(x, s, m, v, g, EPS, fi),
-                [d["x"], d["s"], d["m"], d["v"], d["g"]])
+    check_grads(
+        lambda x, s, o: xo.batch_norm_training(x, s, o, EPS, fi), [d["x"], d["s"], d["o"]], order=2
+    )
+    check_grads(
+        lambda x, s, m, v, g: xo.batch_norm_grad(x, s, m, v, g, EPS, fi),
+        [d["x"], d["s"], d["m"], d["v"], d["g"]],
+    )
 
 
 @pytest.mark.parametrize("which", [0, 1, 2])
 def test_training_each_output_alone(which):
     """A cotangent on one output only (the others are the engine's zeros, skipped)."""
     d = _inputs(1)
-    check_grads(lambda x, s, o: xo.batch_norm_training(x, s, o, EPS, 1)[which],
-                [d["x"], d["s"], d["o"]], order=2)
+    check_grads(
+        lambda x, s, o: xo.batch_norm_training(x, s, o, EPS, 1)[which],
+        [d["x"], d["s"], d["o"]],
+        order=2,
+    )
 
 
 def test_second_order_of_a_small_batch_norm_network():
@@ -131,18 +151,21 @@ def test_second_order_of_a_small_batch_norm_network():
         y, mean, var = xo.batch_norm_training(h, s, o, EPS, 1)
         z = xo.batch_norm_inference(xo.tanh(y), s, o, mean, var, EPS, 1)
         return xo.add(_sum_all(xo.multiply(z, t)), _sum_all(xo.multiply(mean, var)))
+
     check_grads(loss, [x, w, s, o], order=2)
 
     # and xo.grad(xo.grad(.)) runs end to end: d/dx of <grad_x loss, ones>
     def gsum(x):
         gx = xo.grad(loss)(x, f64(w), f64(s), f64(o))
         return _sum_all(xo.multiply(gx, gx))
+
     check_grads(gsum, [x])
 
 
 # ---------------------------------------------------------------------------------------
 # Closed forms
 # ---------------------------------------------------------------------------------------
+
 
 def test_training_output_cotangent_is_batch_norm_grad_exactly():
     d = _inputs(1)
@@ -161,8 +184,9 @@ def test_training_mean_and_var_cotangents_closed_form():
     x = d["x"]
     N = x.size // x.shape[fi]
     gm, gv = RNG.standard_normal(5), RNG.standard_normal(5)
-    _, fn = xo.vjp(lambda x: xo.batch_norm_training(x, f64(d["s"]), f64(d["o"]), EPS, fi)[1:],
-                   f64(x))
+    _, fn = xo.vjp(
+        lambda x: xo.batch_norm_training(x, f64(d["s"]), f64(d["o"]), EPS, fi)[1:], f64(x)
+    )
     (gx,) = fn((f64(gm), f64(gv)))
     mean = x.mean(axis=_others(fi, 3), keepdims=True)
     want = _b(gm, fi, 3) / N + 2 * _b(gv, fi, 3) * (x - mean) / N
@@ -173,8 +197,7 @@ def test_inference_closed_form():
     fi = 0
     d = _inputs(fi)
     x, s, m, v, g = d["x"], d["s"], d["m"], d["v"], d["g"]
-    _, fn = xo.vjp(lambda *a: xo.batch_norm_inference(*a, EPS, fi),
-                   *[f64(d[k]) for k in "xsomv"])
+    _, fn = xo.vjp(lambda *a: xo.batch_norm_inference(*a, EPS, fi), *[f64(d[k]) for k in "xsomv"])
     gx, gs, go, gm, gv = [np.asarray(t) for t in fn(f64(g))]
     ax = _others(fi, 3)
     inv = 1 / np.sqrt(v + EPS)
@@ -183,7 +206,7 @@ def test_inference_closed_form():
     np.testing.assert_allclose(gs, (g * c).sum(ax) * inv, rtol=1e-12)
     np.testing.assert_allclose(go, g.sum(ax), rtol=1e-12)
     np.testing.assert_allclose(gm, -g.sum(ax) * s * inv, rtol=1e-12)
-    np.testing.assert_allclose(gv, -0.5 * (g * c).sum(ax) * s * inv ** 3, rtol=1e-12)
+    np.testing.assert_allclose(gv, -0.5 * (g * c).sum(ax) * s * inv**3, rtol=1e-12)
 
 
 def test_grad_rule_matches_the_decomposition_on_the_tape():
@@ -201,13 +224,17 @@ def test_grad_rule_matches_the_decomposition_on_the_tape():
         xhat = xo.multiply(xo.subtract(x, B(m)), B(inv))
         mg = xo.divide(S(g), N)
         mgx = xo.divide(S(xo.multiply(g, xhat)), N)
-        gx = xo.multiply(B(xo.multiply(s, inv)),
-                         xo.subtract(xo.subtract(g, B(mg)), xo.multiply(xhat, B(mgx))))
+        gx = xo.multiply(
+            B(xo.multiply(s, inv)), xo.subtract(xo.subtract(g, B(mg)), xo.multiply(xhat, B(mgx)))
+        )
         return gx, S(xo.multiply(g, xhat)), S(g)
 
     args = [f64(d[k]) for k in ("x", "s", "m", "v", "g")]
-    cts = (f64(RNG.standard_normal(shape)), f64(RNG.standard_normal(4)),
-           f64(RNG.standard_normal(4)))
+    cts = (
+        f64(RNG.standard_normal(shape)),
+        f64(RNG.standard_normal(4)),
+        f64(RNG.standard_normal(4)),
+    )
     outs, fn = xo.vjp(lambda *a: xo.batch_norm_grad(*a, EPS, fi), *args)
     outs2, fn2 = xo.vjp(decomposed, *args)
     for a, b in zip(outs, outs2):
@@ -224,8 +251,7 @@ def test_only_some_inputs_require_gradients():
     y, _, _ = xo.batch_norm_training(x, s, d["o"], EPS, 1)  # offset as a NumPy array
     y.backward(f64(d["g"]))
     ax = _others(1, 3)
-    xhat = (d["x"] - d["x"].mean(ax, keepdims=True)) / np.sqrt(d["x"].var(ax, keepdims=True)
-                                                               + EPS)
+    xhat = (d["x"] - d["x"].mean(ax, keepdims=True)) / np.sqrt(d["x"].var(ax, keepdims=True) + EPS)
     np.testing.assert_allclose(np.asarray(s.grad), (d["g"] * xhat).sum(ax), rtol=1e-10)
     assert x.grad is None
 
@@ -233,6 +259,7 @@ def test_only_some_inputs_require_gradients():
 # ---------------------------------------------------------------------------------------
 # Element types of the cotangents
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dt", ["f32", "bf16", "f16"])
 def test_cotangent_types_and_values(dt):
@@ -261,8 +288,9 @@ def test_cotangent_types_and_values(dt):
         want = fn64(c64 if nout > 1 else c64[0])
         for g, w in zip(got, want):
             scale = max(1.0, float(np.abs(np.asarray(w)).max()))
-            np.testing.assert_allclose(np.asarray(xo.convert(g, "f64")) / scale,
-                                       np.asarray(w) / scale, **tol)
+            np.testing.assert_allclose(
+                np.asarray(xo.convert(g, "f64")) / scale, np.asarray(w) / scale, **tol
+            )
 
 
 def test_narrow_second_order_keeps_types():
@@ -272,6 +300,7 @@ def test_narrow_second_order_keeps_types():
     def loss(x):
         y, mean, var = xo.batch_norm_training(x, s, o, EPS, 1)
         return _sum_all(xo.add(xo.multiply(y, y), xo.multiply(y, x)))
+
     hx = xo.grad(lambda x: _sum_all(xo.grad(loss)(x)))(x)
     assert hx.dtype is x.dtype and hx.shape == x.shape
 
@@ -279,6 +308,7 @@ def test_narrow_second_order_keeps_types():
 # ---------------------------------------------------------------------------------------
 # torch.autograd cross-check (training mode, NCHW)
 # ---------------------------------------------------------------------------------------
+
 
 def test_training_matches_torch_autograd_nchw():
     torch = pytest.importorskip("torch")
@@ -292,20 +322,28 @@ def test_training_matches_torch_autograd_nchw():
     tx, ts, to = (torch.tensor(a, requires_grad=True) for a in (x, s, o))
     ty = torch.nn.functional.batch_norm(tx, None, None, ts, to, training=True, eps=EPS)
     tvar, tmean = torch.var_mean(tx, dim=(0, 2, 3), unbiased=False)  # biased, as the spec
-    tloss = ((ty * torch.tensor(g)).sum() + (tmean * torch.tensor(gm)).sum()
-             + (tvar * torch.tensor(gv)).sum())
+    tloss = (
+        (ty * torch.tensor(g)).sum()
+        + (tmean * torch.tensor(gm)).sum()
+        + (tvar * torch.tensor(gv)).sum()
+    )
     tgrads = torch.autograd.grad(tloss, (tx, ts, to), create_graph=True)
     # double backward: d/d(inputs) of <grad, w>
     ws = [RNG.standard_normal(a.shape) for a in (x, s, o)]
-    tsecond = torch.autograd.grad(sum((tg * torch.tensor(w)).sum() for tg, w in zip(tgrads, ws)),
-                                  (tx, ts, to), allow_unused=True)  # offset: linear
+    tsecond = torch.autograd.grad(
+        sum((tg * torch.tensor(w)).sum() for tg, w in zip(tgrads, ws)),
+        (tx, ts, to),
+        allow_unused=True,
+    )  # offset: linear
     tsecond = [np.zeros(a.shape) if t is None else t.numpy() for t, a in zip(tsecond, (x, s, o))]
 
     def loss(x, s, o):
         y, mean, var = xo.batch_norm_training(x, s, o, EPS, 1)
-        return xo.add(xo.add(_sum_all(xo.multiply(y, f64(g))),
-                             _sum_all(xo.multiply(mean, f64(gm)))),
-                      _sum_all(xo.multiply(var, f64(gv))))
+        return xo.add(
+            xo.add(_sum_all(xo.multiply(y, f64(g))), _sum_all(xo.multiply(mean, f64(gm)))),
+            _sum_all(xo.multiply(var, f64(gv))),
+        )
+
     y, mean, var = xo.batch_norm_training(f64(x), f64(s), f64(o), EPS, 1)
     np.testing.assert_allclose(np.asarray(y), ty.detach().numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(np.asarray(mean), tmean.detach().numpy(), rtol=1e-10, atol=1e-12)
@@ -317,9 +355,11 @@ def test_training_matches_torch_autograd_nchw():
 
     def inner(x, s, o):
         gx, gs, go = xo.grad(loss, (0, 1, 2))(x, s, o)
-        return xo.add(xo.add(_sum_all(xo.multiply(gx, f64(ws[0]))),
-                             _sum_all(xo.multiply(gs, f64(ws[1])))),
-                      _sum_all(xo.multiply(go, f64(ws[2]))))
+        return xo.add(
+            xo.add(_sum_all(xo.multiply(gx, f64(ws[0]))), _sum_all(xo.multiply(gs, f64(ws[1])))),
+            _sum_all(xo.multiply(go, f64(ws[2]))),
+        )
+
     second = xo.grad(inner, (0, 1, 2))(f64(x), f64(s), f64(o))
     for a, b in zip(second, tsecond):
         np.testing.assert_allclose(np.asarray(a), b, rtol=1e-8, atol=1e-10)

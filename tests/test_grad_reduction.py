@@ -5,13 +5,14 @@ small CNN-style composite; and the rule that every public op there is a primitiv
 
 Inputs are tie-free (random normals) except in the tie tests. check_grads' second
 order is checked on squared outputs, so it is not trivially zero for linear ops."""
+
 import numpy as np
 import pytest
 
 import xops as xo
 from gradcheck import check_grads
 from xops.autodiff.tape import primitive
-from xops.ops import reduction
+from xops.ops import reduction, windows
 
 RNG = np.random.default_rng(2024)
 INF = np.inf
@@ -44,12 +45,14 @@ def vjp_of(f, *args, ct=None):
 # Every public op of reduction.py is a primitive with a rule
 # ---------------------------------------------------------------------------------------
 
+
 def test_every_public_op_is_a_primitive_with_a_rule():
-    for name in reduction.__all__:
-        fn = getattr(reduction, name)
-        assert hasattr(fn, "op_name"), f"xo.{name} is not a @primitive: it would cut the graph"
-        assert fn._vjp is not None, f"xo.{name} has no gradient rule"
-        assert getattr(xo, name) is fn
+    for module in (reduction, windows):  # (reduce_window, select_and_scatter: windows.py)
+        for name in module.__all__:
+            fn = getattr(module, name)
+            assert hasattr(fn, "op_name"), f"xo.{name} is not a @primitive: it would cut the graph"
+            assert fn._vjp is not None, f"xo.{name} has no gradient rule"
+            assert getattr(xo, name) is fn
 
 
 def test_reduce_no_longer_cuts_the_graph():
@@ -61,10 +64,12 @@ def test_reduce_no_longer_cuts_the_graph():
 def test_no_grad_path_records_nothing():
     x = xo.tensor(rand(3, 4), requires_grad=True)
     with xo.no_grad():
-        outs = [xo.reduce(x, 0.0, [1], xo.add),
-                xo.reduce_window(x, -INF, [2, 2], body=xo.maximum),
-                xo.select_and_scatter(x, f64(rand(2, 3)), 0.0, [2, 2], select=ge, scatter=xo.add),
-                xo.map([x, x], [0, 1], xo.multiply)]
+        outs = [
+            xo.reduce(x, 0.0, [1], xo.add),
+            xo.reduce_window(x, -INF, [2, 2], body=xo.maximum),
+            xo.select_and_scatter(x, f64(rand(2, 3)), 0.0, [2, 2], select=ge, scatter=xo.add),
+            xo.map([x, x], [0, 1], xo.multiply),
+        ]
     assert all(not o.requires_grad and o._node is None for o in outs)
     y = xo.reduce(x, 0.0, [1], xo.add)
     assert y.requires_grad and y._node.op == "reduce"
@@ -74,10 +79,12 @@ def test_no_grad_path_records_nothing():
 # reduce
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dims", [[0], [1, 2], [0, 2], [2, 0, 1], []])
 def test_reduce_add(dims):
-    check_grads(lambda x, i: sq(xo.reduce(x, i, dims, xo.add)), [rand(3, 4, 2), np.array(0.3)],
-                order=2)
+    check_grads(
+        lambda x, i: sq(xo.reduce(x, i, dims, xo.add)), [rand(3, 4, 2), np.array(0.3)], order=2
+    )
 
 
 def test_reduce_add_complex():
@@ -87,17 +94,22 @@ def test_reduce_add_complex():
 
 def test_reduce_add_rule_values():
     # the init value is combined once per output: it gets sum(g)
-    gx, gi = vjp_of(lambda x, i: xo.reduce(x, i, [0, 2], xo.add), rand(2, 3, 4), 7.0,
-                    ct=np.array([1.0, 2.0, 3.0]))
-    np.testing.assert_array_equal(gx, np.broadcast_to(np.array([1.0, 2.0, 3.0])[None, :, None],
-                                                      (2, 3, 4)))
+    gx, gi = vjp_of(
+        lambda x, i: xo.reduce(x, i, [0, 2], xo.add),
+        rand(2, 3, 4),
+        7.0,
+        ct=np.array([1.0, 2.0, 3.0]),
+    )
+    np.testing.assert_array_equal(
+        gx, np.broadcast_to(np.array([1.0, 2.0, 3.0])[None, :, None], (2, 3, 4))
+    )
     assert gi == 6.0
 
 
 def test_reduce_multiply_with_zeros():
     x = rand(4, 5)
-    x[1, 2] = 0.0               # one zero: only it has a nonzero gradient
-    x[2, 0] = x[2, 3] = 0.0     # two zeros: the gradient is zero, the Hessian is not
+    x[1, 2] = 0.0  # one zero: only it has a nonzero gradient
+    x[2, 0] = x[2, 3] = 0.0  # two zeros: the gradient is zero, the Hessian is not
     x[3, 4] = -0.0
     check_grads(lambda t, i: xo.reduce(t, i, [1], xo.multiply), [x, np.array(1.3)], order=2)
     check_grads(lambda t: sq(xo.reduce(t, 1.0, [0, 1], xo.multiply)), [x[:2]], order=2)
@@ -118,13 +130,13 @@ def test_reduce_max_min(body, init, dims):
 @pytest.mark.parametrize("body", [xo.maximum, xo.minimum])
 def test_reduce_max_min_with_a_differentiable_init(body):
     # the init value wins some rows (no ties with elements): it gets their cotangent
-    check_grads(lambda x, i: sq(xo.reduce(x, i, [1], body)), [rand(6, 3), np.array(0.05)],
-                order=2)
+    check_grads(lambda x, i: sq(xo.reduce(x, i, [1], body)), [rand(6, 3), np.array(0.05)], order=2)
 
 
 def test_reduce_max_ties_split_evenly():
-    x = np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0], [-0.0, 0.0, -1.0, -2.0],
-                  [1.0, 2.0, 3.0, 4.0]])
+    x = np.array(
+        [[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0], [-0.0, 0.0, -1.0, -2.0], [1.0, 2.0, 3.0, 4.0]]
+    )
     ct = np.array([2.0, 3.0, 4.0, 6.0])
     gx, gi = vjp_of(lambda t, i: xo.reduce(t, i, [1], xo.maximum), x, -INF, ct=ct)
     # evenly among the elements equal to the result (as jax.lax.reduce_max); -0 ties +0
@@ -139,24 +151,34 @@ def test_reduce_max_ties_split_evenly():
 
 def test_reduce_init_gets_the_cotangent_where_it_is_the_result():
     x = np.array([[1.0, 3.0], [5.0, 6.0], [np.nan, 1.0]])
-    gx, gi = vjp_of(lambda t, i: xo.reduce(t, i, [1], xo.minimum), x, 2.0,
-                    ct=np.array([1.0, 10.0, 100.0]))
+    gx, gi = vjp_of(
+        lambda t, i: xo.reduce(t, i, [1], xo.minimum), x, 2.0, ct=np.array([1.0, 10.0, 100.0])
+    )
     np.testing.assert_array_equal(gx, [[1, 0], [0, 0], [0, 0]])  # NaN row: nothing back
     assert gi == 10.0
 
 
 def test_reduce_empty_extent():
-    gx, gi = vjp_of(lambda t, i: xo.reduce(t, i, [1], xo.maximum), np.zeros((3, 0)), 1.5,
-                    ct=np.array([1.0, 2.0, 3.0]))
+    gx, gi = vjp_of(
+        lambda t, i: xo.reduce(t, i, [1], xo.maximum),
+        np.zeros((3, 0)),
+        1.5,
+        ct=np.array([1.0, 2.0, 3.0]),
+    )
     assert gx.shape == (3, 0) and gi == 6.0
-    gx, gi = vjp_of(lambda t, i: xo.reduce(t, i, [1], xo.multiply), np.zeros((3, 0)), 1.5,
-                    ct=np.array([1.0, 2.0, 3.0]))
+    gx, gi = vjp_of(
+        lambda t, i: xo.reduce(t, i, [1], xo.multiply),
+        np.zeros((3, 0)),
+        1.5,
+        ct=np.array([1.0, 2.0, 3.0]),
+    )
     assert gx.shape == (3, 0) and gi == 6.0
 
 
 def _argmax_body(av, ai, bv, bi):
-    pick_a = xo.or_(xo.compare(av, bv, "GT"),
-                    xo.and_(xo.compare(av, bv, "EQ"), xo.compare(ai, bi, "LT")))
+    pick_a = xo.or_(
+        xo.compare(av, bv, "GT"), xo.and_(xo.compare(av, bv, "EQ"), xo.compare(ai, bi, "LT"))
+    )
     return xo.select(pick_a, av, bv), xo.select(pick_a, ai, bi)
 
 
@@ -165,8 +187,12 @@ def test_reduce_variadic_argmax():
     idx = xo.iota(1, [2, 5], "i64")
 
     def f(t):
-        v, i = xo.reduce([t, xo.iota(1, list(t.shape), "i64")], [f64(-INF), xo.tensor(0, "i64")],
-                         [1], _argmax_body)
+        v, i = xo.reduce(
+            [t, xo.iota(1, list(t.shape), "i64")],
+            [f64(-INF), xo.tensor(0, "i64")],
+            [1],
+            _argmax_body,
+        )
         return v
 
     (gx,) = vjp_of(f, x, ct=np.array([2.0, 3.0]))
@@ -183,8 +209,9 @@ def test_reduce_variadic_argmax():
 
 def _logaddexp(a, b):
     m = xo.maximum(a, b)
-    return xo.add(m, xo.log(xo.add(xo.exponential(xo.subtract(a, m)),
-                                   xo.exponential(xo.subtract(b, m)))))
+    return xo.add(
+        m, xo.log(xo.add(xo.exponential(xo.subtract(a, m)), xo.exponential(xo.subtract(b, m))))
+    )
 
 
 def test_reduce_generic_body():
@@ -209,10 +236,15 @@ def _mystery(x):
 def test_reduce_body_without_a_rule_names_the_body():
     def odd_body(a, b):
         return xo.add(a, _mystery(b))
-    with pytest.raises(xo.SpecError, match=r"^reduce \(grad\): no gradient for the body "
-                                           r".*odd_body.*mystery_body_op"):
+
+    with pytest.raises(
+        xo.SpecError,
+        match=r"^reduce \(grad\): no gradient for the body "
+        r".*odd_body.*mystery_body_op",
+    ):
         xo.grad(lambda t: xo.reduce(xo.reduce(t, 0.0, [0], odd_body), 0.0, [0], xo.add))(
-            f64(rand(3, 2)))
+            f64(rand(3, 2))
+        )
 
 
 def test_reduce_narrow_types_keep_their_cotangent_types():
@@ -233,25 +265,36 @@ WINDOW_CASES = {
     "padding": dict(padding=[[1, 0], [0, 2], [-1, 1]]),
     "base_dilation": dict(base_dilations=[2, 1, 2], padding=[[0, 0], [0, 0], [1, 1]]),
     "window_dilation": dict(window_dilations=[1, 2, 2]),
-    "everything": dict(window_strides=[2, 1, 3], base_dilations=[2, 1, 2],
-                       window_dilations=[1, 2, 1], padding=[[1, 1], [2, -1], [0, 3]]),
+    "everything": dict(
+        window_strides=[2, 1, 3],
+        base_dilations=[2, 1, 2],
+        window_dilations=[1, 2, 1],
+        padding=[[1, 1], [2, -1], [0, 3]],
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(WINDOW_CASES))
-@pytest.mark.parametrize("body,init", [(xo.add, 0.7), (xo.maximum, -INF), (xo.maximum, 0.1),
-                                       (xo.minimum, INF), (xo.multiply, 1.1)],
-                         ids=["add", "max", "max_init", "min", "multiply"])
+@pytest.mark.parametrize(
+    "body,init",
+    [(xo.add, 0.7), (xo.maximum, -INF), (xo.maximum, 0.1), (xo.minimum, INF), (xo.multiply, 1.1)],
+    ids=["add", "max", "max_init", "min", "multiply"],
+)
 def test_reduce_window(case, body, init):
     kw = WINDOW_CASES[case]
     x = rand(3, 4, 5)
     if np.isfinite(init):  # the init value is an argument too
-        check_grads(lambda t, i: sq(xo.reduce_window(t, i, [2, 2, 3], **kw, body=body)),
-                    [x, np.array(init)], order=2)
+        check_grads(
+            lambda t, i: sq(xo.reduce_window(t, i, [2, 2, 3], **kw, body=body)),
+            [x, np.array(init)],
+            order=2,
+        )
     else:  # windows of padding alone would give +-inf
+
         def f(t):
             out = xo.reduce_window(t, f64(init), [2, 2, 3], **kw, body=body)
             return sq(xo.select(xo.is_finite(out), out, xo.constant(np.zeros(out.shape))))
+
         check_grads(f, [x], order=2)
 
 
@@ -263,8 +306,7 @@ def test_reduce_window_add_init_counts_padding():
     out = np.asarray(xo.reduce_window(f64(x), 0.0, [3], **kw, body=xo.add))
     out1 = np.asarray(xo.reduce_window(f64(x), 1.0, [3], **kw, body=xo.add))
     assert gi == (out1 - out).sum()
-    check_grads(lambda t, i: xo.reduce_window(t, i, [3], **kw, body=xo.add),
-                [x, np.array(0.4)])
+    check_grads(lambda t, i: xo.reduce_window(t, i, [3], **kw, body=xo.add), [x, np.array(0.4)])
 
 
 def test_reduce_window_max_ties_go_to_the_first_position():
@@ -272,8 +314,10 @@ def test_reduce_window_max_ties_go_to_the_first_position():
     (gx,) = vjp_of(lambda t: xo.reduce_window(t, f64(-INF), [1, 2], body=xo.maximum), x)
     np.testing.assert_array_equal(gx, [[0, 2, 1, 0], [1, 1, 1, 0]])
     # the same convention on the general path (window dilation)
-    (gx,) = vjp_of(lambda t: xo.reduce_window(t, f64(-INF), [1, 2], window_dilations=[1, 2],
-                                              body=xo.maximum), x)
+    (gx,) = vjp_of(
+        lambda t: xo.reduce_window(t, f64(-INF), [1, 2], window_dilations=[1, 2], body=xo.maximum),
+        x,
+    )
     np.testing.assert_array_equal(gx, [[0, 1, 1, 0], [1, 1, 0, 0]])
     # init 4 beats all of row 0's windows
     gx, gi = vjp_of(lambda t, i: xo.reduce_window(t, i, [1, 2], body=xo.maximum), x, 4.0)
@@ -289,8 +333,12 @@ def test_reduce_window_max_padding_wins_for_the_init():
     # init 0 sits in the padding: windows whose maximum is a padding position send
     # their cotangent to the init value
     x = np.array([-1.0, -2.0, 3.0, -4.0])
-    gx, gi = vjp_of(lambda t, i: xo.reduce_window(t, i, [2], padding=[[1, 1]], body=xo.maximum),
-                    x, 0.0, ct=np.array([1.0, 2.0, 4.0, 8.0, 16.0]))
+    gx, gi = vjp_of(
+        lambda t, i: xo.reduce_window(t, i, [2], padding=[[1, 1]], body=xo.maximum),
+        x,
+        0.0,
+        ct=np.array([1.0, 2.0, 4.0, 8.0, 16.0]),
+    )
     np.testing.assert_array_equal(gx, [0, 0, 12, 0])
     assert gi == 1 + 2 + 16
 
@@ -307,17 +355,27 @@ def test_reduce_window_variadic():
     idx = xo.iota(1, [2, 6], "i64")
 
     def f(t):
-        v, i = xo.reduce_window([t, idx], [f64(-INF), xo.tensor(0, "i64")], [1, 3], [1, 2],
-                                padding=[[0, 0], [1, 1]], body=_argmax_body)
+        v, i = xo.reduce_window(
+            [t, idx],
+            [f64(-INF), xo.tensor(0, "i64")],
+            [1, 3],
+            [1, 2],
+            padding=[[0, 0], [1, 1]],
+            body=_argmax_body,
+        )
         return sq(v)
+
     check_grads(f, [x], order=2)
     check_grads(lambda t: xo.reduce_window(t, f64(-INF), [1, 3], body=_logaddexp), [x], order=2)
 
 
 def test_reduce_window_bf16_cotangent_types():
     x = xo.tensor(rand(4, 6), "bf16", requires_grad=True)
-    for body, init, kw in [(xo.add, 0.0, {}), (xo.maximum, -INF, {}),
-                           (xo.maximum, -INF, dict(window_dilations=[2, 1]))]:
+    for body, init, kw in [
+        (xo.add, 0.0, {}),
+        (xo.maximum, -INF, {}),
+        (xo.maximum, -INF, dict(window_dilations=[2, 1])),
+    ]:
         x.grad = None
         out = xo.reduce_window(x, init, [2, 2], **kw, body=body)
         xo.reduce(out, 0.0, [0, 1], xo.add).backward()
@@ -328,40 +386,82 @@ def test_reduce_window_bf16_cotangent_types():
 # select_and_scatter
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kw", [dict(window_dimensions=[2, 3], window_strides=[1, 2]),
-                                dict(window_dimensions=[3, 2], window_strides=[2, 2],
-                                     padding=[[1, 1], [0, 1]])])
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(window_dimensions=[2, 3], window_strides=[1, 2]),
+        dict(window_dimensions=[3, 2], window_strides=[2, 2], padding=[[1, 1], [0, 1]]),
+    ],
+)
 def test_select_and_scatter_source_and_init(kw):
     x = rand(5, 6)
-    src_shape = np.asarray(xo.reduce_window(f64(x), -INF, kw["window_dimensions"],
-                                            kw.get("window_strides"),
-                                            padding=kw.get("padding"), body=xo.maximum)).shape
+    src_shape = np.asarray(
+        xo.reduce_window(
+            f64(x),
+            -INF,
+            kw["window_dimensions"],
+            kw.get("window_strides"),
+            padding=kw.get("padding"),
+            body=xo.maximum,
+        )
+    ).shape
     s = rand(*src_shape)
-    f = lambda src, i: sq(xo.select_and_scatter(f64(x), src, i, **kw,  # noqa: E731
-                                                select=ge, scatter=xo.add))
+    f = lambda src, i: sq(
+        xo.select_and_scatter(
+            f64(x),
+            src,
+            i,
+            **kw,  # noqa: E731
+            select=ge,
+            scatter=xo.add,
+        )
+    )
     check_grads(f, [s, np.array(0.25)], order=2)
     # a select body that is not recognised (the generic path): same gradient
     gt = lambda a, b: xo.compare(a, b, "GT")  # noqa: E731
-    f2 = lambda src: xo.select_and_scatter(f64(x), src, 0.0, **kw,  # noqa: E731
-                                           select=gt, scatter=xo.add)
+    f2 = lambda src: xo.select_and_scatter(
+        f64(x),
+        src,
+        0.0,
+        **kw,  # noqa: E731
+        select=gt,
+        scatter=xo.add,
+    )
     check_grads(lambda src: sq(f2(src)), [s], order=2)
 
 
 def test_select_and_scatter_operand_gets_zeros():
     x, s = rand(4, 4), rand(2, 2)
-    gx, gs, gi = vjp_of(lambda t, src, i: xo.select_and_scatter(t, src, i, [2, 2], [2, 2],
-                                                                 select=ge, scatter=xo.add),
-                        x, s, 0.0, ct=rand(4, 4))
+    gx, gs, gi = vjp_of(
+        lambda t, src, i: xo.select_and_scatter(
+            t, src, i, [2, 2], [2, 2], select=ge, scatter=xo.add
+        ),
+        x,
+        s,
+        0.0,
+        ct=rand(4, 4),
+    )
     np.testing.assert_array_equal(gx, np.zeros((4, 4)))
     assert gs.shape == (2, 2)
 
 
 def test_select_and_scatter_other_scatter_has_no_rule():
-    with pytest.raises(xo.SpecError, match=r"^select_and_scatter \(grad\): no gradient for the "
-                                           r"scatter body maximum"):
-        xo.grad(lambda s: xo.reduce(xo.select_and_scatter(f64(rand(4)), s, 0.0, [2], [2],
-                                                          select=ge, scatter=xo.maximum),
-                                    0.0, [0], xo.add))(f64(rand(2)))
+    with pytest.raises(
+        xo.SpecError,
+        match=r"^select_and_scatter \(grad\): no gradient for the "
+        r"scatter body maximum",
+    ):
+        xo.grad(
+            lambda s: xo.reduce(
+                xo.select_and_scatter(
+                    f64(rand(4)), s, 0.0, [2], [2], select=ge, scatter=xo.maximum
+                ),
+                0.0,
+                [0],
+                xo.add,
+            )
+        )(f64(rand(2)))
 
 
 def test_max_pool_second_order():
@@ -370,23 +470,27 @@ def test_max_pool_second_order():
 
     def pool(t):
         return xo.reduce_window(t, f64(-INF), [1, 3, 2], **kw, body=xo.maximum)
+
     x = rand(2, 5, 6)
     check_grads(lambda t: sq(pool(t)), [x], order=2)
     check_grads(lambda t: xo.multiply(pool(t), pool(xo.multiply(t, t))), [x], order=2)
     # grad of grad, spelled out: d/dx <w, grad(sum(pool^3))(x)>
     w = f64(rand(2, 5, 6))
-    h = lambda t: xo.reduce(xo.multiply(sq(pool(t)), pool(t)), 0.0, [0, 1, 2], xo.add)  # noqa
+    h = lambda t: xo.reduce(xo.multiply(sq(pool(t)), pool(t)), 0.0, [0, 1, 2], xo.add)
     gg = xo.grad(lambda t: xo.reduce(xo.multiply(xo.grad(h)(t), w), 0.0, [0, 1, 2], xo.add))(f64(x))
     eps = 1e-6
     d = rand(2, 5, 6)
-    num = (np.sum(np.asarray(xo.grad(h)(f64(x + eps * d))) * np.asarray(w))
-           - np.sum(np.asarray(xo.grad(h)(f64(x - eps * d))) * np.asarray(w))) / (2 * eps)
+    num = (
+        np.sum(np.asarray(xo.grad(h)(f64(x + eps * d))) * np.asarray(w))
+        - np.sum(np.asarray(xo.grad(h)(f64(x - eps * d))) * np.asarray(w))
+    ) / (2 * eps)
     np.testing.assert_allclose(np.sum(np.asarray(gg) * d), num, rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------------------
 # map
 # ---------------------------------------------------------------------------------------
+
 
 def test_map_two_inputs():
     body = lambda a, b: xo.add(xo.multiply(xo.sine(a), b), xo.multiply(a, a))  # noqa: E731
@@ -437,15 +541,23 @@ def test_map_single_tensor_argument():
 # A small CNN-style composite: dense layer, max pooling, sum
 # ---------------------------------------------------------------------------------------
 
+
 def test_cnn_style_composite():
     def net(x, w, b):
         h = xo.dot_general(x, w, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
         h = xo.tanh(xo.add(h, xo.broadcast_in_dim(b, [1], [2, 36])))
         img = xo.reshape(h, [2, 6, 6])
-        pooled = xo.reduce_window(img, xo.constant(-INF, "f64"), [1, 2, 2], [1, 2, 2],
-                                  padding=[[0, 0], [1, 0], [0, 1]], body=xo.maximum)
+        pooled = xo.reduce_window(
+            img,
+            xo.constant(-INF, "f64"),
+            [1, 2, 2],
+            [1, 2, 2],
+            padding=[[0, 0], [1, 0], [0, 1]],
+            body=xo.maximum,
+        )
         feats = xo.reduce(pooled, 0.0, [1, 2], xo.add)
         return xo.reduce(sq(feats), 0.0, [0], xo.add)
+
     args = [rand(2, 8), rand(8, 36) * 0.5, rand(36) * 0.1]
     check_grads(net, args, order=2)
     gx, gw, gb = xo.grad(net, argnums=(0, 1, 2))(*[f64(a) for a in args])
@@ -455,6 +567,7 @@ def test_cnn_style_composite():
 # ---------------------------------------------------------------------------------------
 # Cross-checks with jax.vjp
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def jax_x64():
@@ -471,14 +584,21 @@ def _jax_vjp(jax, f, x, ct):
 @pytest.mark.parametrize("kind", ["max", "min", "prod", "sum"])
 def test_reduce_vs_jax(jax_x64, kind):
     lax = jax_x64.lax
-    x = np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0], [0.0, 2.0, 0.0, 1.0],
-                  [1.5, 0.0, -2.0, 4.0]])
-    jfn = {"max": lambda t: lax.reduce_max(t, (1,)), "min": lambda t: lax.reduce_min(t, (1,)),
-           "prod": lambda t: lax.reduce_prod(t, (1,)), "sum": lambda t: lax.reduce_sum(t, (1,))}
-    xfn = {"max": lambda t: xo.reduce(t, f64(-INF), [1], xo.maximum),
-           "min": lambda t: xo.reduce(t, f64(INF), [1], xo.minimum),
-           "prod": lambda t: xo.reduce(t, 1.0, [1], xo.multiply),
-           "sum": lambda t: xo.reduce(t, 0.0, [1], xo.add)}
+    x = np.array(
+        [[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0], [0.0, 2.0, 0.0, 1.0], [1.5, 0.0, -2.0, 4.0]]
+    )
+    jfn = {
+        "max": lambda t: lax.reduce_max(t, (1,)),
+        "min": lambda t: lax.reduce_min(t, (1,)),
+        "prod": lambda t: lax.reduce_prod(t, (1,)),
+        "sum": lambda t: lax.reduce_sum(t, (1,)),
+    }
+    xfn = {
+        "max": lambda t: xo.reduce(t, f64(-INF), [1], xo.maximum),
+        "min": lambda t: xo.reduce(t, f64(INF), [1], xo.minimum),
+        "prod": lambda t: xo.reduce(t, 1.0, [1], xo.multiply),
+        "sum": lambda t: xo.reduce(t, 0.0, [1], xo.add),
+    }
     ct = np.array([1.0, 2.0, 3.0, 4.0])
     (got,) = vjp_of(xfn[kind], x, ct=ct)
     np.testing.assert_allclose(got, _jax_vjp(jax_x64, jfn[kind], x, ct), rtol=1e-15)
@@ -487,10 +607,19 @@ def test_reduce_vs_jax(jax_x64, kind):
 JAX_WINDOWS = [
     dict(window_dimensions=(2, 3), window_strides=(1, 1), padding=((0, 0), (0, 0))),
     dict(window_dimensions=(3, 2), window_strides=(2, 1), padding=((1, 2), (0, 1))),
-    dict(window_dimensions=(2, 2), window_strides=(1, 2), padding=((1, 0), (2, 1)),
-         base_dilation=(2, 1)),
-    dict(window_dimensions=(2, 2), window_strides=(2, 1), padding=((0, 1), (1, 1)),
-         base_dilation=(1, 3), window_dilation=(2, 1)),
+    dict(
+        window_dimensions=(2, 2),
+        window_strides=(1, 2),
+        padding=((1, 0), (2, 1)),
+        base_dilation=(2, 1),
+    ),
+    dict(
+        window_dimensions=(2, 2),
+        window_strides=(2, 1),
+        padding=((0, 1), (1, 1)),
+        base_dilation=(1, 3),
+        window_dilation=(2, 1),
+    ),
 ]
 
 
@@ -500,17 +629,37 @@ def test_reduce_window_vs_jax(jax_x64, i, kind):
     lax = jax_x64.lax
     w = JAX_WINDOWS[i]
     if kind != "add" and w.get("window_dilation", (1, 1)) != (1, 1):
-        pytest.skip("JAX has no max/min pooling vjp with window dilation (xops: see "
-                    "test_reduce_window[window_dilation-max])")
+        pytest.skip(
+            "JAX has no max/min pooling vjp with window dilation (xops: see "
+            "test_reduce_window[window_dilation-max])"
+        )
     x = np.round(rand(5, 6) * 2) / 2  # ties on purpose: both pick the first position
-    init, jop, xop = {"add": (0.0, lax.add, xo.add), "max": (-INF, lax.max, xo.maximum),
-                      "min": (INF, lax.min, xo.minimum)}[kind]
+    init, jop, xop = {
+        "add": (0.0, lax.add, xo.add),
+        "max": (-INF, lax.max, xo.maximum),
+        "min": (INF, lax.min, xo.minimum),
+    }[kind]
     bd, wdl = w.get("base_dilation", (1, 1)), w.get("window_dilation", (1, 1))
-    jf = lambda t: lax.reduce_window(t, init, jop, w["window_dimensions"],  # noqa: E731
-                                     w["window_strides"], w["padding"], bd, wdl)
-    xf = lambda t: xo.reduce_window(t, f64(init), list(w["window_dimensions"]),  # noqa: E731
-                                    list(w["window_strides"]), list(bd), list(wdl),
-                                    [list(p) for p in w["padding"]], body=xop)
+    jf = lambda t: lax.reduce_window(
+        t,
+        init,
+        jop,
+        w["window_dimensions"],  # noqa: E731
+        w["window_strides"],
+        w["padding"],
+        bd,
+        wdl,
+    )
+    xf = lambda t: xo.reduce_window(
+        t,
+        f64(init),
+        list(w["window_dimensions"]),  # noqa: E731
+        list(w["window_strides"]),
+        list(bd),
+        list(wdl),
+        [list(p) for p in w["padding"]],
+        body=xop,
+    )
     out = np.asarray(xf(f64(x)))
     np.testing.assert_array_equal(out, np.asarray(jf(jax_x64.numpy.asarray(x))))
     ct = rand(*out.shape)
@@ -529,7 +678,18 @@ def test_select_and_scatter_vs_jax(jax_x64):
     src = rand(*pool(jnp.asarray(x)).shape)
     ct = rand(5, 6)
     want = _jax_vjp(jax_x64, lambda s: pool_vjp(s)[0], src, ct)
-    (got,) = vjp_of(lambda s: xo.select_and_scatter(f64(x), s, 0.0, list(dims), list(strides),
-                                                    [list(p) for p in pad], select=ge,
-                                                    scatter=xo.add), src, ct=ct)
+    (got,) = vjp_of(
+        lambda s: xo.select_and_scatter(
+            f64(x),
+            s,
+            0.0,
+            list(dims),
+            list(strides),
+            [list(p) for p in pad],
+            select=ge,
+            scatter=xo.add,
+        ),
+        src,
+        ct=ct,
+    )
     np.testing.assert_allclose(got, want, rtol=1e-15)

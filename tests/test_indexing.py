@@ -1,6 +1,7 @@
 """gather and scatter: spec examples, kernels vs the spec-shaped references over an
 attribute zoo, extreme indices, fast vs generic bodies, parallel vs serial, thread
 counts, JAX cross-checks, gradients, and one negative test per constraint label."""
+
 import numpy as np
 import pytest
 
@@ -23,10 +24,23 @@ SPEC_OPERAND = np.arange(1, 25, dtype=np.int64).reshape(3, 4, 2)
 
 def test_gather_spec_example():
     si = np.array([[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 2]]])
-    r = xo.gather(SPEC_OPERAND, si, offset_dims=[2, 3], collapsed_slice_dims=[0],
-                  start_index_map=[1, 0], index_vector_dim=2, slice_sizes=[1, 2, 2])
-    assert_tensor(r, [[[[1, 2], [3, 4]], [[3, 4], [5, 6]], [[13, 14], [15, 16]]],
-                      [[[9, 10], [11, 12]], [[11, 12], [13, 14]], [[17, 18], [19, 20]]]], "i64")
+    r = xo.gather(
+        SPEC_OPERAND,
+        si,
+        offset_dims=[2, 3],
+        collapsed_slice_dims=[0],
+        start_index_map=[1, 0],
+        index_vector_dim=2,
+        slice_sizes=[1, 2, 2],
+    )
+    assert_tensor(
+        r,
+        [
+            [[[1, 2], [3, 4]], [[3, 4], [5, 6]], [[13, 14], [15, 16]]],
+            [[[9, 10], [11, 12]], [[11, 12], [13, 14]], [[17, 18], [19, 20]]],
+        ],
+        "i64",
+    )
 
 
 def test_gather_clamps_like_the_conformance_example():
@@ -38,27 +52,58 @@ def test_gather_clamps_like_the_conformance_example():
 
 def test_gather_batching_dims_example():
     operand = np.arange(1, 49, dtype=np.int64).reshape(2, 3, 4, 2)
-    si = np.array([[[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 9]]],
-                   [[[0, 0], [2, 1], [2, 2]], [[1, 2], [0, 1], [1, 0]]]])
-    r = xo.gather(operand, si, offset_dims=[3, 4], collapsed_slice_dims=[1],
-                  start_index_map=[2, 1], index_vector_dim=3, slice_sizes=[1, 1, 2, 2],
-                  operand_batching_dims=[0], start_indices_batching_dims=[1])
-    want = [[[[[1, 2], [3, 4]], [[3, 4], [5, 6]], [[13, 14], [15, 16]]],
-             [[[33, 34], [35, 36]], [[35, 36], [37, 38]], [[41, 42], [43, 44]]]],
-            [[[[1, 2], [3, 4]], [[13, 14], [15, 16]], [[21, 22], [23, 24]]],
-             [[[43, 44], [45, 46]], [[33, 34], [35, 36]], [[27, 28], [29, 30]]]]]
+    si = np.array(
+        [
+            [[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 9]]],
+            [[[0, 0], [2, 1], [2, 2]], [[1, 2], [0, 1], [1, 0]]],
+        ]
+    )
+    r = xo.gather(
+        operand,
+        si,
+        offset_dims=[3, 4],
+        collapsed_slice_dims=[1],
+        start_index_map=[2, 1],
+        index_vector_dim=3,
+        slice_sizes=[1, 1, 2, 2],
+        operand_batching_dims=[0],
+        start_indices_batching_dims=[1],
+    )
+    want = [
+        [
+            [[[1, 2], [3, 4]], [[3, 4], [5, 6]], [[13, 14], [15, 16]]],
+            [[[33, 34], [35, 36]], [[35, 36], [37, 38]], [[41, 42], [43, 44]]],
+        ],
+        [
+            [[[1, 2], [3, 4]], [[13, 14], [15, 16]], [[21, 22], [23, 24]]],
+            [[[43, 44], [45, 46]], [[33, 34], [35, 36]], [[27, 28], [29, 30]]],
+        ],
+    ]
     assert_tensor(r, want, "i64")
 
 
 def test_scatter_spec_example():
     si = np.array([[[0, 2], [1, 0], [2, 1]], [[0, 1], [1, 0], [0, 9]]])
     upd = np.ones((2, 3, 2, 2), np.int64)
-    r = xo.scatter(SPEC_OPERAND, si, upd, update_window_dims=[2, 3], inserted_window_dims=[0],
-                   scatter_dims_to_operand_dims=[1, 0], index_vector_dim=2,
-                   update_computation=xo.add)
-    assert_tensor(r, [[[1, 2], [5, 6], [7, 8], [7, 8]],
-                      [[10, 11], [12, 13], [14, 15], [16, 17]],
-                      [[18, 19], [20, 21], [21, 22], [23, 24]]], "i64")
+    r = xo.scatter(
+        SPEC_OPERAND,
+        si,
+        upd,
+        update_window_dims=[2, 3],
+        inserted_window_dims=[0],
+        scatter_dims_to_operand_dims=[1, 0],
+        index_vector_dim=2,
+        update_computation=xo.add,
+    )
+    assert_tensor(
+        r,
+        [
+            [[1, 2], [5, 6], [7, 8], [7, 8]],
+            [[10, 11], [12, 13], [14, 15], [16, 17]],
+            [[18, 19], [20, 21], [21, 22], [23, 24]],
+        ],
+        "i64",
+    )
 
 
 def test_scatter_batching_dims():
@@ -66,27 +111,52 @@ def test_scatter_batching_dims():
     si = np.array([[1, 3], [0, 2]])  # batch b, position j: column index
     upd = np.array([[10, 20], [30, 40]])
     # input dims: 0 batching (with indices dim 0), 1 inserted?, no: window dim 1 size 1
-    r = xo.scatter(inp, si, upd[..., None], update_window_dims=[2], inserted_window_dims=[2],
-                   scatter_dims_to_operand_dims=[2], index_vector_dim=2,
-                   update_computation=xo.add, input_batching_dims=[0],
-                   scatter_indices_batching_dims=[0])
+    r = xo.scatter(
+        inp,
+        si,
+        upd[..., None],
+        update_window_dims=[2],
+        inserted_window_dims=[2],
+        scatter_dims_to_operand_dims=[2],
+        index_vector_dim=2,
+        update_computation=xo.add,
+        input_batching_dims=[0],
+        scatter_indices_batching_dims=[0],
+    )
     want = np.zeros((2, 3, 4), np.int64)
     want[0, 0, 1] += 10
     want[0, 0, 3] += 20
     want[1, 0, 0] += 30
     want[1, 0, 2] += 40
     assert_tensor(r, want)
-    ref = scatter_reference(inp, si, upd[..., None], [2], [2], [2], 2, update_computation=xo.add,
-                            input_batching_dims=[0], scatter_indices_batching_dims=[0])
+    ref = scatter_reference(
+        inp,
+        si,
+        upd[..., None],
+        [2],
+        [2],
+        [2],
+        2,
+        update_computation=xo.add,
+        input_batching_dims=[0],
+        scatter_indices_batching_dims=[0],
+    )
     assert_tensor(ref, want)
 
 
 def test_scatter_partial_window_is_skipped_per_element():
     # a window of 3 starting at 2 in a dim of 4: elements 2 and 3 land, the third is
     # skipped (004: per update element); XLA/JAX would drop the whole window
-    r = xo.scatter(np.zeros(4, np.float32), np.array([[2], [-1]]),
-                   np.array([[1.0, 2.0, 3.0], [10.0, 20.0, 30.0]], np.float32),
-                   [1], [], [0], 1, update_computation=xo.add)
+    r = xo.scatter(
+        np.zeros(4, np.float32),
+        np.array([[2], [-1]]),
+        np.array([[1.0, 2.0, 3.0], [10.0, 20.0, 30.0]], np.float32),
+        [1],
+        [],
+        [0],
+        1,
+        update_computation=xo.add,
+    )
     assert_tensor(r, [20.0, 30.0, 1.0, 2.0])
 
 
@@ -94,10 +164,14 @@ def test_scatter_partial_window_is_skipped_per_element():
 # the attribute zoo: random valid configurations against the references
 # ---------------------------------------------------------------------------------------
 
+
 def _extreme(rng, dtype, dim):
     info = np.iinfo(dtype)
-    pool = [info.min, info.max, -1, 0, dim, dim + 1, -dim - 5] if info.min < 0 else \
-        [info.max, 0, dim, dim + 1, info.max - 1]
+    pool = (
+        [info.min, info.max, -1, 0, dim, dim + 1, -dim - 5]
+        if info.min < 0
+        else [info.max, 0, dim, dim + 1, info.max - 1]
+    )
     pool = [v for v in pool if info.min <= v <= info.max]
     return rng.choice(np.array(pool, dtype=dtype))
 
@@ -172,9 +246,19 @@ def _gather_case(seed):
     idt = IDX_DTYPES[seed % len(IDX_DTYPES)]
     si = _indices(rng, si_shape, idt, [shape[d] for d in sim], ivd)
     operand = rng.standard_normal(shape).astype(np.float32)
-    return operand, si, dict(offset_dims=od, collapsed_slice_dims=cd, start_index_map=sim,
-                             index_vector_dim=ivd, slice_sizes=ss, operand_batching_dims=obd,
-                             start_indices_batching_dims=sibd)
+    return (
+        operand,
+        si,
+        dict(
+            offset_dims=od,
+            collapsed_slice_dims=cd,
+            start_index_map=sim,
+            index_vector_dim=ivd,
+            slice_sizes=ss,
+            operand_batching_dims=obd,
+            start_indices_batching_dims=sibd,
+        ),
+    )
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -190,21 +274,28 @@ def _scatter_case(seed):
     rng = np.random.default_rng(1000 + seed)
     operand, si, a = _gather_case(1000 + seed)
     shape = operand.shape
-    ss = [s if d not in a["collapsed_slice_dims"] and d not in a["operand_batching_dims"]
-          else 1 for d, s in enumerate(a["slice_sizes"])]
+    ss = [
+        s if d not in a["collapsed_slice_dims"] and d not in a["operand_batching_dims"] else 1
+        for d, s in enumerate(a["slice_sizes"])
+    ]
     if any(shape[d] == 0 for d in a["collapsed_slice_dims"] + a["operand_batching_dims"]):
         ss = [min(s, shape[d]) for d, s in enumerate(ss)]
-    attrs = dict(update_window_dims=a["offset_dims"],
-                 inserted_window_dims=a["collapsed_slice_dims"],
-                 scatter_dims_to_operand_dims=a["start_index_map"],
-                 index_vector_dim=a["index_vector_dim"],
-                 input_batching_dims=a["operand_batching_dims"],
-                 scatter_indices_batching_dims=a["start_indices_batching_dims"])
+    attrs = dict(
+        update_window_dims=a["offset_dims"],
+        inserted_window_dims=a["collapsed_slice_dims"],
+        scatter_dims_to_operand_dims=a["start_index_map"],
+        index_vector_dim=a["index_vector_dim"],
+        input_batching_dims=a["operand_batching_dims"],
+        scatter_indices_batching_dims=a["start_indices_batching_dims"],
+    )
     # updates shape: the gather result shape for these slice sizes
     ivd = a["index_vector_dim"]
     batch = [n for d, n in enumerate(si.shape) if d != ivd]
-    off = [ss[d] for d in range(len(shape))
-           if d not in a["collapsed_slice_dims"] and d not in a["operand_batching_dims"]]
+    off = [
+        ss[d]
+        for d in range(len(shape))
+        if d not in a["collapsed_slice_dims"] and d not in a["operand_batching_dims"]
+    ]
     rank = len(batch) + len(off)
     ushape, ib, io = [], iter(batch), iter(off)
     for d in range(rank):
@@ -253,8 +344,9 @@ def test_scatter_zoo_fast_equals_generic():
         slow = xo.scatter(operand, si, upd, update_computation=_add_generic, **attrs)
         np.testing.assert_array_equal(bits(fast), bits(slow))
         fast = xo.scatter(operand, si, upd, update_computation=lambda a, b: b, **attrs)
-        slow = xo.scatter(operand, si, upd, update_computation=lambda a, b: xo.select(True, b, a),
-                          **attrs)
+        slow = xo.scatter(
+            operand, si, upd, update_computation=lambda a, b: xo.select(True, b, a), **attrs
+        )
         np.testing.assert_array_equal(bits(fast), bits(slow))
 
 
@@ -262,19 +354,48 @@ def test_scatter_zoo_fast_equals_generic():
 # element types, extreme indices, duplicates
 # ---------------------------------------------------------------------------------------
 
-ROW_ATTRS = dict(update_window_dims=[1], inserted_window_dims=[0],
-                 scatter_dims_to_operand_dims=[0], index_vector_dim=1)
+ROW_ATTRS = dict(
+    update_window_dims=[1],
+    inserted_window_dims=[0],
+    scatter_dims_to_operand_dims=[0],
+    index_vector_dim=1,
+)
 
 
 @pytest.mark.parametrize("idt", IDX_DTYPES)
 def test_extreme_indices_never_out_of_bounds(idt):
     info = np.iinfo(idt)
-    vals = [v for v in (info.min, info.max, info.max - 1, -1, 0, 1, 3, 4, 5, -5, 2 ** 31,
-                        2 ** 32, -2 ** 62, 2 ** 63 - 1) if info.min <= v <= info.max]
+    vals = [
+        v
+        for v in (
+            info.min,
+            info.max,
+            info.max - 1,
+            -1,
+            0,
+            1,
+            3,
+            4,
+            5,
+            -5,
+            2**31,
+            2**32,
+            -(2**62),
+            2**63 - 1,
+        )
+        if info.min <= v <= info.max
+    ]
     idx = np.array(vals, idt)[:, None]
     x = np.arange(12, dtype=np.float64).reshape(4, 3)
-    g = xo.gather(x, idx, offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0],
-                  index_vector_dim=1, slice_sizes=[1, 3])
+    g = xo.gather(
+        x,
+        idx,
+        offset_dims=[1],
+        collapsed_slice_dims=[0],
+        start_index_map=[0],
+        index_vector_dim=1,
+        slice_sizes=[1, 3],
+    )
     clamped = np.clip(np.array(vals, dtype=object), 0, 3).astype(np.int64)
     assert_tensor(g, x[clamped])
     upd = np.ones((len(vals), 3))
@@ -288,8 +409,22 @@ def test_extreme_indices_never_out_of_bounds(idt):
     assert_tensor(s2, want)
 
 
-DTYPES = ["f32", "f64", "bf16", "f16", "f8E4M3FN", "i8", "i32", "i64", "ui8", "ui64", "i4",
-          "i1", "c64", "c128"]
+DTYPES = [
+    "f32",
+    "f64",
+    "bf16",
+    "f16",
+    "f8E4M3FN",
+    "i8",
+    "i32",
+    "i64",
+    "ui8",
+    "ui64",
+    "i4",
+    "i1",
+    "c64",
+    "c128",
+]
 
 
 def _values(rng, dt, shape):
@@ -312,8 +447,14 @@ def test_dtypes_gather_scatter(dt):
     upd = xo.tensor(_values(rng, dt, (7, 3)), dt)
     g = xo.gather(x, idx, [1], [0], [0], 1, [1, 3])
     assert_tensor(g, np.asarray(gather_reference(x, idx, [1], [0], [0], 1, [1, 3])), dt)
-    bodies = [lambda a, b: b, xo.add, xo.maximum, xo.minimum, lambda a, b: xo.multiply(a, b),
-              _add_generic]
+    bodies = [
+        lambda a, b: b,
+        xo.add,
+        xo.maximum,
+        xo.minimum,
+        lambda a, b: xo.multiply(a, b),
+        _add_generic,
+    ]
     for body in bodies:
         if xo.as_dtype(dt).is_complex and body in (xo.maximum, xo.minimum):
             continue
@@ -324,13 +465,22 @@ def test_dtypes_gather_scatter(dt):
 
 
 def test_nan_payloads_and_signed_zeros_survive():
-    pats = np.array([0x7FC00001, 0xFFC00002, 0x7F800001, 0x80000000, 0x00000000, 0x3F800000],
-                    np.uint32)
+    pats = np.array(
+        [0x7FC00001, 0xFFC00002, 0x7F800001, 0x80000000, 0x00000000, 0x3F800000], np.uint32
+    )
     x = pats.view(np.float32)
     g = xo.gather(x, np.array([[5], [0], [1], [2], [3]]), [], [0], [0], 1, [1])
     np.testing.assert_array_equal(bits(g), pats[[5, 0, 1, 2, 3]])
-    s = xo.scatter(np.zeros(6, np.float32), np.arange(6)[:, None], x, [], [0], [0], 1,
-                   update_computation=lambda a, b: b)
+    s = xo.scatter(
+        np.zeros(6, np.float32),
+        np.arange(6)[:, None],
+        x,
+        [],
+        [0],
+        [0],
+        1,
+        update_computation=lambda a, b: b,
+    )
     np.testing.assert_array_equal(bits(s), pats)
 
 
@@ -355,15 +505,17 @@ def test_variadic_scatter():
     u1 = np.array([10, 20, 30, 40], np.int32)
 
     def argmax_body(v, i, uv, ui):  # keep the larger value and its index, ties: smaller index
-        take = xo.or_(xo.compare(uv, v, "GT"), xo.and_(xo.compare(uv, v, "EQ"),
-                                                     xo.compare(ui, i, "LT")))
+        take = xo.or_(
+            xo.compare(uv, v, "GT"), xo.and_(xo.compare(uv, v, "EQ"), xo.compare(ui, i, "LT"))
+        )
         return xo.select(take, uv, v), xo.select(take, ui, i)
-    r0, r1 = xo.scatter([x0, x1], idx, [u0, u1], [], [0], [0], 1,
-                        update_computation=argmax_body)
+
+    r0, r1 = xo.scatter([x0, x1], idx, [u0, u1], [], [0], [0], 1, update_computation=argmax_body)
     assert_tensor(r0, [0.0, 7.0, 0.0, 2.0])
     assert_tensor(r1, [-1, 30, -1, 20])
-    w0, w1 = scatter_reference([x0, x1], idx, [u0, u1], [], [0], [0], 1,
-                               update_computation=argmax_body)
+    w0, w1 = scatter_reference(
+        [x0, x1], idx, [u0, u1], [], [0], [0], 1, update_computation=argmax_body
+    )
     assert_tensor(w0, np.asarray(r0))
     assert_tensor(w1, np.asarray(r1))
     single = xo.scatter([x0], idx, [u0], [], [0], [0], 1, update_computation=xo.add)
@@ -373,9 +525,16 @@ def test_variadic_scatter():
 def test_body_promotes_element_type():
     # C15: the body may compute in a wider type; the result takes it (C17)
     x = xo.tensor([1, 2, 3], "i8")
-    r = xo.scatter(x, np.array([[0], [0]]), xo.tensor([100, 100], "i8"), [], [0], [0], 1,
-                   update_computation=lambda a, b: xo.add(xo.convert(a, "i32"),
-                                                          xo.convert(b, "i32")))
+    r = xo.scatter(
+        x,
+        np.array([[0], [0]]),
+        xo.tensor([100, 100], "i8"),
+        [],
+        [0],
+        [0],
+        1,
+        update_computation=lambda a, b: xo.add(xo.convert(a, "i32"), xo.convert(b, "i32")),
+    )
     assert_tensor(r, [201, 2, 3], "i32")
 
 
@@ -383,26 +542,40 @@ def test_empty_index_sets_and_operands():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     g = xo.gather(x, np.zeros((0, 1), np.int32), [1], [0], [0], 1, [1, 3])
     assert g.shape == (0, 3)
-    s = xo.scatter(x, np.zeros((0, 1), np.int32), np.zeros((0, 3), np.float32),
-                   update_computation=xo.add, **ROW_ATTRS)
+    s = xo.scatter(
+        x,
+        np.zeros((0, 1), np.int32),
+        np.zeros((0, 3), np.float32),
+        update_computation=xo.add,
+        **ROW_ATTRS,
+    )
     assert_tensor(s, x)
     e = np.zeros((0, 3), np.float32)
     g = xo.gather(e, np.array([[0], [5]]), [1], [0], [0], 1, [0, 3])
     assert g.shape == (2, 3)  # collapsed dim with slice size 0: no element, zeros
     assert_tensor(g, np.zeros((2, 3)))
-    s = xo.scatter(e, np.array([[0]]), np.zeros((1, 3), np.float32),
-                   update_computation=xo.add, **ROW_ATTRS)
+    s = xo.scatter(
+        e, np.array([[0]]), np.zeros((1, 3), np.float32), update_computation=xo.add, **ROW_ATTRS
+    )
     assert s.shape == (0, 3)
     # scalar operand, empty index vector
-    s = xo.scatter(np.float32(1.0), np.zeros((3, 0), np.int64),
-                   np.array([1.0, 2.0, 3.0], np.float32), [], [], [], 1,
-                   update_computation=xo.add)
+    s = xo.scatter(
+        np.float32(1.0),
+        np.zeros((3, 0), np.int64),
+        np.array([1.0, 2.0, 3.0], np.float32),
+        [],
+        [],
+        [],
+        1,
+        update_computation=xo.add,
+    )
     assert_tensor(s, np.float32(7.0))
 
 
 # ---------------------------------------------------------------------------------------
 # parallel kernels: bit-identical to serial, independent of the thread count
 # ---------------------------------------------------------------------------------------
+
 
 def _big_case(seed):
     rng = np.random.default_rng(seed)
@@ -417,15 +590,36 @@ def _run_all(x, idx, upd):
     for body in (xo.add, lambda a, b: b, xo.maximum, xo.minimum, xo.multiply):
         out.append(xo.scatter(x, idx, upd, update_computation=body, **ROW_ATTRS))
     # elements (windows of size 1) and windows that overlap partially
-    out.append(xo.scatter(x, np.stack([idx[:, 0] % 300, idx[:, 0] % 7], 1), upd[:, 0], [], [0, 1],
-                          [0, 1], 1, update_computation=xo.add))
-    out.append(xo.scatter(x, np.stack([idx[:, 0], idx[:, 0] % 5], 1), upd[:, :3].reshape(2000, 3),
-                          [1], [0], [0, 1], 1, update_computation=xo.add))
+    out.append(
+        xo.scatter(
+            x,
+            np.stack([idx[:, 0] % 300, idx[:, 0] % 7], 1),
+            upd[:, 0],
+            [],
+            [0, 1],
+            [0, 1],
+            1,
+            update_computation=xo.add,
+        )
+    )
+    out.append(
+        xo.scatter(
+            x,
+            np.stack([idx[:, 0], idx[:, 0] % 5], 1),
+            upd[:, :3].reshape(2000, 3),
+            [1],
+            [0],
+            [0, 1],
+            1,
+            update_computation=xo.add,
+        )
+    )
     return [np.asarray(o).copy() for o in out]
 
 
 def test_parallel_equals_serial_and_thread_counts(monkeypatch):
     import numba
+
     x, idx, upd = _big_case(3)
     serial = _run_all(x, idx, upd)
     monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
@@ -440,8 +634,7 @@ def test_parallel_equals_serial_and_thread_counts(monkeypatch):
     for run in runs:
         for a, b in zip(serial, run):
             np.testing.assert_array_equal(bits(a), bits(b))
-    ref = scatter_reference(x[:20], idx[:50] % 25, upd[:50], update_computation=xo.add,
-                            **ROW_ATTRS)
+    ref = scatter_reference(x[:20], idx[:50] % 25, upd[:50], update_computation=xo.add, **ROW_ATTRS)
     monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
     got = xo.scatter(x[:20], idx[:50] % 25, upd[:50], update_computation=xo.add, **ROW_ATTRS)
     np.testing.assert_array_equal(bits(got), bits(ref))
@@ -449,12 +642,14 @@ def test_parallel_equals_serial_and_thread_counts(monkeypatch):
 
 def _thread_counts():
     import numba
+
     return sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)})
 
 
 def _each_thread_count(fn):
     """fn() under every thread count (1 and 2 where available), as NumPy copies."""
     import numba
+
     before = numba.get_num_threads()
     try:
         out = []
@@ -474,8 +669,9 @@ def test_scatter_zoo_owner_chunks_vs_reference(seed, monkeypatch):
     operand, si, upd, attrs = _scatter_case(seed)
     for body in (xo.add, lambda a, b: b, xo.minimum):
         want = bits(scatter_reference(operand, si, upd, update_computation=body, **attrs))
-        for got in _each_thread_count(lambda: xo.scatter(operand, si, upd,
-                                                         update_computation=body, **attrs)):
+        for got in _each_thread_count(
+            lambda: xo.scatter(operand, si, upd, update_computation=body, **attrs)
+        ):
             np.testing.assert_array_equal(bits(got), want)
 
 
@@ -496,8 +692,9 @@ def test_scatter_add_rows_bitwise_equals_add_at(idt):
     want = x.copy()
     np.add.at(want, idx[keep], upd[keep])
     assert x.size >= kconfig.PARALLEL_THRESHOLD
-    for got in _each_thread_count(lambda: xo.scatter(x, idx[:, None], upd,
-                                                     update_computation=xo.add, **ROW_ATTRS)):
+    for got in _each_thread_count(
+        lambda: xo.scatter(x, idx[:, None], upd, update_computation=xo.add, **ROW_ATTRS)
+    ):
         np.testing.assert_array_equal(bits(got), bits(want))
     over = xo.scatter(x, idx[:, None], upd, update_computation=lambda a, b: b, **ROW_ATTRS)
     last = x.copy()
@@ -518,14 +715,22 @@ def test_scatter_windows_spanning_owner_chunks():
     starts[1] = [I64.max - 10, 0]
     starts[2] = [I64.min, 2]
     upd = rng.standard_normal((40, 1500, 2)).astype(np.float32)
-    attrs = dict(update_window_dims=[1, 2], inserted_window_dims=[],
-                 scatter_dims_to_operand_dims=[0, 1], index_vector_dim=1)
-    bodies = [(xo.add, _add_generic), (lambda a, b: b, lambda a, b: xo.select(True, b, a)),
-              (xo.maximum, lambda a, b: xo.select(xo.compare(b, a, "GT"), b, a))]
+    attrs = dict(
+        update_window_dims=[1, 2],
+        inserted_window_dims=[],
+        scatter_dims_to_operand_dims=[0, 1],
+        index_vector_dim=1,
+    )
+    bodies = [
+        (xo.add, _add_generic),
+        (lambda a, b: b, lambda a, b: xo.select(True, b, a)),
+        (xo.maximum, lambda a, b: xo.select(xo.compare(b, a, "GT"), b, a)),
+    ]
     for fast, slow in bodies:
         want = bits(xo.scatter(x, starts, upd, update_computation=slow, **attrs))
-        for got in _each_thread_count(lambda: xo.scatter(x, starts, upd,
-                                                         update_computation=fast, **attrs)):
+        for got in _each_thread_count(
+            lambda: xo.scatter(x, starts, upd, update_computation=fast, **attrs)
+        ):
             np.testing.assert_array_equal(bits(got), want)
 
 
@@ -533,14 +738,17 @@ def test_scatter_windows_spanning_owner_chunks():
 # the buffer pool (xops/kernels/pool.py): results and temporaries recycle dead buffers
 # ---------------------------------------------------------------------------------------
 
+
 def _pool_size(k):
     """A byte size no other test allocates: 256 KiB (the pool minimum) + 4 KiB * k."""
     from xops.kernels import pool
+
     return max(pool.MIN_BYTES, 1 << 18) + 4096 * k
 
 
 def test_pool_reuses_a_buffer_only_after_every_view_died():
     from xops.kernels import pool
+
     if pool.MAX_FREE_BYTES <= 0:
         pytest.skip("the pool is off (XOPS_POOL_BYTES=0)")
     n = _pool_size(1) // 4
@@ -580,6 +788,7 @@ def test_pool_threads_never_share_a_live_buffer():
     import sys
     import threading
     from xops.kernels import pool
+
     sizes = [_pool_size(k) for k in (2, 3, 4)]
     errors = []
 
@@ -609,6 +818,7 @@ def test_pool_threads_never_share_a_live_buffer():
 
 def test_pool_keeps_at_most_max_free_bytes(monkeypatch):
     from xops.kernels import pool
+
     monkeypatch.setattr(pool, "MAX_FREE_BYTES", 3 * _pool_size(5))
     a = pool.empty(_pool_size(6), np.uint8)
     del a
@@ -627,15 +837,18 @@ def test_pool_keeps_at_most_max_free_bytes(monkeypatch):
 # JAX cross-checks
 # ---------------------------------------------------------------------------------------
 
+
 def test_gather_scatter_vs_jax():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_platforms", "cpu")
     from jax import lax
+
     rng = np.random.default_rng(0)
     x = rng.standard_normal((5, 4, 3)).astype(np.float32)
     idx = rng.integers(-3, 8, (6, 2)).astype(np.int32)
-    dn = lax.GatherDimensionNumbers(offset_dims=(1, 2), collapsed_slice_dims=(0,),
-                                    start_index_map=(0, 2))
+    dn = lax.GatherDimensionNumbers(
+        offset_dims=(1, 2), collapsed_slice_dims=(0,), start_index_map=(0, 2)
+    )
     want = lax.gather(x, idx, dn, (1, 4, 2), mode=lax.GatherScatterMode.CLIP)
     got = xo.gather(x, idx, [1, 2], [0], [0, 2], 1, [1, 4, 2])
     assert_tensor(got, np.asarray(want).reshape(got.shape))
@@ -643,8 +856,9 @@ def test_gather_scatter_vs_jax():
     # spec skips per element, so compare only where both agree: fully in bounds)
     idx = rng.integers(0, 5, (9, 1)).astype(np.int32)
     upd = rng.standard_normal((9, 4, 3)).astype(np.float32)
-    sdn = lax.ScatterDimensionNumbers(update_window_dims=(1, 2), inserted_window_dims=(0,),
-                                      scatter_dims_to_operand_dims=(0,))
+    sdn = lax.ScatterDimensionNumbers(
+        update_window_dims=(1, 2), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+    )
     want = lax.scatter_add(x, idx, upd, sdn, mode=lax.GatherScatterMode.FILL_OR_DROP)
     got = xo.scatter(x, idx, upd, [1, 2], [0], [0], 1, update_computation=xo.add)
     assert_tensor(got, np.asarray(want), exact=False, rtol=1e-6, atol=1e-6)
@@ -659,21 +873,36 @@ def test_gather_batching_vs_jax():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_platforms", "cpu")
     from jax import lax
+
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 5, 4)).astype(np.float32)
     idx = rng.integers(0, 5, (3, 6, 1)).astype(np.int32)
-    dn = lax.GatherDimensionNumbers(offset_dims=(2,), collapsed_slice_dims=(1,),
-                                    start_index_map=(1,), operand_batching_dims=(0,),
-                                    start_indices_batching_dims=(0,))
+    dn = lax.GatherDimensionNumbers(
+        offset_dims=(2,),
+        collapsed_slice_dims=(1,),
+        start_index_map=(1,),
+        operand_batching_dims=(0,),
+        start_indices_batching_dims=(0,),
+    )
     want = lax.gather(x, idx, dn, (1, 1, 4), mode=lax.GatherScatterMode.CLIP)
-    got = xo.gather(x, idx, [2], [1], [1], 2, [1, 1, 4], operand_batching_dims=[0],
-                    start_indices_batching_dims=[0])
+    got = xo.gather(
+        x,
+        idx,
+        [2],
+        [1],
+        [1],
+        2,
+        [1, 1, 4],
+        operand_batching_dims=[0],
+        start_indices_batching_dims=[0],
+    )
     assert_tensor(got, np.asarray(want))
 
 
 # ---------------------------------------------------------------------------------------
 # gradients
 # ---------------------------------------------------------------------------------------
+
 
 def test_gather_grad():
     rng = np.random.default_rng(0)
@@ -687,8 +916,11 @@ def test_scatter_add_grad():
     x = rng.standard_normal((5, 3))
     u = rng.standard_normal((4, 2))
     idx = np.array([[1, 0], [1, 0], [4, 2], [3, 2]])  # the last window is half out of bounds
-    check_grads(lambda a, b: xo.scatter(a, idx, b, [1], [0], [0, 1], 1, update_computation=xo.add),
-                [x, u], order=2)
+    check_grads(
+        lambda a, b: xo.scatter(a, idx, b, [1], [0], [0, 1], 1, update_computation=xo.add),
+        [x, u],
+        order=2,
+    )
 
 
 def test_scatter_overwrite_grad():
@@ -696,8 +928,9 @@ def test_scatter_overwrite_grad():
     x = rng.standard_normal((5, 3))
     u = rng.standard_normal((4, 3))
     idx = np.array([[1], [3], [1], [7]])
-    check_grads(lambda a, b: xo.scatter(a, idx, b, update_computation=lambda p, q: q,
-                                        **ROW_ATTRS), [x, u])
+    check_grads(
+        lambda a, b: xo.scatter(a, idx, b, update_computation=lambda p, q: q, **ROW_ATTRS), [x, u]
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -706,8 +939,13 @@ def test_scatter_overwrite_grad():
 
 X3 = np.zeros((3, 4, 2), np.float32)
 SI = np.zeros((2, 3, 2), np.int64)
-G = dict(offset_dims=[2, 3], collapsed_slice_dims=[0], start_index_map=[1, 0],
-         index_vector_dim=2, slice_sizes=[1, 2, 2])
+G = dict(
+    offset_dims=[2, 3],
+    collapsed_slice_dims=[0],
+    start_index_map=[1, 0],
+    index_vector_dim=2,
+    slice_sizes=[1, 2, 2],
+)
 
 GATHER_BAD = [
     ("C1", dict(G, offset_dims=[2])),
@@ -726,24 +964,88 @@ GATHER_BAD = [
     ("I3", dict(G, offset_dims=[[2]])),
     ("I6", dict(G, index_vector_dim=[2])),
     ("I8", dict(G, indices_are_sorted="yes")),
-    ("B1", dict(G, collapsed_slice_dims=[0], operand_batching_dims=[0],
-                start_indices_batching_dims=[0], offset_dims=[2])),
+    (
+        "B1",
+        dict(
+            G,
+            collapsed_slice_dims=[0],
+            operand_batching_dims=[0],
+            start_indices_batching_dims=[0],
+            offset_dims=[2],
+        ),
+    ),
     ("B2", dict(G, operand_batching_dims=[2, 1], start_indices_batching_dims=[0, 1])),
     ("B3", dict(G, operand_batching_dims=[7], start_indices_batching_dims=[0])),
-    ("B4", dict(G, offset_dims=[2], operand_batching_dims=[2], start_indices_batching_dims=[0],
-                slice_sizes=[1, 2, 2])),
-    ("B5", dict(G, offset_dims=[], operand_batching_dims=[1, 2],
-                start_indices_batching_dims=[0, 0], slice_sizes=[1, 1, 1])),
-    ("B6", dict(G, offset_dims=[2], operand_batching_dims=[2], start_indices_batching_dims=[5],
-                slice_sizes=[1, 2, 1])),
-    ("B7", dict(G, offset_dims=[2], operand_batching_dims=[2], start_indices_batching_dims=[2],
-                slice_sizes=[1, 2, 1])),
-    ("B8", dict(G, offset_dims=[2], operand_batching_dims=[2], start_indices_batching_dims=[],
-                slice_sizes=[1, 2, 1])),
-    ("B9", dict(G, offset_dims=[2], operand_batching_dims=[2], start_indices_batching_dims=[1],
-                slice_sizes=[1, 2, 1])),
-    ("B10", dict(G, collapsed_slice_dims=[], operand_batching_dims=[0],
-                 start_indices_batching_dims=[1], slice_sizes=[1, 2, 2])),
+    (
+        "B4",
+        dict(
+            G,
+            offset_dims=[2],
+            operand_batching_dims=[2],
+            start_indices_batching_dims=[0],
+            slice_sizes=[1, 2, 2],
+        ),
+    ),
+    (
+        "B5",
+        dict(
+            G,
+            offset_dims=[],
+            operand_batching_dims=[1, 2],
+            start_indices_batching_dims=[0, 0],
+            slice_sizes=[1, 1, 1],
+        ),
+    ),
+    (
+        "B6",
+        dict(
+            G,
+            offset_dims=[2],
+            operand_batching_dims=[2],
+            start_indices_batching_dims=[5],
+            slice_sizes=[1, 2, 1],
+        ),
+    ),
+    (
+        "B7",
+        dict(
+            G,
+            offset_dims=[2],
+            operand_batching_dims=[2],
+            start_indices_batching_dims=[2],
+            slice_sizes=[1, 2, 1],
+        ),
+    ),
+    (
+        "B8",
+        dict(
+            G,
+            offset_dims=[2],
+            operand_batching_dims=[2],
+            start_indices_batching_dims=[],
+            slice_sizes=[1, 2, 1],
+        ),
+    ),
+    (
+        "B9",
+        dict(
+            G,
+            offset_dims=[2],
+            operand_batching_dims=[2],
+            start_indices_batching_dims=[1],
+            slice_sizes=[1, 2, 1],
+        ),
+    ),
+    (
+        "B10",
+        dict(
+            G,
+            collapsed_slice_dims=[],
+            operand_batching_dims=[0],
+            start_indices_batching_dims=[1],
+            slice_sizes=[1, 2, 2],
+        ),
+    ),
 ]
 
 
@@ -759,8 +1061,13 @@ def test_gather_constraint(label, attrs):
 XS = np.zeros((3, 4, 2), np.float32)
 SIS = np.zeros((2, 3, 2), np.int64)
 US = np.zeros((2, 3, 2, 2), np.float32)
-S = dict(update_window_dims=[2, 3], inserted_window_dims=[0],
-         scatter_dims_to_operand_dims=[1, 0], index_vector_dim=2, update_computation=xo.add)
+S = dict(
+    update_window_dims=[2, 3],
+    inserted_window_dims=[0],
+    scatter_dims_to_operand_dims=[1, 0],
+    index_vector_dim=2,
+    update_computation=xo.add,
+)
 
 SCATTER_BAD = [
     ("C1", ([XS, XS[:2]], SIS, [US, US], S)),
@@ -784,24 +1091,83 @@ SCATTER_BAD = [
     ("I8", (XS, SIS, US, dict(S, indices_are_sorted=1))),
     ("I9", (XS, SIS, US, dict(S, unique_indices=1))),
     ("B1", (XS, SIS, US, dict(S, input_batching_dims=[0], scatter_indices_batching_dims=[0]))),
-    ("B2", (XS, SIS, US, dict(S, input_batching_dims=[2, 1],
-                              scatter_indices_batching_dims=[0, 1]))),
+    (
+        "B2",
+        (XS, SIS, US, dict(S, input_batching_dims=[2, 1], scatter_indices_batching_dims=[0, 1])),
+    ),
     ("B3", (XS, SIS, US, dict(S, input_batching_dims=[5], scatter_indices_batching_dims=[0]))),
-    ("B4", (XS, SIS, US, dict(S, input_batching_dims=[1, 2],
-                              scatter_indices_batching_dims=[0, 0]))),
+    (
+        "B4",
+        (XS, SIS, US, dict(S, input_batching_dims=[1, 2], scatter_indices_batching_dims=[0, 0])),
+    ),
     ("B5", (XS, SIS, US, dict(S, input_batching_dims=[2], scatter_indices_batching_dims=[4]))),
     ("B6", (XS, SIS, US, dict(S, input_batching_dims=[2], scatter_indices_batching_dims=[2]))),
     ("B7", (XS, SIS, US, dict(S, input_batching_dims=[2], scatter_indices_batching_dims=[]))),
-    ("B8", (XS, SIS, US[..., 0], dict(S, update_window_dims=[2], input_batching_dims=[2],
-                                      scatter_indices_batching_dims=[1]))),
-    ("B9", (XS, SIS, US, dict(S, inserted_window_dims=[], input_batching_dims=[0],
-                              scatter_indices_batching_dims=[1]))),
+    (
+        "B8",
+        (
+            XS,
+            SIS,
+            US[..., 0],
+            dict(
+                S,
+                update_window_dims=[2],
+                input_batching_dims=[2],
+                scatter_indices_batching_dims=[1],
+            ),
+        ),
+    ),
+    (
+        "B9",
+        (
+            XS,
+            SIS,
+            US,
+            dict(
+                S,
+                inserted_window_dims=[],
+                input_batching_dims=[0],
+                scatter_indices_batching_dims=[1],
+            ),
+        ),
+    ),
 ]
 
 
-@pytest.mark.parametrize("label,case", SCATTER_BAD,
-                         ids=[f"{b[0]}-{i}" for i, b in enumerate(SCATTER_BAD)])
+@pytest.mark.parametrize(
+    "label,case", SCATTER_BAD, ids=[f"{b[0]}-{i}" for i, b in enumerate(SCATTER_BAD)]
+)
 def test_scatter_constraint(label, case):
     inputs, si, upd, attrs = case
     with raises_spec("scatter", label):
         xo.scatter(inputs, si, upd, **attrs)
+
+
+def test_scatter_body_may_return_a_python_number_as_reduce_does():
+    # a body returning the Python float 0.0 returns a 0-d f32 constant: reduce and
+    # scatter take it alike (it used to be a C15 error in scatter only)
+    x = xo.tensor(np.array([1.0, 2.0, 3.0, 4.0], np.float32))
+    idx = xo.tensor(np.array([[0], [2], [2]], np.int64))
+    upd = xo.tensor(np.array([5.0, 6.0, 7.0], np.float32))
+    zero = lambda a, b: 0.0  # noqa: E731
+    np.testing.assert_array_equal(np.asarray(xo.reduce(x, 0.0, [0], zero)), 0.0)
+    got = xo.scatter(x, idx, upd, [], [0], [0], 1, update_computation=zero)
+    assert got.dtype == xo.as_dtype("f32")
+    np.testing.assert_array_equal(np.asarray(got), [0.0, 2.0, 0.0, 4.0])
+    ref = scatter_reference(x, idx, upd, [], [0], [0], 1, update_computation=zero)
+    np.testing.assert_array_equal(np.asarray(ref), [0.0, 2.0, 0.0, 4.0])
+    # the number must still be promotable from the inputs' type (C15, as reduce's C6)
+    x64 = xo.tensor(np.array([1.0, 2.0], np.float64))
+    with raises_spec("scatter", "C15"):
+        xo.scatter(
+            x64,
+            xo.tensor(np.array([[0]], np.int64)),
+            xo.tensor(np.array([5.0])),
+            [],
+            [0],
+            [0],
+            1,
+            update_computation=zero,
+        )
+    with raises_spec("reduce", "C6"):
+        xo.reduce(x64, 0.0, [0], zero)

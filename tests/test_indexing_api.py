@@ -1,6 +1,7 @@
 """NumPy-style indexing (basic + advanced + masks), ``.at[]`` functional updates,
 ``t[idx] = v`` (copy-on-write) and the version counter, all checked against NumPy and
 finite differences."""
+
 import numpy as np
 import pytest
 from conftest import assert_tensor
@@ -18,31 +19,40 @@ def _sum(t):
 
 # -- a strategy for NumPy keys: basic and advanced, in every combination ----------------
 
+
 @st.composite
 def _keys(draw):
     rank = draw(st.integers(1, 4))
     shape = tuple(draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
     key, d = [], 0
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     bshape = draw(st.sampled_from([(), (2,), (3,), (2, 1), (1, 3)]))
     while d < rank and draw(st.integers(0, 4)):
         n = shape[d]
-        kind = draw(st.sampled_from(["int", "slice", "array", "list", "tensor", "mask",
-                                     "none", "i32"]))
+        kind = draw(
+            st.sampled_from(["int", "slice", "array", "list", "tensor", "mask", "none", "i32"])
+        )
         if kind == "int":
             key.append(draw(st.integers(-n, n - 1)))
         elif kind == "slice":
             bound = st.none() | st.integers(-n - 1, n + 1)
-            key.append(slice(draw(bound), draw(bound),
-                             draw(st.sampled_from([None, 1, 2, -1, -2, 3]))))
+            key.append(
+                slice(draw(bound), draw(bound), draw(st.sampled_from([None, 1, 2, -1, -2, 3])))
+            )
         elif kind in ("array", "list", "tensor", "i32"):
             idx = rng.integers(-n, n, size=bshape)
-            key.append(idx if kind == "array" else idx.tolist() if kind == "list" and idx.ndim
-                       else xo.tensor(idx.astype(np.int32), "i32") if kind == "i32"
-                       else xo.tensor(idx))
+            key.append(
+                idx
+                if kind == "array"
+                else idx.tolist()
+                if kind == "list" and idx.ndim
+                else xo.tensor(idx.astype(np.int32), "i32")
+                if kind == "i32"
+                else xo.tensor(idx)
+            )
         elif kind == "mask":
             k = draw(st.integers(1, rank - d))
-            key.append(rng.random(shape[d:d + k]) < 0.5)
+            key.append(rng.random(shape[d : d + k]) < 0.5)
             d += k - 1
         else:
             key.append(None)
@@ -87,8 +97,9 @@ def test_at_updates_match_numpy(case, how):
     if how == "set":
         want[nk] = v  # NumPy: the last of duplicate indices wins, as in xops
     else:
-        {"add": np.add, "multiply": np.multiply, "min": np.minimum,
-         "max": np.maximum}[how].at(want, nk, v)
+        {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[how].at(
+            want, nk, v
+        )
     got = getattr(xo.tensor(a).at[key], how)(xo.tensor(v))
     assert_tensor(got, want, "f32")
     t = xo.tensor(a)
@@ -100,12 +111,17 @@ def test_at_updates_match_numpy(case, how):
 def test_numpy_placement_of_advanced_dims():
     a = np.arange(120.0).reshape(2, 3, 4, 5)
     t = xo.tensor(a)
-    cases = [(slice(None), [0, 1], [1, 2]),  # adjacent: in place
-             ([0, 1], slice(None), [1, 2]),  # separated by a slice: first
-             (0, slice(None), [1, 2]),  # an int is an advanced index next to an array
-             ([0], None, [0]),  # None separates too
-             (Ellipsis, [[1], [2]], [0, 3]),  # broadcasting index arrays
-             (None, [0, 1], None), (True,), (False,), (slice(None), a[0, :, :, 0] > 50)]
+    cases = [
+        (slice(None), [0, 1], [1, 2]),  # adjacent: in place
+        ([0, 1], slice(None), [1, 2]),  # separated by a slice: first
+        (0, slice(None), [1, 2]),  # an int is an advanced index next to an array
+        ([0], None, [0]),  # None separates too
+        (Ellipsis, [[1], [2]], [0, 3]),  # broadcasting index arrays
+        (None, [0, 1], None),
+        (True,),
+        (False,),
+        (slice(None), a[0, :, :, 0] > 50),
+    ]
     for k in cases:
         assert_tensor(t[k], a[k])
 
@@ -115,8 +131,13 @@ def test_index_types_and_element_types():
     for dt in ["i32", "bf16", "i4", "c64", "i1", "f8E4M3FN"]:
         t = xo.tensor(a % 7 if dt != "i1" else a % 2, dt)
         want = np.asarray(t)
-        for k in [([2, 0],), (xo.tensor([1, 1], "ui8"), slice(None, None, -1)),
-                  (np.array([True, False, True]),), (xo.tensor(a % 2 == 0),), ([], 0)]:
+        for k in [
+            ([2, 0],),
+            (xo.tensor([1, 1], "ui8"), slice(None, None, -1)),
+            (np.array([True, False, True]),),
+            (xo.tensor(a % 2 == 0),),
+            ([], 0),
+        ]:
             nk = tuple(np.asarray(i) if isinstance(i, xo.Tensor) else i for i in k)
             got = t[k]
             assert got.dtype == t.dtype and np.array_equal(np.asarray(got), want[nk])
@@ -132,8 +153,11 @@ def test_indexing_errors_are_clear():
         t[2]
     with pytest.raises(xo.SpecError, match="out of bounds"):  # also an xops SpecError
         t.at[[5]].set(1.0)
-    with pytest.raises(IndexError, match="boolean index did not match.*axis 1.*size of axis "
-                                         "is 3 but size of corresponding boolean axis is 2"):
+    with pytest.raises(
+        IndexError,
+        match="boolean index did not match.*axis 1.*size of axis "
+        "is 3 but size of corresponding boolean axis is 2",
+    ):
         t[np.ones((2, 2), bool)]
     with pytest.raises(IndexError, match="could not be broadcast"):
         t[[0, 1], [0, 1, 2]]
@@ -159,6 +183,7 @@ def test_empty_selections():
 
 # -- duplicates and gradients ------------------------------------------------------------
 
+
 def test_duplicate_indices():
     t = xo.tensor([0.0, 1.0, 2.0])
     assert t.at[[0, 0, 2]].set([5.0, 6.0, 7.0]).tolist() == [6.0, 1.0, 7.0]  # last wins
@@ -178,6 +203,7 @@ def test_at_gradients(how):
 
     def f(x, v):
         return getattr(x.at[[0, 2, 0, 4], 1:], how)(v)
+
     check_grads(f, [rng.standard_normal((5, 3)), rng.standard_normal((4, 2))], order=2)
 
 
@@ -191,6 +217,7 @@ def test_getitem_gradients():
 
 
 # -- t[idx] = v: copy-on-write, the tape and versions -------------------------------------
+
 
 def test_setitem_is_copy_on_write():
     t = xo.tensor([1.0, 2.0, 3.0])
@@ -254,8 +281,11 @@ def test_backward_after_assignment_raises():
     c = xo.tensor([1.0, 1.0, 1.0])
     loss = _sum(w * c)  # multiply saved the constant c (version 0)
     c[0] = 5.0  # nothing on the tape holds c's old value
-    with pytest.raises(xo.SpecError, match=r"modified by an assignment: multiply saved "
-                                           r"f32\[3\] at version 0, now version 1"):
+    with pytest.raises(
+        xo.SpecError,
+        match=r"modified by an assignment: multiply saved "
+        r"f32\[3\] at version 0, now version 1",
+    ):
         loss.backward()
     p = xo.tensor([1.0, 2.0], requires_grad=True)
     loss = _sum(p * p)
@@ -272,14 +302,23 @@ def test_backward_after_assignment_raises():
 
 # -- JAX's out-of-bounds modes on .at[] ---------------------------------------------------
 
+
 def test_at_modes_match_jax():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     rng = np.random.default_rng(5)
     a = rng.standard_normal((4, 5)).astype(np.float32)
     t, j = xo.tensor(a), jnp.asarray(a)
-    keys = [([0, 7, -2, -9],), (slice(None), [1, 9]), ([[0], [6]], [1, 2, -7]), (5,), (1, 9),
-            ([0, 4], slice(1, None)), (np.array([3, -5]), [4, 4]), (2,)]
+    keys = [
+        ([0, 7, -2, -9],),
+        (slice(None), [1, 9]),
+        ([[0], [6]], [1, 2, -7]),
+        (5,),
+        (1, 9),
+        ([0, 4], slice(1, None)),
+        (np.array([3, -5]), [4, 4]),
+        (2,),
+    ]
     for k in keys:
         for mode in ["clip", "drop", "fill"]:
             got = t.at[k].get(mode=mode, fill_value=-1.0)
@@ -290,8 +329,9 @@ def test_at_modes_match_jax():
         for how in ["set", "add", "multiply", "min", "max"]:
             for mode in ["clip", "drop"]:
                 got = getattr(t.at[k], how)(v, mode=mode)
-                assert_tensor(got, np.asarray(getattr(j.at[k], how)(v, mode=mode)), exact=False,
-                              rtol=1e-6)
+                assert_tensor(
+                    got, np.asarray(getattr(j.at[k], how)(v, mode=mode)), exact=False, rtol=1e-6
+                )
     with pytest.raises(IndexError, match="out of bounds"):
         t.at[[7]].get()  # the default (NumPy's): an error, never a silent clamp
     with pytest.raises(ValueError, match="mode must be"):
@@ -300,25 +340,36 @@ def test_at_modes_match_jax():
 
 def test_at_drop_mode_gradients():
     rng = np.random.default_rng(6)
-    check_grads(lambda x, v: x.at[[0, 9, 2, 0]].multiply(v, mode="drop"),
-                [rng.standard_normal(5), rng.standard_normal(4)])
-    check_grads(lambda x: x.at[[0, 9, 2]].get(mode="fill", fill_value=0.5),
-                [rng.standard_normal(5)])
+    check_grads(
+        lambda x, v: x.at[[0, 9, 2, 0]].multiply(v, mode="drop"),
+        [rng.standard_normal(5), rng.standard_normal(4)],
+    )
+    check_grads(
+        lambda x: x.at[[0, 9, 2]].get(mode="fill", fill_value=0.5), [rng.standard_normal(5)]
+    )
 
 
 # -- results that keep the value are new objects: an assignment never shows through -------
 
 _UNCHANGED = {  # name -> a method / property / operator that returns the same value
-    "T (1-D)": lambda t: t.T, "T (0-d)": lambda t: t.T, "real": lambda t: t.real,
-    "to_device": lambda t: t.to_device("cpu"), "to(cpu)": lambda t: t.to("cpu"),
-    "to(same dtype)": lambda t: t.to(t.dtype), "+t": lambda t: +t,
-    "reshape(shape)": lambda t: t.reshape(t.shape), "view": lambda t: t.view(t.shape),
-    "flatten (1-D)": lambda t: t.flatten(), "squeeze": lambda t: t.squeeze(),
-    "transpose(0, 0)": lambda t: t.transpose(0, 0), "permute (identity)":
-        lambda t: t.permute(tuple(range(t.ndim))),
-    "clip()": lambda t: t.clip(), "astype(same, copy=False)":
-        lambda t: t.astype(t.dtype, copy=False), "conj (real)": lambda t: t.conj(),
-    "sum(axis=())": lambda t: t.sum(axis=()), "max (0-d)": lambda t: t.max(),
+    "T (1-D)": lambda t: t.T,
+    "T (0-d)": lambda t: t.T,
+    "real": lambda t: t.real,
+    "to_device": lambda t: t.to_device("cpu"),
+    "to(cpu)": lambda t: t.to("cpu"),
+    "to(same dtype)": lambda t: t.to(t.dtype),
+    "+t": lambda t: +t,
+    "reshape(shape)": lambda t: t.reshape(t.shape),
+    "view": lambda t: t.view(t.shape),
+    "flatten (1-D)": lambda t: t.flatten(),
+    "squeeze": lambda t: t.squeeze(),
+    "transpose(0, 0)": lambda t: t.transpose(0, 0),
+    "permute (identity)": lambda t: t.permute(tuple(range(t.ndim))),
+    "clip()": lambda t: t.clip(),
+    "astype(same, copy=False)": lambda t: t.astype(t.dtype, copy=False),
+    "conj (real)": lambda t: t.conj(),
+    "sum(axis=())": lambda t: t.sum(axis=()),
+    "max (0-d)": lambda t: t.max(),
 }
 
 
@@ -354,15 +405,25 @@ def test_unsigned_abs_and_integer_round_are_new_objects():
 
 
 _XNP_UNCHANGED = {
-    "reshape": lambda t: xnp.reshape(t, t.shape), "permute_dims": lambda t: xnp.permute_dims(t, (0, 1)),
-    "squeeze": lambda t: xnp.squeeze(t, ()), "flip": lambda t: xnp.flip(t, axis=()),
-    "moveaxis": lambda t: xnp.moveaxis(t, 0, 0), "positive": lambda t: xnp.positive(t),
-    "clip": lambda t: xnp.clip(t), "conj": lambda t: xnp.conj(t), "real": lambda t: xnp.real(t),
-    "astype": lambda t: xnp.astype(t, t.dtype, copy=False), "sum": lambda t: xnp.sum(t, axis=()),
-    "max": lambda t: xnp.max(t, axis=()), "min": lambda t: xnp.min(t, axis=()),
-    "round": lambda t: xnp.round(t), "floor": lambda t: xnp.floor(t), "abs": lambda t: xnp.abs(t),
+    "reshape": lambda t: xnp.reshape(t, t.shape),
+    "permute_dims": lambda t: xnp.permute_dims(t, (0, 1)),
+    "squeeze": lambda t: xnp.squeeze(t, ()),
+    "flip": lambda t: xnp.flip(t, axis=()),
+    "moveaxis": lambda t: xnp.moveaxis(t, 0, 0),
+    "positive": lambda t: xnp.positive(t),
+    "clip": lambda t: xnp.clip(t),
+    "conj": lambda t: xnp.conj(t),
+    "real": lambda t: xnp.real(t),
+    "astype": lambda t: xnp.astype(t, t.dtype, copy=False),
+    "sum": lambda t: xnp.sum(t, axis=()),
+    "max": lambda t: xnp.max(t, axis=()),
+    "min": lambda t: xnp.min(t, axis=()),
+    "round": lambda t: xnp.round(t),
+    "floor": lambda t: xnp.floor(t),
+    "abs": lambda t: xnp.abs(t),
     "broadcast_to": lambda t: xnp.broadcast_to(t, t.shape),
-    "broadcast_arrays": lambda t: xnp.broadcast_arrays(t, t)[1], "concat": lambda t: xnp.concat([t]),
+    "broadcast_arrays": lambda t: xnp.broadcast_arrays(t, t)[1],
+    "concat": lambda t: xnp.concat([t]),
 }
 
 

@@ -1,5 +1,6 @@
 """dot_general and dot against the spec's example, np.einsum references and every
 constraint label."""
+
 import numpy as np
 import pytest
 
@@ -10,9 +11,15 @@ from conftest import assert_tensor, raises_spec
 def test_spec_example():
     lhs = xo.tensor([[[1, 2], [3, 4]], [[5, 6], [7, 8]]], "i64")
     rhs = xo.tensor([[[1, 0], [0, 1]], [[1, 0], [0, 1]]], "i64")
-    out = xo.dot_general(lhs, rhs, lhs_batching_dimensions=[0], rhs_batching_dimensions=[0],
-                         lhs_contracting_dimensions=[2], rhs_contracting_dimensions=[1],
-                         precision_config=["DEFAULT", "DEFAULT"])
+    out = xo.dot_general(
+        lhs,
+        rhs,
+        lhs_batching_dimensions=[0],
+        rhs_batching_dimensions=[0],
+        lhs_contracting_dimensions=[2],
+        rhs_contracting_dimensions=[1],
+        precision_config=["DEFAULT", "DEFAULT"],
+    )
     assert_tensor(out, [[[1, 2], [3, 4]], [[5, 6], [7, 8]]], "i64")
 
 
@@ -26,21 +33,24 @@ def _einsum_spec(ra, rb, lb, rbd, lc, rc):
     for v in (la, lr):
         for i in range(len(v)):
             v[i] = v[i] or next(letters)
-    out = [la[i] for i in lb] + [la[i] for i in range(ra) if i not in lb + lc] + \
-          [lr[i] for i in range(rb) if i not in rbd + rc]
+    out = (
+        [la[i] for i in lb]
+        + [la[i] for i in range(ra) if i not in lb + lc]
+        + [lr[i] for i in range(rb) if i not in rbd + rc]
+    )
     return f"{''.join(la)},{''.join(lr)}->{''.join(out)}"
 
 
 ZOO = [  # shapes, lhs batch, rhs batch, lhs contracting, rhs contracting
     ((3, 4), (4, 5), [], [], [1], [0]),
-    ((4, 3), (5, 4), [], [], [0], [1]),              # contracting dims anywhere
+    ((4, 3), (5, 4), [], [], [0], [1]),  # contracting dims anywhere
     ((2, 3, 4), (2, 4, 5), [0], [0], [2], [1]),
-    ((3, 2, 4), (4, 5, 2), [1], [2], [2], [0]),       # batch dims in the middle / last
+    ((3, 2, 4), (4, 5, 2), [1], [2], [2], [0]),  # batch dims in the middle / last
     ((2, 3, 4, 5), (5, 4, 2, 6), [0], [2], [2, 3], [1, 0]),  # several contracting, any order
-    ((3,), (4,), [], [], [], []),                     # outer product
-    ((2, 3), (2, 3), [0, 1], [0, 1], [], []),         # all batch: elementwise product
-    ((0, 3), (3, 2), [], [], [1], [0]),               # empty free dim
-    ((2, 0), (0, 3), [], [], [1], [0]),               # empty contraction -> zeros
+    ((3,), (4,), [], [], [], []),  # outer product
+    ((2, 3), (2, 3), [0, 1], [0, 1], [], []),  # all batch: elementwise product
+    ((0, 3), (3, 2), [], [], [1], [0]),  # empty free dim
+    ((2, 0), (0, 3), [], [], [1], [0]),  # empty contraction -> zeros
 ]
 
 
@@ -67,36 +77,50 @@ def test_every_element_type(dtype):
         want = np.eye(2, dtype=int)
     if dtype.name == "f8E8M0FNU":  # powers of two only, and no zero
         a, b, want = np.array([[2, 4]]), np.array([[4], [2]]), np.array([[16]])
-    got = xo.dot_general(xo.tensor(a, dtype), xo.tensor(b, dtype), lhs_contracting_dimensions=[1],
-                         rhs_contracting_dimensions=[0])
+    got = xo.dot_general(
+        xo.tensor(a, dtype),
+        xo.tensor(b, dtype),
+        lhs_contracting_dimensions=[1],
+        rhs_contracting_dimensions=[0],
+    )
     assert got.dtype is dtype
     assert_tensor(got, xo.tensor(want, dtype).numpy())
 
 
 def test_integer_accumulation_is_exact_and_wraps_to_the_result_type():
     a = xo.tensor([[100, 100, 100]], "i8")
-    out = xo.dot_general(a, a, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[1],
-                         preferred_element_type="i32")
+    out = xo.dot_general(
+        a,
+        a,
+        lhs_contracting_dimensions=[1],
+        rhs_contracting_dimensions=[1],
+        preferred_element_type="i32",
+    )
     assert_tensor(out, [[30000]], "i32")
     wrapped = xo.dot_general(a, a, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[1])
     assert_tensor(wrapped, [[np.int64(30000).astype(np.int8)]], "i8")  # 30000 mod 256
-    big = xo.tensor([[2 ** 62, 2 ** 62]], "i64")
-    assert_tensor(xo.dot_general(big, big, lhs_contracting_dimensions=[1],
-                                 rhs_contracting_dimensions=[1]), [[0]], "i64")  # 2^125 mod 2^64
+    big = xo.tensor([[2**62, 2**62]], "i64")
+    assert_tensor(
+        xo.dot_general(big, big, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[1]),
+        [[0]],
+        "i64",
+    )  # 2^125 mod 2^64
 
 
-@pytest.mark.parametrize("bound", [2 ** 20, 2 ** 24 - 1, 2 ** 31 - 1])
+@pytest.mark.parametrize("bound", [2**20, 2**24 - 1, 2**31 - 1])
 def test_integer_dot_is_exact_on_both_paths(bound):
     # |a|max * |b|max * K < 2**53 runs in float64 BLAS, otherwise in int64: both exact
     rng = np.random.default_rng(bound)
     a = rng.integers(-bound, bound, (5, 32), dtype=np.int64).astype(np.int32)
     b = rng.integers(-bound, bound, (32, 3), dtype=np.int64).astype(np.int32)
     a[0, 0], b[0, 0] = bound, -bound
-    got = xo.dot_general(xo.tensor(a), xo.tensor(b), lhs_contracting_dimensions=[1],
-                         rhs_contracting_dimensions=[0])
-    exact = [[sum(int(a[i, k]) * int(b[k, j]) for k in range(32)) for j in range(3)]
-             for i in range(5)]
-    want = np.array([[((v + 2 ** 31) % 2 ** 32) - 2 ** 31 for v in row] for row in exact])
+    got = xo.dot_general(
+        xo.tensor(a), xo.tensor(b), lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0]
+    )
+    exact = [
+        [sum(int(a[i, k]) * int(b[k, j]) for k in range(32)) for j in range(3)] for i in range(5)
+    ]
+    want = np.array([[((v + 2**31) % 2**32) - 2**31 for v in row] for row in exact])
     assert_tensor(got, want.astype(np.int32), "i32")
 
 
@@ -107,8 +131,13 @@ def test_bf16_accumulates_in_f32_and_rounds_once():
     ones = xo.tensor(np.ones((17, 1)), "bf16")
     out = xo.dot_general(x, ones, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
     assert_tensor(out, [[272.0]], "bf16")
-    wide = xo.dot_general(x, ones, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0],
-                          preferred_element_type="f32")
+    wide = xo.dot_general(
+        x,
+        ones,
+        lhs_contracting_dimensions=[1],
+        rhs_contracting_dimensions=[0],
+        preferred_element_type="f32",
+    )
     assert_tensor(wide, [[272.0]], "f32")
 
 
@@ -134,11 +163,23 @@ def test_constraint_labels():
     with raises_spec("dot_general", "C2"):
         _dg((2, 3), (3, 2), lhs_contracting_dimensions=[1])
     with raises_spec("dot_general", "C3"):
-        _dg((2, 3), (2, 2), lhs_batching_dimensions=[0], rhs_batching_dimensions=[0],
-            lhs_contracting_dimensions=[0], rhs_contracting_dimensions=[1])
+        _dg(
+            (2, 3),
+            (2, 2),
+            lhs_batching_dimensions=[0],
+            rhs_batching_dimensions=[0],
+            lhs_contracting_dimensions=[0],
+            rhs_contracting_dimensions=[1],
+        )
     with raises_spec("dot_general", "C4"):
-        _dg((2, 2), (2, 3), lhs_batching_dimensions=[0], rhs_batching_dimensions=[0],
-            lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
+        _dg(
+            (2, 2),
+            (2, 3),
+            lhs_batching_dimensions=[0],
+            rhs_batching_dimensions=[0],
+            lhs_contracting_dimensions=[1],
+            rhs_contracting_dimensions=[0],
+        )
     with raises_spec("dot_general", "C5"):
         _dg((2, 3), (2, 3), lhs_batching_dimensions=[2], rhs_batching_dimensions=[0])
     with raises_spec("dot_general", "C6"):
@@ -152,8 +193,17 @@ def test_constraint_labels():
     with raises_spec("dot_general", "C10"):
         _dg((2, 3), (4, 2), lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
     with raises_spec("dot_general", "C11"):
-        _dg((2, 3), (3, 2), lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0],
-            precision_config=["DEFAULT"])
+        _dg(
+            (2, 3),
+            (3, 2),
+            lhs_contracting_dimensions=[1],
+            rhs_contracting_dimensions=[0],
+            precision_config=["DEFAULT"],
+        )
     with raises_spec("dot_general", "C13"):
-        xo.dot_general(np.ones((2, 3), np.float32), np.ones((3, 2)),
-                       lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
+        xo.dot_general(
+            np.ones((2, 3), np.float32),
+            np.ones((3, 2)),
+            lhs_contracting_dimensions=[1],
+            rhs_contracting_dimensions=[0],
+        )

@@ -1,5 +1,6 @@
 """Tokens and tuples: after_all, create_token, tuple, get_tuple_element,
 optimization_barrier — spec examples and one negative test per label."""
+
 import pickle
 
 import numpy as np
@@ -80,8 +81,9 @@ NEGATIVE = [
 ]
 
 
-@pytest.mark.parametrize("op,label,fn", NEGATIVE,
-                         ids=[f"{op}-{label}-{i}" for i, (op, label, _) in enumerate(NEGATIVE)])
+@pytest.mark.parametrize(
+    "op,label,fn", NEGATIVE, ids=[f"{op}-{label}-{i}" for i, (op, label, _) in enumerate(NEGATIVE)]
+)
 def test_constraint_violations(op, label, fn):
     with raises_spec(op, label):
         fn()

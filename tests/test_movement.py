@@ -1,6 +1,7 @@
 """Data-movement ops: spec examples, naive spec-shaped references over a shape zoo and
 every element type (bit-exact), clamping, one negative test per constraint label, and
 hypothesis properties."""
+
 import itertools
 
 import ml_dtypes
@@ -18,6 +19,7 @@ IDS = [d.name for d in DTYPES]
 # ---------------------------------------------------------------------------------------
 # Helpers: random holder data of any element type, bit-exact comparison
 # ---------------------------------------------------------------------------------------
+
 
 def sample(dt, shape, seed=0):
     """Random holder data of element type ``dt``: random bit patterns (NaN payloads,
@@ -55,6 +57,7 @@ def assert_bits(t, want, dt):
 # Naive, spec-shaped references (index by index, spec variable names)
 # ---------------------------------------------------------------------------------------
 
+
 def ref_transpose(operand, permutation):
     result = np.empty([operand.shape[p] for p in permutation], operand.dtype)
     for result_index in np.ndindex(*result.shape):
@@ -75,8 +78,10 @@ def ref_slice(operand, start_indices, limit_indices, strides):
 
 
 def ref_pad(operand, padding_value, low, high, interior):
-    shape = [lo + n + max(n - 1, 0) * it + hi
-             for n, lo, hi, it in zip(operand.shape, low, high, interior)]
+    shape = [
+        lo + n + max(n - 1, 0) * it + hi
+        for n, lo, hi, it in zip(operand.shape, low, high, interior)
+    ]
     result = np.empty(shape, operand.dtype)
     result[...] = padding_value
     for operand_index in np.ndindex(*operand.shape):
@@ -89,15 +94,18 @@ def ref_pad(operand, padding_value, low, high, interior):
 def ref_broadcast_in_dim(operand, broadcast_dimensions, shape):
     result = np.empty(shape, operand.dtype)
     for result_index in np.ndindex(*shape):
-        operand_index = [0 if operand.shape[d] == 1 else result_index[broadcast_dimensions[d]]
-                         for d in range(operand.ndim)]
+        operand_index = [
+            0 if operand.shape[d] == 1 else result_index[broadcast_dimensions[d]]
+            for d in range(operand.ndim)
+        ]
         result[result_index] = operand[tuple(operand_index)]
     return result
 
 
 def ref_dynamic_slice(operand, start_indices, slice_sizes):
-    adjusted = [min(max(0, s), n - size)
-                for s, n, size in zip(start_indices, operand.shape, slice_sizes)]
+    adjusted = [
+        min(max(0, s), n - size) for s, n, size in zip(start_indices, operand.shape, slice_sizes)
+    ]
     result = np.empty(slice_sizes, operand.dtype)
     for result_index in np.ndindex(*slice_sizes):
         result[result_index] = operand[tuple(a + i for a, i in zip(adjusted, result_index))]
@@ -105,8 +113,9 @@ def ref_dynamic_slice(operand, start_indices, slice_sizes):
 
 
 def ref_dynamic_update_slice(operand, update, start_indices):
-    adjusted = [min(max(0, s), n - u)
-                for s, n, u in zip(start_indices, operand.shape, update.shape)]
+    adjusted = [
+        min(max(0, s), n - u) for s, n, u in zip(start_indices, operand.shape, update.shape)
+    ]
     result = np.empty(operand.shape, operand.dtype)
     for result_index in np.ndindex(*operand.shape):
         update_index = tuple(r - a for r, a in zip(result_index, adjusted))
@@ -120,8 +129,10 @@ def ref_dynamic_update_slice(operand, update, start_indices):
 def ref_reverse(operand, dimensions):
     result = np.empty(operand.shape, operand.dtype)
     for result_index in np.ndindex(*operand.shape):
-        operand_index = [n - i - 1 if d in dimensions else i
-                         for d, (i, n) in enumerate(zip(result_index, operand.shape))]
+        operand_index = [
+            n - i - 1 if d in dimensions else i
+            for d, (i, n) in enumerate(zip(result_index, operand.shape))
+        ]
         result[result_index] = operand[tuple(operand_index)]
     return result
 
@@ -144,6 +155,7 @@ def ref_concatenate(inputs, dimension):
 # Every example of the spec (seed 004) for these ops, and the XLA seed (002) examples
 # ---------------------------------------------------------------------------------------
 
+
 def test_spec_broadcast_in_dim():
     operand = xo.tensor([[1, 2, 3]], "i32")
     result = xo.broadcast_in_dim(operand, [2, 1], [2, 3, 2])
@@ -151,8 +163,9 @@ def test_spec_broadcast_in_dim():
 
 
 def test_spec_concatenate():
-    result = xo.concatenate([xo.tensor([[1, 2], [3, 4], [5, 6]], "i64"),
-                             xo.tensor([[7, 8]], "i64")], 0)
+    result = xo.concatenate(
+        [xo.tensor([[1, 2], [3, 4], [5, 6]], "i64"), xo.tensor([[7, 8]], "i64")], 0
+    )
     assert_tensor(result, [[1, 2], [3, 4], [5, 6], [7, 8]], "i64")
 
 
@@ -187,11 +200,17 @@ def test_spec_iota():
 def test_spec_pad():
     operand = xo.tensor([[1, 2, 3], [4, 5, 6]], "i32")
     result = xo.pad(operand, xo.tensor(0, "i32"), [0, 1], [2, 1], [1, 2])
-    assert_tensor(result, [[0, 1, 0, 0, 2, 0, 0, 3, 0],
-                           [0, 0, 0, 0, 0, 0, 0, 0, 0],
-                           [0, 4, 0, 0, 5, 0, 0, 6, 0],
-                           [0, 0, 0, 0, 0, 0, 0, 0, 0],
-                           [0, 0, 0, 0, 0, 0, 0, 0, 0]], "i32")
+    assert_tensor(
+        result,
+        [
+            [0, 1, 0, 0, 2, 0, 0, 3, 0],
+            [0, 0, 0, 0, 0, 0, 0, 0, 0],
+            [0, 4, 0, 0, 5, 0, 0, 6, 0],
+            [0, 0, 0, 0, 0, 0, 0, 0, 0],
+            [0, 0, 0, 0, 0, 0, 0, 0, 0],
+        ],
+        "i32",
+    )
 
 
 def test_spec_reshape():
@@ -216,8 +235,12 @@ def test_spec_transpose():
     assert_tensor(result, [[[1, 7], [3, 9], [5, 11]], [[2, 8], [4, 10], [6, 12]]], "i32")
 
 
-V24 = [[[10, 11, 12], [15, 16, 17]], [[20, 21, 22], [25, 26, 27]],
-       [[30, 31, 32], [35, 36, 37]], [[40, 41, 42], [45, 46, 47]]]
+V24 = [
+    [[10, 11, 12], [15, 16, 17]],
+    [[20, 21, 22], [25, 26, 27]],
+    [[30, 31, 32], [35, 36, 37]],
+    [[40, 41, 42], [45, 46, 47]],
+]
 
 
 def test_xla_reshape_examples():
@@ -225,8 +248,32 @@ def test_xla_reshape_examples():
     flat = np.array(V24).reshape(-1)
     assert_tensor(xo.reshape(v, [24], [0, 1, 2]), flat)
     assert_tensor(xo.reshape(v, [8, 3], [0, 1, 2]), flat.reshape(8, 3))
-    v021 = [10, 20, 30, 40, 11, 21, 31, 41, 12, 22, 32, 42,
-            15, 25, 35, 45, 16, 26, 36, 46, 17, 27, 37, 47]
+    v021 = [
+        10,
+        20,
+        30,
+        40,
+        11,
+        21,
+        31,
+        41,
+        12,
+        22,
+        32,
+        42,
+        15,
+        25,
+        35,
+        45,
+        16,
+        26,
+        36,
+        46,
+        17,
+        27,
+        37,
+        47,
+    ]
     assert_tensor(xo.reshape(v, [24], [1, 2, 0]), v021)
     assert_tensor(xo.reshape(v, [8, 3], [1, 2, 0]), np.reshape(v021, (8, 3)))
     assert_tensor(xo.reshape(v, [2, 6, 2], [1, 2, 0]), np.reshape(v021, (2, 6, 2)))
@@ -269,6 +316,7 @@ def test_xla_set_dimension_size_example():
 # ---------------------------------------------------------------------------------------
 # Every element type x the shape zoo, against the naive references (bit-exact)
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dt", DTYPES, ids=IDS)
 def test_transpose_all_dtypes(dt):
@@ -315,11 +363,17 @@ def test_pad_all_dtypes(dt):
         a = sample(dt, shape, k)
         x = tensor_of(a, dt)
         r = len(shape)
-        for low, high, interior in [([1] * r, [2] * r, [0] * r), ([0] * r, [1] * r, [2] * r),
-                                    ([-1] * r, [1] * r, [1] * r), ([2] * r, [-1] * r, [1] * r),
-                                    ([0] * r, [0] * r, [0] * r)]:
-            if any(lo + n + max(n - 1, 0) * it + hi < 0
-                   for n, lo, hi, it in zip(shape, low, high, interior)):
+        for low, high, interior in [
+            ([1] * r, [2] * r, [0] * r),
+            ([0] * r, [1] * r, [2] * r),
+            ([-1] * r, [1] * r, [1] * r),
+            ([2] * r, [-1] * r, [1] * r),
+            ([0] * r, [0] * r, [0] * r),
+        ]:
+            if any(
+                lo + n + max(n - 1, 0) * it + hi < 0
+                for n, lo, hi, it in zip(shape, low, high, interior)
+            ):
                 continue
             want = ref_pad(a, pv, low, high, interior)
             assert_bits(xo.pad(x, tensor_of(pv, dt), low, high, interior), want, dt)
@@ -375,7 +429,8 @@ def test_concatenate_reverse_all_dtypes(dt):
         a = sample(dt, shape, k)
         x = tensor_of(a, dt)
         for dims in itertools.chain.from_iterable(
-                itertools.combinations(range(len(shape)), m) for m in range(len(shape) + 1)):
+            itertools.combinations(range(len(shape)), m) for m in range(len(shape) + 1)
+        ):
             assert_bits(xo.reverse(x, list(dims)), ref_reverse(a, dims), dt)
         for d in range(len(shape)):
             b_shape = list(shape)
@@ -401,8 +456,9 @@ def test_constant_dimension_size_all_dtypes(dt):
             assert_bits(xo.set_dimension_size(x, n // 2, d), head, dt)
 
 
-@pytest.mark.parametrize("dt", [d for d in DTYPES if d.kind != "bool"],
-                         ids=[d.name for d in DTYPES if d.kind != "bool"])
+@pytest.mark.parametrize(
+    "dt", [d for d in DTYPES if d.kind != "bool"], ids=[d.name for d in DTYPES if d.kind != "bool"]
+)
 def test_iota_all_dtypes(dt):
     for shape in [(1,), (5,), (2, 3), (0,), (3, 0, 2), (1, 1, 4)]:
         if dt.kind in ("si", "ui"):  # i2 counts to 1 at most, ui2/i4 to 3
@@ -422,11 +478,13 @@ def test_iota_all_dtypes(dt):
 # Op-specific semantics
 # ---------------------------------------------------------------------------------------
 
+
 def test_iota_float_is_converted_integer_iota():
     # bf16 has 8 significand bits: 257 rounds (to even) to 256, 259 to 260
     got = np.asarray(xo.iota(0, [300], "bf16")).astype(np.float64)
-    assert np.array_equal(got, np.arange(300, dtype=np.float64).astype(ml_dtypes.bfloat16)
-                          .astype(np.float64))
+    assert np.array_equal(
+        got, np.arange(300, dtype=np.float64).astype(ml_dtypes.bfloat16).astype(np.float64)
+    )
     assert got[257] == 256 and got[259] == 260
     # f8E4M3FN has no infinity: 464 (a tie) rounds to even 448, anything above is NaN
     f8 = np.asarray(xo.iota(0, [500], "f8E4M3FN")).astype(np.float32)
@@ -448,8 +506,8 @@ def test_constant_literals():
     assert_tensor(xo.constant([1, 0], "i1"), [True, False], "i1")
     assert_tensor(xo.constant(1 + 2j), np.complex64(1 + 2j), "c64")
     assert_tensor(xo.constant([1, 2], "f16"), [1.0, 2.0], "f16")
-    assert_tensor(xo.constant(2 ** 64 - 1, "ui64"), np.uint64(2 ** 64 - 1), "ui64")
-    assert_tensor(xo.constant(-(2 ** 63), "i64"), np.int64(-(2 ** 63)), "i64")
+    assert_tensor(xo.constant(2**64 - 1, "ui64"), np.uint64(2**64 - 1), "ui64")
+    assert_tensor(xo.constant(-(2**63), "i64"), np.int64(-(2**63)), "i64")
     assert_tensor(xo.constant([-8, 7], "i4"), [-8, 7], "i4")
     # 0.1 rounds correctly (once) to bf16 and f8
     for name in ("bf16", "f8E4M3FN", "f8E5M2", "f16"):
@@ -464,22 +522,37 @@ def test_constant_literals():
 
 def test_dynamic_slice_clamping_extremes():
     x = xo.tensor(np.arange(10), "i32")
-    cases = [("i64", -1, 0), ("i64", -(2 ** 63), 0), ("i64", 2 ** 63 - 1, 7), ("i64", 100, 7),
-             ("i8", -128, 0), ("i8", 127, 7), ("i32", 5, 5), ("ui8", 255, 7),
-             ("ui64", 2 ** 64 - 1, 7), ("ui64", 2 ** 63, 7), ("ui32", 3, 3), ("i4", -8, 0),
-             ("i4", 7, 7), ("ui4", 15, 7), ("i2", -2, 0), ("ui2", 3, 3), ("i16", 6, 6)]
+    cases = [
+        ("i64", -1, 0),
+        ("i64", -(2**63), 0),
+        ("i64", 2**63 - 1, 7),
+        ("i64", 100, 7),
+        ("i8", -128, 0),
+        ("i8", 127, 7),
+        ("i32", 5, 5),
+        ("ui8", 255, 7),
+        ("ui64", 2**64 - 1, 7),
+        ("ui64", 2**63, 7),
+        ("ui32", 3, 3),
+        ("i4", -8, 0),
+        ("i4", 7, 7),
+        ("ui4", 15, 7),
+        ("i2", -2, 0),
+        ("ui2", 3, 3),
+        ("i16", 6, 6),
+    ]
     for name, start, adjusted in cases:
         got = xo.dynamic_slice(x, [xo.tensor(start, name)], [3])
-        assert_tensor(got, np.arange(10)[adjusted:adjusted + 3], "i32")
+        assert_tensor(got, np.arange(10)[adjusted : adjusted + 3], "i32")
         got = xo.dynamic_update_slice(x, xo.tensor([-1, -2, -3], "i32"), [xo.tensor(start, name)])
         want = np.arange(10)
-        want[adjusted:adjusted + 3] = [-1, -2, -3]
+        want[adjusted : adjusted + 3] = [-1, -2, -3]
         assert_tensor(got, want, "i32")
     # 2-D, every start its own extreme, 1-D index tensor form, Python ints
     m = xo.tensor(np.arange(20).reshape(4, 5), "f32")
-    got = xo.dynamic_slice(m, [xo.tensor(-(2 ** 63), "i64"), xo.tensor(2 ** 63 - 1, "i64")], [2, 2])
+    got = xo.dynamic_slice(m, [xo.tensor(-(2**63), "i64"), xo.tensor(2**63 - 1, "i64")], [2, 2])
     assert_tensor(got, np.arange(20).reshape(4, 5)[0:2, 3:5])
-    got = xo.dynamic_slice(m, xo.tensor(np.array([2 ** 64 - 1, 1], np.uint64)), [2, 2])
+    got = xo.dynamic_slice(m, xo.tensor(np.array([2**64 - 1, 1], np.uint64)), [2, 2])
     assert_tensor(got, np.arange(20).reshape(4, 5)[2:4, 1:3])
     got = xo.dynamic_slice(m, np.array([-5, 2]), [4, 3])
     assert_tensor(got, np.arange(20).reshape(4, 5)[0:4, 2:5])
@@ -497,15 +570,22 @@ def test_pad_negative_edges_and_interior():
     a = np.arange(1, 7).reshape(2, 3)
     x = xo.tensor(a, "i16")
     # low -1 removes the first element, high -2 removes the last interior pad and element
-    for low, high, interior in [([-1, 0], [0, 0], [0, 0]), ([0, -2], [0, -2], [1, 1]),
-                                ([-3, 0], [0, 0], [1, 0]), ([0, -5], [0, 0], [0, 2]),
-                                ([1, -7], [1, 0], [0, 2]), ([-1, -3], [0, -1], [0, 1])]:
+    for low, high, interior in [
+        ([-1, 0], [0, 0], [0, 0]),
+        ([0, -2], [0, -2], [1, 1]),
+        ([-3, 0], [0, 0], [1, 0]),
+        ([0, -5], [0, 0], [0, 2]),
+        ([1, -7], [1, 0], [0, 2]),
+        ([-1, -3], [0, -1], [0, 1]),
+    ]:
         want = ref_pad(a.astype(np.int16), np.int16(-9), low, high, interior)
         assert_tensor(xo.pad(x, -9, low, high, interior), want, "i16")
     # result dims may be zero; padding a zero-size operand
     assert xo.pad(x, 0, [-2, 0], [0, 0], [0, 0]).shape == (0, 3)
-    assert_tensor(xo.pad(xo.tensor(np.zeros((0, 2)), "f32"), 1.5, [1, 0], [1, 0], [3, 0]),
-                  np.full((2, 2), 1.5))
+    assert_tensor(
+        xo.pad(xo.tensor(np.zeros((0, 2)), "f32"), 1.5, [1, 0], [1, 0], [3, 0]),
+        np.full((2, 2), 1.5),
+    )
     assert_tensor(xo.pad(xo.tensor(5, "i8"), 0, [], [], []), np.int8(5), "i8")
     # padding with NaN and -0.0 keeps their bits
     y = xo.pad(xo.tensor([1.0], "f64"), -0.0, [1], [0], [0])
@@ -533,11 +613,18 @@ def test_transpose_is_np_transpose_not_inverse():
 
 def test_attribute_kinds():
     x = xo.tensor(np.arange(6).reshape(2, 3), "i32")
-    for perm in ([1, 0], (1, 0), np.array([1, 0]), xo.tensor([1, 0], "i64"),
-                 xo.tensor([1, 0], "i32")):
+    for perm in (
+        [1, 0],
+        (1, 0),
+        np.array([1, 0]),
+        xo.tensor([1, 0], "i64"),
+        xo.tensor([1, 0], "i32"),
+    ):
         assert_tensor(xo.transpose(x, perm), np.arange(6).reshape(2, 3).T)
-    assert_tensor(xo.slice(x, np.array([0, 1]), xo.tensor([2, 3]), (1, 2)),
-                  np.arange(6).reshape(2, 3)[:, 1::2])
+    assert_tensor(
+        xo.slice(x, np.array([0, 1]), xo.tensor([2, 3]), (1, 2)),
+        np.arange(6).reshape(2, 3)[:, 1::2],
+    )
     assert_tensor(xo.get_dimension_size(x, xo.tensor(0)), np.int32(2), "i32")
     assert_tensor(xo.concatenate([x, x], np.int64(1)), np.tile(np.arange(6).reshape(2, 3), 2))
 
@@ -548,8 +635,9 @@ def test_operands_numpy_and_python():
     assert_tensor(xo.reshape(3, [1]), [3], "i64")
     assert_tensor(xo.pad(np.array([1, 2], np.uint8), 9, [1], [1], [0]), [9, 1, 2, 9], "ui8")
     assert_tensor(xo.concatenate([np.array([1.0]), np.array([2.0])], 0), [1.0, 2.0], "f64")
-    assert_tensor(xo.dynamic_update_slice(np.zeros(3, np.int8), np.ones(1, np.int8), [1]),
-                  [0, 1, 0], "i8")
+    assert_tensor(
+        xo.dynamic_update_slice(np.zeros(3, np.int8), np.ones(1, np.int8), [1]), [0, 1, 0], "i8"
+    )
     # a Python scalar padding value takes the operand's type (weak), bf16 here
     assert_tensor(xo.pad(xo.tensor([1.0], "bf16"), 0.5, [1], [0], [0]), [0.5, 1.0], "bf16")
 
@@ -608,8 +696,8 @@ NEGATIVE = [
     ("constant", "C1", lambda: xo.constant(np.zeros(2, np.float64), "f32")),
     ("constant", "C1", lambda: xo.constant(128, "i8")),
     ("constant", "C1", lambda: xo.constant(-1, "ui32")),
-    ("constant", "C1", lambda: xo.constant(2 ** 64, "ui64")),
-    ("constant", "C1", lambda: xo.constant(2 ** 70)),
+    ("constant", "C1", lambda: xo.constant(2**64, "ui64")),
+    ("constant", "C1", lambda: xo.constant(2**70)),
     ("constant", "C1", lambda: xo.constant(1.5, "i32")),
     ("constant", "C1", lambda: xo.constant(True, "f32")),
     ("constant", "C1", lambda: xo.constant(1j, "f64")),
@@ -679,18 +767,36 @@ NEGATIVE = [
     ("dynamic_slice", "I2", lambda: xo.dynamic_slice(X23, xo.tensor([[0, 0]]), [1, 1])),
     ("dynamic_slice", "I3", lambda: xo.dynamic_slice(X23, [0, 0], 1)),
     # dynamic_update_slice
-    ("dynamic_update_slice", "C2",
-     lambda: xo.dynamic_update_slice(X23, xo.tensor([[1]], "i64"), [I64, I64])),
-    ("dynamic_update_slice", "C3",
-     lambda: xo.dynamic_update_slice(X23, xo.tensor([1], "i32"), [I64, I64])),
-    ("dynamic_update_slice", "C4",
-     lambda: xo.dynamic_update_slice(X23, xo.tensor([[1]], "i32"), [I64])),
-    ("dynamic_update_slice", "C5",
-     lambda: xo.dynamic_update_slice(X23, xo.tensor([[1]], "i32"), [I64, xo.tensor(0, "i8")])),
-    ("dynamic_update_slice", "C6",
-     lambda: xo.dynamic_update_slice(X23, xo.tensor(np.zeros((3, 1)), "i32"), [I64, I64])),
-    ("dynamic_update_slice", "I3",
-     lambda: xo.dynamic_update_slice(X23, xo.tensor([[1]], "i32"), [xo.tensor(0.5), I64])),
+    (
+        "dynamic_update_slice",
+        "C2",
+        lambda: xo.dynamic_update_slice(X23, xo.tensor([[1]], "i64"), [I64, I64]),
+    ),
+    (
+        "dynamic_update_slice",
+        "C3",
+        lambda: xo.dynamic_update_slice(X23, xo.tensor([1], "i32"), [I64, I64]),
+    ),
+    (
+        "dynamic_update_slice",
+        "C4",
+        lambda: xo.dynamic_update_slice(X23, xo.tensor([[1]], "i32"), [I64]),
+    ),
+    (
+        "dynamic_update_slice",
+        "C5",
+        lambda: xo.dynamic_update_slice(X23, xo.tensor([[1]], "i32"), [I64, xo.tensor(0, "i8")]),
+    ),
+    (
+        "dynamic_update_slice",
+        "C6",
+        lambda: xo.dynamic_update_slice(X23, xo.tensor(np.zeros((3, 1)), "i32"), [I64, I64]),
+    ),
+    (
+        "dynamic_update_slice",
+        "I3",
+        lambda: xo.dynamic_update_slice(X23, xo.tensor([[1]], "i32"), [xo.tensor(0.5), I64]),
+    ),
     # pad
     ("pad", "C1", lambda: xo.pad(X23, xo.tensor(0, "i64"), [0, 0], [0, 0], [0, 0])),
     ("pad", "C1", lambda: xo.pad(X23, np.float32(0), [0, 0], [0, 0], [0, 0])),
@@ -733,8 +839,9 @@ NEGATIVE = [
 ]
 
 
-@pytest.mark.parametrize("op,label,fn", NEGATIVE,
-                         ids=[f"{op}-{label}-{i}" for i, (op, label, _) in enumerate(NEGATIVE)])
+@pytest.mark.parametrize(
+    "op,label,fn", NEGATIVE, ids=[f"{op}-{label}-{i}" for i, (op, label, _) in enumerate(NEGATIVE)]
+)
 def test_constraint_violations(op, label, fn):
     with raises_spec(op, label):
         fn()
@@ -796,8 +903,9 @@ def test_prop_transpose_reverse(data):
     a = np.arange(int(np.prod(shape)), dtype=np.uint8).reshape(shape)
     perm = data.draw(st.permutations(range(len(shape))))
     assert_tensor(xo.transpose(a, perm), ref_transpose(a, perm))
-    dims = data.draw(st.lists(st.integers(0, max(len(shape) - 1, 0)), unique=True,
-                              max_size=len(shape)))
+    dims = data.draw(
+        st.lists(st.integers(0, max(len(shape) - 1, 0)), unique=True, max_size=len(shape))
+    )
     assert_tensor(xo.reverse(a, dims), ref_reverse(a, dims))
 
 
@@ -827,8 +935,12 @@ def test_prop_dynamic_slice_and_update(data):
     sizes = [data.draw(st.integers(0, n)) for n in shape]
     name = data.draw(st.sampled_from(["i8", "i32", "i64", "ui8", "ui64"]))
     dt = xo.as_dtype(name)
-    starts = [data.draw(st.integers(dt.min, dt.max) | st.integers(-3, 6).filter(
-        lambda v: dt.min <= v <= dt.max)) for _ in shape]
+    starts = [
+        data.draw(
+            st.integers(dt.min, dt.max) | st.integers(-3, 6).filter(lambda v: dt.min <= v <= dt.max)
+        )
+        for _ in shape
+    ]
     idx = [xo.tensor(s, name) for s in starts]
     assert_tensor(xo.dynamic_slice(a, idx, sizes), ref_dynamic_slice(a, starts, sizes))
     u = -np.arange(1, int(np.prod(sizes)) + 1, dtype=np.int64).reshape(sizes)

@@ -1,6 +1,7 @@
 """xops.nn: parameter discovery, state dicts and .npz files, train/eval switches, every
 layer against a NumPy reference (and torch.nn when it imports), initialisers, and the
 gradients of a small CNN against finite differences (float64)."""
+
 import math
 
 import numpy as np
@@ -25,8 +26,8 @@ def T(a):
 # NumPy references (index-shaped, as the spec's reference functions)
 # ---------------------------------------------------------------------------------------
 
-def conv2d_ref(x, w, b=None, stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1),
-               groups=1):
+
+def conv2d_ref(x, w, b=None, stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1), groups=1):
     """Cross-correlation, loop over output positions: out[n, o, i, j] = sum over the
     window of padded x times w (per group)."""
     x = np.pad(x, ((0, 0), (0, 0), padding[0], padding[1]))
@@ -37,13 +38,17 @@ def conv2d_ref(x, w, b=None, stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(
     out = np.zeros((n, o, oh, ow), np.float64)
     og = o // groups
     for g in range(groups):
-        xs = x[:, g * cg:(g + 1) * cg]
-        ws = w[g * og:(g + 1) * og]
+        xs = x[:, g * cg : (g + 1) * cg]
+        ws = w[g * og : (g + 1) * og]
         for i in range(oh):
             for j in range(ow):
-                win = xs[:, :, i * stride[0]:i * stride[0] + dh:dilation[0],
-                         j * stride[1]:j * stride[1] + dw:dilation[1]]
-                out[:, g * og:(g + 1) * og, i, j] = np.einsum("nchw,ochw->no", win, ws)
+                win = xs[
+                    :,
+                    :,
+                    i * stride[0] : i * stride[0] + dh : dilation[0],
+                    j * stride[1] : j * stride[1] + dw : dilation[1],
+                ]
+                out[:, g * og : (g + 1) * og, i, j] = np.einsum("nchw,ochw->no", win, ws)
     if b is not None:
         out += b[None, :, None, None]
     return out
@@ -56,7 +61,7 @@ def pool_ref(x, k, s, pad, reduce_fn, fill):
     out = np.empty((n, c, oh, ow), x.dtype)
     for i in range(oh):
         for j in range(ow):
-            out[:, :, i, j] = reduce_fn(x[:, :, i * s:i * s + k, j * s:j * s + k], axis=(2, 3))
+            out[:, :, i, j] = reduce_fn(x[:, :, i * s : i * s + k, j * s : j * s + k], axis=(2, 3))
     return out
 
 
@@ -69,6 +74,7 @@ def log_softmax_ref(z, axis=-1):
 # ---------------------------------------------------------------------------------------
 # Module: discovery, modes, state dicts
 # ---------------------------------------------------------------------------------------
+
 
 class Block(nn.Module):
     def __init__(self):
@@ -93,8 +99,16 @@ def test_parameter_discovery_order_and_names():
     b = Block()
     b(T(rand(4, 3)))
     names = [n for n, _ in b.named_parameters()]
-    assert names == ["scale", "fc.weight", "fc.bias", "heads.0.weight", "heads.0.bias",
-                     "heads.1.weight", "table.a.weight", "table.a.bias"]
+    assert names == [
+        "scale",
+        "fc.weight",
+        "fc.bias",
+        "heads.0.weight",
+        "heads.0.bias",
+        "heads.1.weight",
+        "table.a.weight",
+        "table.a.bias",
+    ]
     assert [n for n, _ in b.named_buffers()] == ["count"]
     assert all(p.requires_grad for p in b.parameters())
     assert b.num_parameters() == 3 + 6 + 2 + 4 + 2 + 2 + 1 + 1
@@ -130,8 +144,14 @@ def test_repr_lists_children():
 
 def _cnn(seed=0):
     xo.random_seed(seed)
-    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
-                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 2 * 2, 3))
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(4 * 2 * 2, 3),
+    )
 
 
 def test_state_dict_round_trip_keeps_identity_and_values():
@@ -163,16 +183,27 @@ def test_load_state_dict_errors_name_every_problem():
     sd = dict(m.state_dict())
     extra = dict(sd, **{"9.weight": xo.tensor([1.0])})
     del extra["0.bias"]
-    with pytest.raises(KeyError, match=r"missing keys \['0.bias'\].*"
-                                       r"unexpected keys \['9.weight'\]"):
+    with pytest.raises(
+        KeyError,
+        match=r"missing keys \['0.bias'\].*"
+        r"unexpected keys \['9.weight'\]",
+    ):
         m.load_state_dict(extra)
     res = m.load_state_dict(extra, strict=False)
     assert res.missing_keys == ["0.bias"] and res.unexpected_keys == ["9.weight"]
-    bad = dict(sd, **{"5.weight": xo.tensor(np.zeros((3, 8), np.float32)),
-                      "1.weight": xo.tensor(np.ones(4), "f64")})
-    with pytest.raises(ValueError, match=r"'1.weight': element type f64 .* f32.*"
-                                         r"'5.weight': shape \(3, 8\) in the state dict, "
-                                         r"\(3, 16\) in the module"):
+    bad = dict(
+        sd,
+        **{
+            "5.weight": xo.tensor(np.zeros((3, 8), np.float32)),
+            "1.weight": xo.tensor(np.ones(4), "f64"),
+        },
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"'1.weight': element type f64 .* f32.*"
+        r"'5.weight': shape \(3, 8\) in the state dict, "
+        r"\(3, 16\) in the module",
+    ):
         m.load_state_dict(bad)
     with pytest.raises(ValueError):
         m.load_state_dict(bad, strict=False)  # shapes and types are checked even then
@@ -208,6 +239,7 @@ def test_assign_checks():
 # .npz files
 # ---------------------------------------------------------------------------------------
 
+
 def test_npz_round_trip_with_bf16_and_integer_buffers(tmp_path):
     m = _cnn()
     m(T(rand(4, 1, 4, 4)))
@@ -223,14 +255,17 @@ def test_npz_round_trip_with_bf16_and_integer_buffers(tmp_path):
     assert list(loaded) == list(sd)
     for k, v in sd.items():
         assert loaded[k].dtype is v.dtype
-        np.testing.assert_array_equal(np.asarray(loaded[k]).reshape(-1).view(np.uint8),
-                                      np.asarray(v).reshape(-1).view(np.uint8))
+        np.testing.assert_array_equal(
+            np.asarray(loaded[k]).reshape(-1).view(np.uint8),
+            np.asarray(v).reshape(-1).view(np.uint8),
+        )
     fresh = _cnn(5).to("bf16")
     fresh.load_state_dict(loaded)
     x = xo.convert(T(rand(2, 1, 4, 4, seed=3)), "bf16")
     m.eval(), fresh.eval()
-    np.testing.assert_array_equal(np.asarray(m(x)).view(np.uint16),
-                                  np.asarray(fresh(x)).view(np.uint16))
+    np.testing.assert_array_equal(
+        np.asarray(m(x)).view(np.uint16), np.asarray(fresh(x)).view(np.uint16)
+    )
 
 
 def test_npz_of_plain_arrays_and_bad_keys(tmp_path):
@@ -243,17 +278,32 @@ def test_npz_of_plain_arrays_and_bad_keys(tmp_path):
 
 def test_npz_nested_tree_round_trip(tmp_path):
     bf = xo.tensor([1.5, -2.0], "bf16")
-    tree = {"model": {"w": xo.tensor([[1.0, 2.0]]), "n": xo.tensor(3, "i64")},
-            "state": {0: {"step": 2, "buf": bf}, 7: {}},
-            "groups": [{"lr": 0.1 + 0.2, "betas": (0.9, 0.999), "nesterov": True,
-                        "name": "head", "none": None, "params": [0, 7]}],
-            "specials": [float("inf"), float("-inf"), -0.0, 1e-310, 2 ** 70],
-            "nan": float("nan"), "array": np.arange(3, dtype=np.int16)}
+    tree = {
+        "model": {"w": xo.tensor([[1.0, 2.0]]), "n": xo.tensor(3, "i64")},
+        "state": {0: {"step": 2, "buf": bf}, 7: {}},
+        "groups": [
+            {
+                "lr": 0.1 + 0.2,
+                "betas": (0.9, 0.999),
+                "nesterov": True,
+                "name": "head",
+                "none": None,
+                "params": [0, 7],
+            }
+        ],
+        "specials": [float("inf"), float("-inf"), -0.0, 1e-310, 2**70],
+        "nan": float("nan"),
+        "array": np.arange(3, dtype=np.int16),
+    }
     path = tmp_path / "tree.npz"
     nn.save(tree, path)
     with np.load(path, allow_pickle=False) as z:
         assert sorted(k for k in z.files if not k.startswith("__xops_")) == [
-            "array", "model.n", "model.w", "state.0.buf"]
+            "array",
+            "model.n",
+            "model.w",
+            "state.0.buf",
+        ]
         assert z["state.0.buf"].dtype == np.uint16  # bf16 as its bits, as in flat files
     got = nn.load(path)
     assert set(got) == set(tree) and sorted(got["state"]) == [0, 7]  # int keys stay ints
@@ -281,6 +331,7 @@ def test_npz_nested_tree_errors(tmp_path):
 # Layers against NumPy references
 # ---------------------------------------------------------------------------------------
 
+
 def test_linear_matches_numpy():
     m = nn.Linear(5, 3)
     x = rand(2, 4, 5)
@@ -289,17 +340,33 @@ def test_linear_matches_numpy():
     assert nn.Linear(5, 3, bias=False)(T(x)).shape == (2, 4, 3)
 
 
-@pytest.mark.parametrize("kw", [
-    dict(), dict(stride=2), dict(padding=1), dict(padding=(2, 0)), dict(dilation=2),
-    dict(groups=2), dict(stride=(2, 1), padding=((1, 0), (0, 2))), dict(padding="same"),
-    dict(padding="same", dilation=2)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(stride=2),
+        dict(padding=1),
+        dict(padding=(2, 0)),
+        dict(dilation=2),
+        dict(groups=2),
+        dict(stride=(2, 1), padding=((1, 0), (0, 2))),
+        dict(padding="same"),
+        dict(padding="same", dilation=2),
+    ],
+)
 def test_conv2d_matches_numpy(kw):
     m = nn.Conv2d(4, 6, 3, **kw)
     x = rand(2, 4, 7, 6)
     pad = F._conv_padding(kw.get("padding", 0), (3, 3), F._tuple(kw.get("dilation", 1), 2, ""), 2)
-    want = conv2d_ref(x.astype(np.float64), np.asarray(m.weight, np.float64),
-                      np.asarray(m.bias, np.float64), F._tuple(kw.get("stride", 1), 2, ""),
-                      pad, F._tuple(kw.get("dilation", 1), 2, ""), kw.get("groups", 1))
+    want = conv2d_ref(
+        x.astype(np.float64),
+        np.asarray(m.weight, np.float64),
+        np.asarray(m.bias, np.float64),
+        F._tuple(kw.get("stride", 1), 2, ""),
+        pad,
+        F._tuple(kw.get("dilation", 1), 2, ""),
+        kw.get("groups", 1),
+    )
     got = m(T(x))
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)
     if kw.get("padding") == "same":
@@ -309,36 +376,51 @@ def test_conv2d_matches_numpy(kw):
 def test_conv1d_matches_numpy():
     m = nn.Conv1d(3, 2, 3, stride=2, padding=1)
     x = rand(2, 3, 9)
-    want = conv2d_ref(x[:, :, None, :].astype(np.float64),
-                      np.asarray(m.weight, np.float64)[:, :, None, :],
-                      np.asarray(m.bias, np.float64), (1, 2), ((0, 0), (1, 1)))[:, :, 0]
+    want = conv2d_ref(
+        x[:, :, None, :].astype(np.float64),
+        np.asarray(m.weight, np.float64)[:, :, None, :],
+        np.asarray(m.bias, np.float64),
+        (1, 2),
+        ((0, 0), (1, 1)),
+    )[:, :, 0]
     np.testing.assert_allclose(np.asarray(m(T(x))), want, rtol=1e-4, atol=1e-5)
 
 
 def test_pools_match_numpy():
     x = rand(2, 3, 7, 7)
-    np.testing.assert_array_equal(np.asarray(nn.MaxPool2d(2)(T(x))),
-                                  pool_ref(x, 2, 2, 0, np.max, -np.inf))
-    np.testing.assert_array_equal(np.asarray(nn.MaxPool2d(3, 2, 1)(T(x))),
-                                  pool_ref(x, 3, 2, 1, np.max, -np.inf))
-    np.testing.assert_allclose(np.asarray(nn.AvgPool2d(2)(T(x))),
-                               pool_ref(x, 2, 2, 0, np.mean, 0), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(np.asarray(nn.AvgPool2d(3, 2, 1)(T(x))),
-                               pool_ref(x, 3, 2, 1, np.mean, 0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(
+        np.asarray(nn.MaxPool2d(2)(T(x))), pool_ref(x, 2, 2, 0, np.max, -np.inf)
+    )
+    np.testing.assert_array_equal(
+        np.asarray(nn.MaxPool2d(3, 2, 1)(T(x))), pool_ref(x, 3, 2, 1, np.max, -np.inf)
+    )
+    np.testing.assert_allclose(
+        np.asarray(nn.AvgPool2d(2)(T(x))), pool_ref(x, 2, 2, 0, np.mean, 0), rtol=1e-5, atol=1e-7
+    )
+    np.testing.assert_allclose(
+        np.asarray(nn.AvgPool2d(3, 2, 1)(T(x))),
+        pool_ref(x, 3, 2, 1, np.mean, 0),
+        rtol=1e-5,
+        atol=1e-7,
+    )
     ones = np.ones_like(x)
     count = pool_ref(ones, 3, 2, 1, np.sum, 0)
-    np.testing.assert_allclose(np.asarray(nn.AvgPool2d(3, 2, 1, count_include_pad=False)(T(x))),
-                               pool_ref(x, 3, 2, 1, np.sum, 0) / count, rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(nn.AvgPool2d(3, 2, 1, count_include_pad=False)(T(x))),
+        pool_ref(x, 3, 2, 1, np.sum, 0) / count,
+        rtol=1e-5,
+    )
 
 
 def test_activations_match_numpy():
     from scipy.special import erf
+
     x = rand(3, 5) * 3
     x[0, 0] = 0.0
     x[0, 1] = np.nan
     np.testing.assert_array_equal(np.asarray(nn.ReLU()(T(x))), np.maximum(x, 0))
     exact = 0.5 * x * (1 + erf(x / np.sqrt(2)))
-    approx = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    approx = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
     np.testing.assert_allclose(np.asarray(nn.GELU()(T(x))), exact, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(nn.GELU("tanh")(T(x))), approx, rtol=1e-5, atol=1e-6)
     # relu's gradient is 0 at 0 (PyTorch's convention)
@@ -373,21 +455,22 @@ def test_select_kernel_is_np_where_bit_for_bit(dtype):
     tv, fv, pv = np.asarray(t), np.asarray(f), np.asarray(p)
     np.testing.assert_array_equal(_bits_of(xo.select(p, t, f)), _bits_of(np.where(pv, tv, fv)))
     zero, weak = np.zeros((), tv.dtype), (False if dtype == "i1" else 0)  # a weak scalar
-    for on_t, on_f, want in [(weak, t, np.where(pv, zero, tv)),
-                             (t, weak, np.where(pv, tv, zero))]:
+    for on_t, on_f, want in [(weak, t, np.where(pv, zero, tv)), (t, weak, np.where(pv, tv, zero))]:
         np.testing.assert_array_equal(_bits_of(xo.select(p, on_t, on_f)), _bits_of(want))
     # operands in one transposed layout are read in memory order: same values
-    tt = xo.transpose(xo.tensor(np.ascontiguousarray(np.transpose(tv, (2, 0, 1))), t.dtype),
-                      [1, 2, 0])
+    tt = xo.transpose(
+        xo.tensor(np.ascontiguousarray(np.transpose(tv, (2, 0, 1))), t.dtype), [1, 2, 0]
+    )
     pt = xo.transpose(xo.tensor(np.ascontiguousarray(np.transpose(pv, (2, 0, 1)))), [1, 2, 0])
-    np.testing.assert_array_equal(_bits_of(xo.select(pt, tt, f)),
-                                  _bits_of(np.where(pv, tv, fv)))
-    np.testing.assert_array_equal(_bits_of(xo.select(pt, weak, tt)),
-                                  _bits_of(np.where(pv, zero, tv)))
+    np.testing.assert_array_equal(_bits_of(xo.select(pt, tt, f)), _bits_of(np.where(pv, tv, fv)))
+    np.testing.assert_array_equal(
+        _bits_of(xo.select(pt, weak, tt)), _bits_of(np.where(pv, zero, tv))
+    )
 
 
 def test_select_kernel_parallel_equals_serial_and_relu_gradient(monkeypatch):
     import xops.kernels.config as kconfig
+
     x = rand(4, 16, 30, 30)
     x[0, 0, 0, :3] = [0.0, -0.0, np.nan]
     serial = np.asarray(F.relu(T(x)))
@@ -405,22 +488,26 @@ def test_softmax_and_cross_entropy_are_stable():
     z = rand(4, 6) * 5
     z[0] += 1e4  # exp would overflow without the max shift
     z[1, 2] = -1e4
-    np.testing.assert_allclose(np.asarray(F.log_softmax(T(z), 1)), log_softmax_ref(z, 1),
-                               rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(np.asarray(F.softmax(T(z), 1)), np.exp(log_softmax_ref(z, 1)),
-                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        np.asarray(F.log_softmax(T(z), 1)), log_softmax_ref(z, 1), rtol=1e-5, atol=1e-4
+    )
+    np.testing.assert_allclose(
+        np.asarray(F.softmax(T(z), 1)), np.exp(log_softmax_ref(z, 1)), rtol=1e-5, atol=1e-7
+    )
     labels = np.array([1, 0, 2, 5])
     want = -log_softmax_ref(z, 1)[np.arange(4), labels]
     loss = F.cross_entropy(T(z), xo.tensor(labels, "i32"), reduction="none")
     np.testing.assert_allclose(np.asarray(loss), want, rtol=1e-5, atol=1e-3)
-    np.testing.assert_allclose(nn.softmax_cross_entropy(T(z), T(labels)).item(), want.mean(),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        nn.softmax_cross_entropy(T(z), T(labels)).item(), want.mean(), rtol=1e-5
+    )
     assert math.isfinite(F.cross_entropy(T(z), T(labels), reduction="sum").item())
     # the gradient of the mean loss is (softmax - one_hot) / N
     g = xo.grad(lambda t: F.cross_entropy(t, T(labels)))(T(z))
     onehot = np.eye(6)[labels]
-    np.testing.assert_allclose(np.asarray(g), (np.exp(log_softmax_ref(z, 1)) - onehot) / 4,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(g), (np.exp(log_softmax_ref(z, 1)) - onehot) / 4, atol=1e-6
+    )
 
 
 def test_cross_entropy_spatial_and_label_smoothing():
@@ -432,8 +519,9 @@ def test_cross_entropy_spatial_and_label_smoothing():
     eps = 0.1
     target = np.eye(4)[y].transpose(0, 2, 1) * (1 - eps) + eps / 4
     want = -(lp * target).sum(1).mean()
-    np.testing.assert_allclose(F.cross_entropy(T(z), T(y), label_smoothing=eps).item(), want,
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        F.cross_entropy(T(z), T(y), label_smoothing=eps).item(), want, rtol=1e-5
+    )
     with pytest.raises(ValueError, match="labels must be integers"):
         F.cross_entropy(T(z), T(y.astype(np.float32)))
     with pytest.raises(ValueError, match="labels must have shape"):
@@ -443,8 +531,7 @@ def test_cross_entropy_spatial_and_label_smoothing():
 def test_mse_flatten_embedding_one_hot():
     a, b = rand(3, 4), rand(3, 4, seed=1)
     np.testing.assert_allclose(nn.mse(T(a), T(b)).item(), ((a - b) ** 2).mean(), rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(F.mse_loss(T(a), T(b), "none")), (a - b) ** 2,
-                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(F.mse_loss(T(a), T(b), "none")), (a - b) ** 2, rtol=1e-6)
     assert nn.Flatten()(T(rand(2, 3, 4, 5))).shape == (2, 60)
     assert nn.Flatten(0, 1)(T(rand(2, 3, 4))).shape == (6, 4)
     e = nn.Embedding(5, 3)
@@ -459,6 +546,7 @@ def test_mse_flatten_embedding_one_hot():
 # BatchNorm and Dropout: training vs evaluation
 # ---------------------------------------------------------------------------------------
 
+
 def test_batchnorm_training_updates_running_stats_unbiased():
     bn = nn.BatchNorm2d(3, momentum=0.2)
     x = rand(4, 3, 2, 5) * 2 + 1
@@ -469,8 +557,7 @@ def test_batchnorm_training_updates_running_stats_unbiased():
     want = (x - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.asarray(bn.running_mean), 0.2 * mean, rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(bn.running_var), 0.8 + 0.2 * var * n / (n - 1),
-                               rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(bn.running_var), 0.8 + 0.2 * var * n / (n - 1), rtol=1e-5)
     assert int(bn.num_batches_tracked) == 1
     # eval: normalise with the running statistics, and leave them alone
     bn.eval()
@@ -487,10 +574,12 @@ def test_batchnorm_cumulative_average_with_momentum_none():
     xs = [rand(5, 2, seed=s) + s for s in range(3)]
     for x in xs:
         bn(T(x))
-    np.testing.assert_allclose(np.asarray(bn.running_mean), np.mean([x.mean(0) for x in xs], 0),
-                               rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(bn.running_var),
-                               np.mean([x.var(0, ddof=1) for x in xs], 0), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(bn.running_mean), np.mean([x.mean(0) for x in xs], 0), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        np.asarray(bn.running_var), np.mean([x.var(0, ddof=1) for x in xs], 0), rtol=1e-5
+    )
 
 
 def test_batchnorm1d_and_untracked_stats():
@@ -527,6 +616,7 @@ def test_dropout_train_eval_and_reproducibility():
 # Initialisers
 # ---------------------------------------------------------------------------------------
 
+
 def test_fans_and_gains():
     assert nn.init.calculate_fan_in_and_fan_out([16, 3, 3, 3]) == (27, 144)
     assert nn.init.calculate_gain("relu") == math.sqrt(2)
@@ -546,8 +636,7 @@ def test_initialiser_statistics(gen):
     bound = math.sqrt(2) * math.sqrt(3 / fan_in)
     assert np.abs(ku).max() <= bound and np.abs(ku).max() > 0.99 * bound
     assert abs(ku.std() - bound / math.sqrt(3)) < 0.01 * bound
-    kn = np.asarray(nn.init.kaiming_normal(shape, mode="fan_out", nonlinearity="relu",
-                                           generator=g))
+    kn = np.asarray(nn.init.kaiming_normal(shape, mode="fan_out", nonlinearity="relu", generator=g))
     assert abs(kn.std() / (math.sqrt(2 / fan_out)) - 1) < 0.01 and abs(kn.mean()) < 1e-3
     xu = np.asarray(nn.init.xavier_uniform(shape, generator=g))
     a = math.sqrt(6 / (fan_in + fan_out))
@@ -564,8 +653,9 @@ def test_seeded_initialisation_is_reproducible_and_in_place():
     np.testing.assert_array_equal(np.asarray(a.weight), np.asarray(b.weight))
     w = a.weight
     assert nn.init.xavier_uniform_(w, generator=nn.Generator(1)) is w
-    np.testing.assert_array_equal(np.asarray(w), np.asarray(
-        nn.init.xavier_uniform([4, 4], generator=nn.Generator(1))))
+    np.testing.assert_array_equal(
+        np.asarray(w), np.asarray(nn.init.xavier_uniform([4, 4], generator=nn.Generator(1)))
+    )
     np.testing.assert_array_equal(np.asarray(nn.init.zeros_(a.bias)), np.zeros(4))
     # two generators with one seed agree whatever else is drawn in between
     g1, g2 = nn.Generator(9), nn.Generator(9)
@@ -578,6 +668,7 @@ def test_seeded_initialisation_is_reproducible_and_in_place():
 # ---------------------------------------------------------------------------------------
 # Gradients of a small CNN against finite differences (float64)
 # ---------------------------------------------------------------------------------------
+
 
 def _cnn_loss(x, w1, b1, gamma, beta, wd, bd, labels):
     h = F.conv2d(x, w1, b1, padding=1)
@@ -596,8 +687,9 @@ def test_small_cnn_gradients_match_finite_differences():
     wd = rng.standard_normal((4, 12)) * 0.3
     bd = rng.standard_normal(4) * 0.1
     labels = xo.tensor([0, 3, 1], "i32")
-    check_grads(lambda *a: _cnn_loss(*a, labels), [x, w1, b1, gamma, beta, wd, bd],
-                rtol=1e-5, atol=1e-8)
+    check_grads(
+        lambda *a: _cnn_loss(*a, labels), [x, w1, b1, gamma, beta, wd, bd], rtol=1e-5, atol=1e-8
+    )
 
 
 def test_module_backward_fills_grads_of_every_parameter():
@@ -615,6 +707,7 @@ def test_module_backward_fills_grads_of_every_parameter():
 # Against torch.nn (skipped when torch is not installed)
 # ---------------------------------------------------------------------------------------
 
+
 def _to_torch(torch, m_xo, m_torch):
     sd = {k: torch.from_numpy(np.asarray(v).copy()) for k, v in m_xo.state_dict().items()}
     m_torch.load_state_dict(sd)
@@ -629,21 +722,30 @@ def test_layers_match_torch():
         m = nn.Conv2d(4, 6, 3, **kw)
         tm = torch.nn.Conv2d(4, 6, 3, **kw)
         _to_torch(torch, m, tm)
-        np.testing.assert_allclose(np.asarray(m(T(x))), tm(tx).detach().numpy(),
-                                   rtol=1e-4, atol=1e-5)
-    np.testing.assert_array_equal(np.asarray(F.max_pool2d(T(x), 3, 2, 1)),
-                                  tF.max_pool2d(tx, 3, 2, 1).numpy())
-    np.testing.assert_allclose(np.asarray(F.avg_pool2d(T(x), 3, 2, 1, False)),
-                               tF.avg_pool2d(tx, 3, 2, 1, count_include_pad=False).numpy(),
-                               rtol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(m(T(x))), tm(tx).detach().numpy(), rtol=1e-4, atol=1e-5
+        )
+    np.testing.assert_array_equal(
+        np.asarray(F.max_pool2d(T(x), 3, 2, 1)), tF.max_pool2d(tx, 3, 2, 1).numpy()
+    )
+    np.testing.assert_allclose(
+        np.asarray(F.avg_pool2d(T(x), 3, 2, 1, False)),
+        tF.avg_pool2d(tx, 3, 2, 1, count_include_pad=False).numpy(),
+        rtol=1e-6,
+    )
     for approx in ("none", "tanh"):
-        np.testing.assert_allclose(np.asarray(F.gelu(T(x), approx)),
-                                   tF.gelu(tx, approximate=approx).numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(F.gelu(T(x), approx)),
+            tF.gelu(tx, approximate=approx).numpy(),
+            rtol=1e-5,
+            atol=1e-6,
+        )
     z, y = rand(5, 7), np.array([0, 6, 2, 2, 1])
     np.testing.assert_allclose(
         F.cross_entropy(T(z), T(y), label_smoothing=0.2).item(),
         tF.cross_entropy(torch.from_numpy(z), torch.from_numpy(y), label_smoothing=0.2).item(),
-        rtol=1e-5)
+        rtol=1e-5,
+    )
 
 
 def test_batchnorm_matches_torch_in_both_modes():
@@ -651,22 +753,29 @@ def test_batchnorm_matches_torch_in_both_modes():
     bn, tbn = nn.BatchNorm2d(3, momentum=0.3), torch.nn.BatchNorm2d(3, momentum=0.3)
     for seed in range(3):
         x = rand(4, 3, 3, 3, seed=seed) * 3 + 2
-        np.testing.assert_allclose(np.asarray(bn(T(x))), tbn(torch.from_numpy(x)).detach().numpy(),
-                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            np.asarray(bn(T(x))), tbn(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-5
+        )
     for k, v in tbn.state_dict().items():
         np.testing.assert_allclose(np.asarray(bn.state_dict()[k]), v.numpy(), rtol=1e-5)
     bn.eval(), tbn.eval()
     x = rand(2, 3, 2, 2, seed=9)
-    np.testing.assert_allclose(np.asarray(bn(T(x))), tbn(torch.from_numpy(x)).detach().numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(bn(T(x))), tbn(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_cnn_forward_and_gradients_match_torch():
     torch = pytest.importorskip("torch")
     m = _cnn(0)
-    tm = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.BatchNorm2d(4),
-                             torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
-                             torch.nn.Linear(16, 3))
+    tm = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, padding=1),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16, 3),
+    )
     _to_torch(torch, m, tm)
     x, y = rand(6, 1, 4, 4, seed=2), np.array([0, 1, 2, 2, 1, 0])
     loss = F.cross_entropy(m(T(x)), T(y))
@@ -676,5 +785,6 @@ def test_cnn_forward_and_gradients_match_torch():
     tloss.backward()
     tparams = dict(tm.named_parameters())
     for name, p in m.named_parameters():
-        np.testing.assert_allclose(np.asarray(p.grad), tparams[name].grad.numpy(),
-                                   rtol=1e-4, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(
+            np.asarray(p.grad), tparams[name].grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=name
+        )

@@ -1,24 +1,46 @@
 """batch_norm_training / batch_norm_inference / batch_norm_grad: the spec's examples,
 the spec-shaped NumPy references over a shape zoo, finite differences, PyTorch,
 serial-vs-parallel bit identity and every constraint label."""
+
 import numpy as np
 import pytest
 
 import xops as xo
 import xops.kernels.config as kconfig
 import xops.kernels.normalization as K
-from xops.ops.normalization import (batch_norm_grad_reference, batch_norm_inference_reference,
-                                    batch_norm_training_reference)
+from xops.ops.normalization import (
+    batch_norm_grad_reference,
+    batch_norm_inference_reference,
+    batch_norm_training_reference,
+)
 from conftest import assert_tensor, raises_spec
 
 # ---------------------------------------------------------------------------------------
 # The kernels' plan: rows of equal width per tile that partition the operand
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("outer,C,inner", [
-    (64, 32, 1024), (1, 8, 5000), (3, 5, 2500), (7, 3, 1023), (2, 3, 70000), (1, 3000, 64),
-    (5000, 20, 1), (2, 3, 4), (1, 1, 1), (3000, 1, 1), (3, 300, 7), (2, 2000, 1), (4, 5, 63),
-    (0, 3, 4), (2, 0, 4), (2, 3, 0)])
+
+@pytest.mark.parametrize(
+    "outer,C,inner",
+    [
+        (64, 32, 1024),
+        (1, 8, 5000),
+        (3, 5, 2500),
+        (7, 3, 1023),
+        (2, 3, 70000),
+        (1, 3000, 64),
+        (5000, 20, 1),
+        (2, 3, 4),
+        (1, 1, 1),
+        (3000, 1, 1),
+        (3, 300, 7),
+        (2, 2000, 1),
+        (4, 5, 63),
+        (0, 3, 4),
+        (2, 0, 4),
+        (2, 3, 0),
+    ],
+)
 def test_plan_partitions_the_operand_by_feature(outer, C, inner):
     p = K.plan(outer, C, inner)
     feature = np.full(outer * C * inner, -1)
@@ -35,8 +57,8 @@ def test_plan_partitions_the_operand_by_feature(outer, C, inner):
         assert tuple(p.parts[t]) == (c0, fb, (r1 - r0) * w // fb)
         cols = c0 + (np.arange(w) % (fb * iw)) // iw
         for r in range(r0, r1):
-            assert (feature[p.starts[r]:p.starts[r] + w] == -1).all()
-            feature[p.starts[r]:p.starts[r] + w] = cols
+            assert (feature[p.starts[r] : p.starts[r] + w] == -1).all()
+            feature[p.starts[r] : p.starts[r] + w] = cols
     want = np.broadcast_to(np.arange(C)[None, :, None], (outer, C, inner)).reshape(-1)
     np.testing.assert_array_equal(feature, want)
     assert len(p.starts) == (p.tiles[-1, 1] if len(p.tiles) else 0)
@@ -51,8 +73,9 @@ X_SPEC = [[[1.0, 2.0], [3.0, 4.0]], [[3.0, 4.0], [1.0, 2.0]]]
 
 def test_spec_example_training():
     one = xo.tensor([1.0, 1.0], "f64")
-    out, mean, var = xo.batch_norm_training(xo.tensor(X_SPEC, "f64"), one, one,
-                                            epsilon=0.0, feature_index=2)
+    out, mean, var = xo.batch_norm_training(
+        xo.tensor(X_SPEC, "f64"), one, one, epsilon=0.0, feature_index=2
+    )
     assert_tensor(out, [[[0.0, 0.0], [2.0, 2.0]], [[2.0, 2.0], [0.0, 0.0]]], "f64")
     assert_tensor(mean, [2.0, 3.0], "f64")
     assert_tensor(var, [1.0, 1.0], "f64")
@@ -60,16 +83,30 @@ def test_spec_example_training():
 
 def test_spec_example_inference():
     one = xo.tensor([1.0, 1.0], "f64")
-    out = xo.batch_norm_inference(xo.tensor(X_SPEC, "f64"), one, one, xo.tensor([2.0, 3.0], "f64"),
-                                  one, epsilon=0.0, feature_index=2)
+    out = xo.batch_norm_inference(
+        xo.tensor(X_SPEC, "f64"),
+        one,
+        one,
+        xo.tensor([2.0, 3.0], "f64"),
+        one,
+        epsilon=0.0,
+        feature_index=2,
+    )
     assert_tensor(out, [[[0.0, 0.0], [2.0, 2.0]], [[2.0, 2.0], [0.0, 0.0]]], "f64")
 
 
 def test_spec_example_grad():
     one = xo.tensor([1.0, 1.0], "f64")
     g = xo.tensor(np.full((2, 2, 2), 0.1))
-    gx, gs, go = xo.batch_norm_grad(xo.tensor(X_SPEC, "f64"), one, xo.tensor([2.0, 3.0], "f64"),
-                                    one, g, epsilon=0.0, feature_index=2)
+    gx, gs, go = xo.batch_norm_grad(
+        xo.tensor(X_SPEC, "f64"),
+        one,
+        xo.tensor([2.0, 3.0], "f64"),
+        one,
+        g,
+        epsilon=0.0,
+        feature_index=2,
+    )
     assert_tensor(gx, np.zeros((2, 2, 2)), "f64", signed_zeros=False)
     assert_tensor(gs, [0.0, 0.0], "f64", signed_zeros=False)
     assert_tensor(go, [0.4, 0.4], "f64", exact=False, rtol=1e-15)
@@ -82,8 +119,9 @@ def test_spec_references_on_the_examples():
     np.testing.assert_array_equal(out, [[[0, 0], [2, 2]], [[2, 2], [0, 0]]])
     np.testing.assert_array_equal(mean, [2, 3])
     np.testing.assert_array_equal(var, [1, 1])
-    gx, gs, go = batch_norm_grad_reference(x, one, np.array([2.0, 3.0]), one,
-                                           np.full((2, 2, 2), 0.1), 0.0, 2)
+    gx, gs, go = batch_norm_grad_reference(
+        x, one, np.array([2.0, 3.0]), one, np.full((2, 2, 2), 0.1), 0.0, 2
+    )
     np.testing.assert_allclose(gx, 0, atol=1e-16)
     np.testing.assert_allclose(go, [0.4, 0.4])
 
@@ -93,29 +131,29 @@ def test_spec_references_on_the_examples():
 # ---------------------------------------------------------------------------------------
 
 ZOO = [  # (shape, feature_index)
-    ((5, 3), 1),                 # rank 2, features last (BatchNorm1d)
-    ((5, 3), 0),                 # features first
+    ((5, 3), 1),  # rank 2, features last (BatchNorm1d)
+    ((5, 3), 0),  # features first
     ((2, 3, 4), 1),
     ((2, 3, 4), 2),
     ((2, 3, 4), 0),
-    ((3, 1, 4, 5), 1),           # a single channel
-    ((2, 3, 4, 5), 3),           # rank 4, features last (NHWC)
-    ((2, 3, 4, 5, 2), 2),        # rank 5, middle
-    ((7, 1), 1),                 # one feature, 7 samples
-    ((1, 7), 0),                 # 7 features, one sample each: variance 0
-    ((4,), 0),                   # rank 1: every feature is its own batch
-    ((6, 8, 40, 40), 1),         # inner 1600 > TILE_COLS: two column chunks per feature
-    ((5000, 20), 1),             # 100000 elements, features last: several row blocks
-    ((3, 5, 2500), 1),           # three column chunks, odd row count
-    ((4, 3000), 0),              # one long run per feature (outer = 1)
-    ((3, 300, 7), 1),            # short runs, many features: 146 features per row
-    ((3000, 1), 1),              # one feature, inner = 1: rows of 1024 slices + leftover
-    ((2, 3, 70000), 1),          # runs longer than a tile: pieces of one run
-    ((4, 5, 63), 1),             # just below the long-run length
+    ((3, 1, 4, 5), 1),  # a single channel
+    ((2, 3, 4, 5), 3),  # rank 4, features last (NHWC)
+    ((2, 3, 4, 5, 2), 2),  # rank 5, middle
+    ((7, 1), 1),  # one feature, 7 samples
+    ((1, 7), 0),  # 7 features, one sample each: variance 0
+    ((4,), 0),  # rank 1: every feature is its own batch
+    ((6, 8, 40, 40), 1),  # inner 1600 > TILE_COLS: two column chunks per feature
+    ((5000, 20), 1),  # 100000 elements, features last: several row blocks
+    ((3, 5, 2500), 1),  # three column chunks, odd row count
+    ((4, 3000), 0),  # one long run per feature (outer = 1)
+    ((3, 300, 7), 1),  # short runs, many features: 146 features per row
+    ((3000, 1), 1),  # one feature, inner = 1: rows of 1024 slices + leftover
+    ((2, 3, 70000), 1),  # runs longer than a tile: pieces of one run
+    ((4, 5, 63), 1),  # just below the long-run length
 ]
 DTYPES = ["f32", "f64", "bf16", "f16"]
 EPS = {"f32": 1e-3, "f64": 1e-5, "bf16": 1e-2, "f16": 1e-3}
-_ULP = {"f32": 2.0 ** -23, "f64": 2.0 ** -52, "bf16": 2.0 ** -7, "f16": 2.0 ** -10}
+_ULP = {"f32": 2.0**-23, "f64": 2.0**-52, "bf16": 2.0**-7, "f16": 2.0**-10}
 
 
 def _data(shape, fi, dtype, seed=0):
@@ -124,8 +162,12 @@ def _data(shape, fi, dtype, seed=0):
     C = shape[fi]
     dt = xo.as_dtype(dtype)
     t = lambda a: xo.tensor(a, dt)  # noqa: E731
-    return (t(3.0 + 2.0 * rng.standard_normal(shape)), t(rng.uniform(0.5, 2.0, C)),
-            t(rng.standard_normal(C)), t(rng.standard_normal(shape)))
+    return (
+        t(3.0 + 2.0 * rng.standard_normal(shape)),
+        t(rng.uniform(0.5, 2.0, C)),
+        t(rng.standard_normal(C)),
+        t(rng.standard_normal(shape)),
+    )
 
 
 def _f64(t):
@@ -162,13 +204,15 @@ def test_training_against_reference(shape, fi, dtype):
     _close(mean, m64, dtype, np.abs(m64) + np.sqrt(v64), ulps=1)
     _close(var, v64, dtype, v64, ulps=2)
     # ...and the output is batch_norm_inference with the returned (rounded) statistics
-    want = batch_norm_inference_reference(_f64(x), _f64(s), _f64(o), _f64(mean), _f64(var),
-                                          _eps_in(dtype, eps), fi)
+    want = batch_norm_inference_reference(
+        _f64(x), _f64(s), _f64(o), _f64(mean), _f64(var), _eps_in(dtype, eps), fi
+    )
     _close(out, want, dtype, np.abs(want).max() + 1, ulps=2)
     assert_tensor(out, xo.batch_norm_inference(x, s, o, mean, var, eps, fi).numpy())
     if dtype in ("f32", "f64"):  # the composition evaluated in the element type itself
         r_out, r_mean, r_var = batch_norm_training_reference(
-            x.numpy(), s.numpy(), o.numpy(), eps, fi)
+            x.numpy(), s.numpy(), o.numpy(), eps, fi
+        )
         _close(out, r_out, dtype, np.abs(r_out).max() + 1, ulps=64)
         _close(mean, r_mean, dtype, np.abs(r_mean) + 1, ulps=64)
         _close(var, r_var, dtype, r_var + 1e-30, ulps=64)
@@ -183,8 +227,9 @@ def test_inference_against_reference(shape, fi, dtype):
     m = xo.tensor(3.0 + 0.1 * rng.standard_normal(C), dtype)
     v = xo.tensor(rng.uniform(1.0, 5.0, C), dtype)
     out = xo.batch_norm_inference(x, s, o, m, v, EPS[dtype], fi)
-    want = batch_norm_inference_reference(_f64(x), _f64(s), _f64(o), _f64(m), _f64(v),
-                                          _eps_in(dtype, EPS[dtype]), fi)
+    want = batch_norm_inference_reference(
+        _f64(x), _f64(s), _f64(o), _f64(m), _f64(v), _eps_in(dtype, EPS[dtype]), fi
+    )
     _close(out, want, dtype, np.abs(want).max() + 1, ulps=2)
 
 
@@ -195,18 +240,25 @@ def test_grad_against_reference(shape, fi, dtype):
     eps = EPS[dtype]
     _, mean, var = xo.batch_norm_training(x, s, o, eps, fi)
     gx, gs, go = xo.batch_norm_grad(x, s, mean, var, g, eps, fi)
-    wx, ws, wo = batch_norm_grad_reference(_f64(x), _f64(s), _f64(mean), _f64(var), _f64(g),
-                                           _eps_in(dtype, eps), fi)
+    wx, ws, wo = batch_norm_grad_reference(
+        _f64(x), _f64(s), _f64(mean), _f64(var), _f64(g), _eps_in(dtype, eps), fi
+    )
     n = x.size // shape[fi]
     # sums of n terms of size ~|g|: the float64 reference itself carries ~n * 2^-52
     gscale = np.sqrt(n) * np.abs(_f64(g)).max() + 1
     _close(gs, ws, dtype, gscale, ulps=2)
     _close(go, wo, dtype, gscale, ulps=2)
-    _close(gx, wx, dtype, np.abs(wx).max() + np.abs(_f64(s)).max() / np.sqrt(_f64(var).min() + eps),
-           ulps=4)
+    _close(
+        gx,
+        wx,
+        dtype,
+        np.abs(wx).max() + np.abs(_f64(s)).max() / np.sqrt(_f64(var).min() + eps),
+        ulps=4,
+    )
     if dtype in ("f32", "f64"):
-        rx, rs, ro = batch_norm_grad_reference(x.numpy(), s.numpy(), mean.numpy(), var.numpy(),
-                                               g.numpy(), eps, fi)
+        rx, rs, ro = batch_norm_grad_reference(
+            x.numpy(), s.numpy(), mean.numpy(), var.numpy(), g.numpy(), eps, fi
+        )
         _close(gx, rx, dtype, np.abs(rx).max() + 1, ulps=256)
         _close(gs, rs, dtype, gscale, ulps=64)
         _close(go, ro, dtype, gscale, ulps=64)
@@ -232,8 +284,9 @@ def test_variance_is_numerically_sound_far_from_zero():
     # mean 1e4, std 1e-2 in f32: E[x^2] - E[x]^2 would lose every digit
     rng = np.random.default_rng(3)
     x = (1e4 + 1e-2 * rng.standard_normal((4000, 2))).astype(np.float32)
-    _, mean, var = xo.batch_norm_training(x, np.ones(2, np.float32), np.zeros(2, np.float32),
-                                          0.0, 1)
+    _, mean, var = xo.batch_norm_training(
+        x, np.ones(2, np.float32), np.zeros(2, np.float32), 0.0, 1
+    )
     want = x.astype(np.float64).var(axis=0)
     np.testing.assert_allclose(np.asarray(var), want, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(mean), x.astype(np.float64).mean(axis=0), rtol=1e-7)
@@ -256,8 +309,9 @@ def test_empty_batch(shape, fi):
     out, mean, var = xo.batch_norm_training(x, s, o, 1e-5, fi)
     assert out.shape == shape
     assert np.isnan(np.asarray(mean)).all() and np.isnan(np.asarray(var)).all()
-    gx, gs, go = xo.batch_norm_grad(x, s, np.zeros(C, np.float32), np.ones(C, np.float32), x,
-                                    1e-5, fi)
+    gx, gs, go = xo.batch_norm_grad(
+        x, s, np.zeros(C, np.float32), np.ones(C, np.float32), x, 1e-5, fi
+    )
     assert gx.shape == shape
     assert_tensor(gs, np.zeros(C, np.float32))
     assert_tensor(go, np.zeros(C, np.float32))
@@ -278,8 +332,10 @@ def test_narrow_float8_runs_and_rounds_once():
 # statistics): central differences in float64 along random directions
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape,fi", [((6, 3), 1), ((2, 3, 4), 0), ((3, 2, 4, 5), 1),
-                                      ((2, 3, 5), 2)])
+
+@pytest.mark.parametrize(
+    "shape,fi", [((6, 3), 1), ((2, 3, 4), 0), ((3, 2, 4, 5), 1), ((2, 3, 5), 2)]
+)
 def test_grad_is_the_derivative_of_training(shape, fi):
     x, s, o, w = (np.asarray(t, np.float64) for t in _data(shape, fi, "f64", seed=5))
     eps = 1e-3
@@ -292,10 +348,14 @@ def test_grad_is_the_derivative_of_training(shape, fi):
     rng = np.random.default_rng(7)
     h = 1e-6
     for _ in range(3):
-        vx, vs, vo = rng.standard_normal(x.shape), rng.standard_normal(s.shape), \
-            rng.standard_normal(o.shape)
-        fd = (loss(x + h * vx, s + h * vs, o + h * vo)
-              - loss(x - h * vx, s - h * vs, o - h * vo)) / (2 * h)
+        vx, vs, vo = (
+            rng.standard_normal(x.shape),
+            rng.standard_normal(s.shape),
+            rng.standard_normal(o.shape),
+        )
+        fd = (
+            loss(x + h * vx, s + h * vs, o + h * vo) - loss(x - h * vx, s - h * vs, o - h * vo)
+        ) / (2 * h)
         ad = np.sum(gx * vx) + np.sum(gs * vs) + np.sum(go * vo)
         np.testing.assert_allclose(ad, fd, rtol=1e-6, atol=1e-7)
 
@@ -303,6 +363,7 @@ def test_grad_is_the_derivative_of_training(shape, fi):
 # ---------------------------------------------------------------------------------------
 # PyTorch cross-check (NCHW, f32)
 # ---------------------------------------------------------------------------------------
+
 
 def test_against_torch():
     torch = pytest.importorskip("torch")
@@ -312,10 +373,12 @@ def test_against_torch():
     tx, ts, to = (torch.from_numpy(a).requires_grad_() for a in (x, s, o))
     ty = torch.nn.functional.batch_norm(tx, None, None, ts, to, training=True, eps=eps)
     np.testing.assert_allclose(np.asarray(out), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(mean), x.mean(axis=(0, 2, 3), dtype=np.float64),
-                               rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(var), torch.from_numpy(x).var(dim=(0, 2, 3),
-                               unbiased=False).numpy(), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(mean), x.mean(axis=(0, 2, 3), dtype=np.float64), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        np.asarray(var), torch.from_numpy(x).var(dim=(0, 2, 3), unbiased=False).numpy(), rtol=1e-5
+    )
     ty.backward(torch.from_numpy(g))
     gx, gs, go = xo.batch_norm_grad(x, s, mean, var, g, eps, 1)
     np.testing.assert_allclose(np.asarray(gx), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
@@ -327,8 +390,13 @@ def test_against_torch():
 # Parallel kernels: bit-identical to the serial ones, for any thread count
 # ---------------------------------------------------------------------------------------
 
-PAR_CASES = [((6, 8, 40, 40), 1, "f32"), ((5000, 20), 1, "f64"), ((3, 5, 2500), 1, "f32"),
-             ((2, 3, 4, 5), 3, "bf16"), ((7, 9), 0, "f64")]
+PAR_CASES = [
+    ((6, 8, 40, 40), 1, "f32"),
+    ((5000, 20), 1, "f64"),
+    ((3, 5, 2500), 1, "f32"),
+    ((2, 3, 4, 5), 3, "bf16"),
+    ((7, 9), 0, "f64"),
+]
 
 
 def _all_three(x, s, o, g, fi):
@@ -340,6 +408,7 @@ def _all_three(x, s, o, g, fi):
 @pytest.mark.parametrize("shape,fi,dtype", PAR_CASES, ids=[str(c) for c in PAR_CASES])
 def test_parallel_is_bit_identical_to_serial(shape, fi, dtype, monkeypatch):
     import numba
+
     args = _data(shape, fi, dtype, seed=2)
     monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 1 << 62)
     serial = _all_three(*args, fi)
@@ -362,19 +431,22 @@ F = np.ones((2, 3, 4), np.float32)
 V3 = np.ones(3, np.float32)
 
 
-@pytest.mark.parametrize("label,args", [
-    ("I1", (np.ones((2, 3), np.int32), V3, V3, 1e-5, 1)),
-    ("I2", (F, np.ones((3, 1), np.float32), V3, 1e-5, 1)),
-    ("I3", (F, V3, np.ones(3, np.int32), 1e-5, 1)),
-    ("I4", (F, V3, V3, "1e-5", 1)),
-    ("I4", (F, V3, V3, 1j, 1)),
-    ("I5", (F, V3, V3, 1e-5, 1.0)),
-    ("C1", (F, V3, V3, 1e-5, 3)),
-    ("C1", (F, V3, V3, 1e-5, -1)),
-    ("C2", (F, np.ones(3), V3, 1e-5, 1)),
-    ("C3", (F, np.ones(4, np.float32), V3, 1e-5, 1)),
-    ("C4", (F, V3, np.ones(2, np.float32), 1e-5, 1)),
-])
+@pytest.mark.parametrize(
+    "label,args",
+    [
+        ("I1", (np.ones((2, 3), np.int32), V3, V3, 1e-5, 1)),
+        ("I2", (F, np.ones((3, 1), np.float32), V3, 1e-5, 1)),
+        ("I3", (F, V3, np.ones(3, np.int32), 1e-5, 1)),
+        ("I4", (F, V3, V3, "1e-5", 1)),
+        ("I4", (F, V3, V3, 1j, 1)),
+        ("I5", (F, V3, V3, 1e-5, 1.0)),
+        ("C1", (F, V3, V3, 1e-5, 3)),
+        ("C1", (F, V3, V3, 1e-5, -1)),
+        ("C2", (F, np.ones(3), V3, 1e-5, 1)),
+        ("C3", (F, np.ones(4, np.float32), V3, 1e-5, 1)),
+        ("C4", (F, V3, np.ones(2, np.float32), 1e-5, 1)),
+    ],
+)
 def test_training_constraints(label, args):
     with raises_spec("batch_norm_training", label):
         xo.batch_norm_training(*args)
@@ -387,47 +459,58 @@ def test_training_output_constraints_hold():
     assert out.dtype == mean.dtype == var.dtype == xo.float32
 
 
-@pytest.mark.parametrize("label,args", [
-    ("I1", (np.ones((2, 3), np.complex64), V3, V3, V3, V3, 1e-5, 1)),
-    ("I2", (F, np.float32(1), V3, V3, V3, 1e-5, 1)),
-    ("I3", (F, V3, np.ones((1, 3), np.float32), V3, V3, 1e-5, 1)),
-    ("I4", (F, V3, V3, np.ones(3, np.int8), V3, 1e-5, 1)),
-    ("I5", (F, V3, V3, V3, np.ones((3, 3), np.float32), 1e-5, 1)),
-    ("I6", (F, V3, V3, V3, V3, None, 1)),
-    ("I7", (F, V3, V3, V3, V3, 1e-5, "1")),
-    ("C1", (F, V3, V3, V3, V3, 1e-5, 5)),
-    ("C2", (F, V3, V3, V3, np.ones(3), 1e-5, 1)),
-    ("C3", (F, np.ones(2, np.float32), V3, V3, V3, 1e-5, 1)),
-    ("C4", (F, V3, np.ones(4, np.float32), V3, V3, 1e-5, 1)),
-    ("C5", (F, V3, V3, np.ones(1, np.float32), V3, 1e-5, 1)),
-    ("C6", (F, V3, V3, V3, np.ones(6, np.float32), 1e-5, 1)),
-])
+@pytest.mark.parametrize(
+    "label,args",
+    [
+        ("I1", (np.ones((2, 3), np.complex64), V3, V3, V3, V3, 1e-5, 1)),
+        ("I2", (F, np.float32(1), V3, V3, V3, 1e-5, 1)),
+        ("I3", (F, V3, np.ones((1, 3), np.float32), V3, V3, 1e-5, 1)),
+        ("I4", (F, V3, V3, np.ones(3, np.int8), V3, 1e-5, 1)),
+        ("I5", (F, V3, V3, V3, np.ones((3, 3), np.float32), 1e-5, 1)),
+        ("I6", (F, V3, V3, V3, V3, None, 1)),
+        ("I7", (F, V3, V3, V3, V3, 1e-5, "1")),
+        ("C1", (F, V3, V3, V3, V3, 1e-5, 5)),
+        ("C2", (F, V3, V3, V3, np.ones(3), 1e-5, 1)),
+        ("C3", (F, np.ones(2, np.float32), V3, V3, V3, 1e-5, 1)),
+        ("C4", (F, V3, np.ones(4, np.float32), V3, V3, 1e-5, 1)),
+        ("C5", (F, V3, V3, np.ones(1, np.float32), V3, 1e-5, 1)),
+        ("C6", (F, V3, V3, V3, np.ones(6, np.float32), 1e-5, 1)),
+    ],
+)
 def test_inference_constraints(label, args):
     with raises_spec("batch_norm_inference", label):
         xo.batch_norm_inference(*args)
 
 
-@pytest.mark.parametrize("label,args", [
-    ("I1", (np.ones((2, 3, 4), np.int64), V3, V3, V3, F, 1e-5, 1)),
-    ("I2", (F, np.ones((3, 2), np.float32), V3, V3, F, 1e-5, 1)),
-    ("I3", (F, V3, np.ones(3, np.int32), V3, F, 1e-5, 1)),
-    ("I4", (F, V3, V3, np.ones((3, 1), np.float32), F, 1e-5, 1)),
-    ("I5", (F, V3, V3, V3, np.ones((2, 3, 4), np.int32), 1e-5, 1)),
-    ("I6", (F, V3, V3, V3, F, True, 1)),
-    ("I7", (F, V3, V3, V3, F, 1e-5, None)),
-    ("C1", (F, V3, V3, V3, F, 1e-5, 3)),
-    ("C2", (F, V3, V3, V3, F.astype(np.float64), 1e-5, 1)),
-    ("C3", (F, V3, V3, V3, np.ones((2, 3, 5), np.float32), 1e-5, 1)),
-    ("C4", (F, V3, np.ones(2, np.float32), V3, F, 1e-5, 1)),
-    ("C5", (F, np.ones(2, np.float32), np.ones(2, np.float32), np.ones(2, np.float32), F,
-            1e-5, 1)),
-])
+@pytest.mark.parametrize(
+    "label,args",
+    [
+        ("I1", (np.ones((2, 3, 4), np.int64), V3, V3, V3, F, 1e-5, 1)),
+        ("I2", (F, np.ones((3, 2), np.float32), V3, V3, F, 1e-5, 1)),
+        ("I3", (F, V3, np.ones(3, np.int32), V3, F, 1e-5, 1)),
+        ("I4", (F, V3, V3, np.ones((3, 1), np.float32), F, 1e-5, 1)),
+        ("I5", (F, V3, V3, V3, np.ones((2, 3, 4), np.int32), 1e-5, 1)),
+        ("I6", (F, V3, V3, V3, F, True, 1)),
+        ("I7", (F, V3, V3, V3, F, 1e-5, None)),
+        ("C1", (F, V3, V3, V3, F, 1e-5, 3)),
+        ("C2", (F, V3, V3, V3, F.astype(np.float64), 1e-5, 1)),
+        ("C3", (F, V3, V3, V3, np.ones((2, 3, 5), np.float32), 1e-5, 1)),
+        ("C4", (F, V3, np.ones(2, np.float32), V3, F, 1e-5, 1)),
+        (
+            "C5",
+            (F, np.ones(2, np.float32), np.ones(2, np.float32), np.ones(2, np.float32), F, 1e-5, 1),
+        ),
+    ],
+)
 def test_grad_constraints(label, args):
     with raises_spec("batch_norm_grad", label):
         xo.batch_norm_grad(*args)
 
 
 def test_constraint_messages_give_the_shapes():
-    with pytest.raises(xo.SpecError, match=r"size\(scale\)=4 must equal dim\(operand, "
-                                           r"feature_index=1\)=3 for operand f32\[2,3,4\]"):
+    with pytest.raises(
+        xo.SpecError,
+        match=r"size\(scale\)=4 must equal dim\(operand, "
+        r"feature_index=1\)=3 for operand f32\[2,3,4\]",
+    ):
         xo.batch_norm_training(F, np.ones(4, np.float32), V3, 1e-5, 1)

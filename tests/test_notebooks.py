@@ -5,6 +5,7 @@ result fails here), and each .ipynb holds exactly the cells of its jupytext .py 
 Execution needs the test extra's nbclient, nbformat, ipykernel and matplotlib (skipped
 without them); the pairing check needs nothing beyond the standard library.
 """
+
 import json
 import os
 import re
@@ -36,7 +37,7 @@ def _percent_cells(text):
     lines = text.splitlines()
     if lines and lines[0] == "# ---":
         end = lines.index("# ---", 1)
-        lines = lines[end + 1:]
+        lines = lines[end + 1 :]
     cells, kind, body = [], None, []
 
     def flush():
@@ -84,8 +85,9 @@ def test_ipynb_matches_its_py(py):
         assert g == w, f"cell {i} differs:\n--- .ipynb\n{g[1]}\n--- .py\n{w[1]}"
     for c in nb["cells"]:
         if c["cell_type"] == "code":
-            assert c["outputs"] == [] and c["execution_count"] is None, \
+            assert c["outputs"] == [] and c["execution_count"] is None, (
                 "commit notebooks without outputs"
+            )
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     assert sum(k == "code" and "assert" in s for k, s in want) >= 3, "cells must check values"
 
@@ -93,6 +95,7 @@ def test_ipynb_matches_its_py(py):
 # ---------------------------------------------------------------------------------------
 # Execution
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.timeout(NOTEBOOK_TIMEOUT)
 @pytest.mark.parametrize("py", PAIRS, ids=ids)
@@ -104,12 +107,21 @@ def test_notebook_runs(py, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     # the kernel imports the xops under test, whether or not it is installed
     root = str(Path(xops.__file__).resolve().parent.parent)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        os.pathsep.join(
+            [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
     nb = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
     # first, check that the "python3" kernel is this interpreter's environment
-    nb.cells.insert(0, nbformat.v4.new_code_cell(
-        f"import sys\nassert sys.prefix == {sys.prefix!r}, sys.prefix"))
-    client = nbclient.NotebookClient(nb, timeout=NOTEBOOK_TIMEOUT, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
+    nb.cells.insert(
+        0, nbformat.v4.new_code_cell(f"import sys\nassert sys.prefix == {sys.prefix!r}, sys.prefix")
+    )
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=NOTEBOOK_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
     client.execute()

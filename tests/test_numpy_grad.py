@@ -1,6 +1,7 @@
 """Gradients through xops.numpy: finite differences (tests/gradcheck.py) for the
 composed functions and for the NumPy/LAPACK-backed primitives (second order where the
 rule is built from xops ops)."""
+
 import numpy as np
 import pytest
 from gradcheck import check_grads, check_vjp
@@ -19,9 +20,23 @@ def _spd(n, batch=()):
 
 
 UNARY = {  # name -> input
-    "asin": X, "acos": X, "atan": X, "asinh": X, "acosh": P, "atanh": X, "sinh": X,
-    "cosh": X, "log2": P, "log10": P, "expm1": X, "log1p": P, "reciprocal": P,
-    "square": X, "tan": X, "exp": X, "sqrt": P,
+    "asin": X,
+    "acos": X,
+    "atan": X,
+    "asinh": X,
+    "acosh": P,
+    "atanh": X,
+    "sinh": X,
+    "cosh": X,
+    "log2": P,
+    "log10": P,
+    "expm1": X,
+    "log1p": P,
+    "reciprocal": P,
+    "square": X,
+    "tan": X,
+    "exp": X,
+    "sqrt": P,
 }
 
 
@@ -30,34 +45,54 @@ def test_unary_gradients(name):
     check_grads(getattr(xnp, name), [UNARY[name]], order=2)
 
 
-@pytest.mark.parametrize("name", ["hypot", "logaddexp", "atan2", "remainder", "copysign",
-                                  "maximum", "divide", "pow"])
+@pytest.mark.parametrize(
+    "name", ["hypot", "logaddexp", "atan2", "remainder", "copysign", "maximum", "divide", "pow"]
+)
 def test_binary_gradients(name):
     a, b = P, rng.uniform(0.5, 1.5, (4,))  # broadcast: b's gradient is summed back
     check_grads(getattr(xnp, name), [a, b], order=2 if name != "copysign" else 1)
 
 
-@pytest.mark.parametrize("fn", [
-    lambda x: xnp.sum(x, axis=0), lambda x: xnp.prod(x, axis=1, keepdims=True),
-    lambda x: xnp.mean(x), lambda x: xnp.var(x, axis=1, correction=1),
-    lambda x: xnp.std(x, axis=0), lambda x: xnp.max(x, axis=1), lambda x: xnp.min(x),
-    lambda x: xnp.cumulative_sum(x, axis=1, include_initial=True),
-    lambda x: xnp.cumulative_prod(x, axis=0),
-    lambda x: xnp.cumulative_prod(xnp.where(x > 0.3, 0.0, x), axis=1),  # zeros: exact path
-    lambda x: xnp.sort(x, axis=1, descending=True), lambda x: xnp.clip(x, min=-0.5, max=0.5),
-    lambda x: xnp.take(x, xnp.asarray([2, 0, 2]), axis=1),
-    lambda x: xnp.take_along_axis(x, xnp.asarray([[0], [3], [1]]), axis=1),
-    lambda x: xnp.roll(x, 2, axis=1), lambda x: xnp.tile(x, (2, 1)),
-    lambda x: xnp.repeat(x, 2, axis=0), lambda x: xnp.flip(x),
-    lambda x: xnp.moveaxis(x, 0, 1), lambda x: xnp.diff(x, n=2),
-    lambda x: xnp.where(x > 0, x, 2.0 * x), lambda x: xnp.tril(x, k=1),
-    lambda x: xnp.stack([x, x * 2], axis=1), lambda x: xnp.concat([x, x], axis=None),
-    lambda x: xnp.einsum("ij,kj->ik", x, x), lambda x: xnp.einsum("ij->j", x),
-    lambda x: xnp.tensordot(x, x, axes=([1], [1])), lambda x: xnp.vecdot(x, x),
-    lambda x: xnp.linalg.vector_norm(x, ord=3, axis=1), lambda x: xnp.linalg.matrix_norm(x),
-    lambda x: xnp.unique_values(x), lambda x: xnp.linalg.outer(x[0], x[1]),
-    lambda x: xnp.linalg.cross(x[:, :3], x[:, 1:]), lambda x: x.T @ x,
-], ids=lambda f: "")
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: xnp.sum(x, axis=0),
+        lambda x: xnp.prod(x, axis=1, keepdims=True),
+        lambda x: xnp.mean(x),
+        lambda x: xnp.var(x, axis=1, correction=1),
+        lambda x: xnp.std(x, axis=0),
+        lambda x: xnp.max(x, axis=1),
+        lambda x: xnp.min(x),
+        lambda x: xnp.cumulative_sum(x, axis=1, include_initial=True),
+        lambda x: xnp.cumulative_prod(x, axis=0),
+        lambda x: xnp.cumulative_prod(xnp.where(x > 0.3, 0.0, x), axis=1),  # zeros: exact path
+        lambda x: xnp.sort(x, axis=1, descending=True),
+        lambda x: xnp.clip(x, min=-0.5, max=0.5),
+        lambda x: xnp.take(x, xnp.asarray([2, 0, 2]), axis=1),
+        lambda x: xnp.take_along_axis(x, xnp.asarray([[0], [3], [1]]), axis=1),
+        lambda x: xnp.roll(x, 2, axis=1),
+        lambda x: xnp.tile(x, (2, 1)),
+        lambda x: xnp.repeat(x, 2, axis=0),
+        lambda x: xnp.flip(x),
+        lambda x: xnp.moveaxis(x, 0, 1),
+        lambda x: xnp.diff(x, n=2),
+        lambda x: xnp.where(x > 0, x, 2.0 * x),
+        lambda x: xnp.tril(x, k=1),
+        lambda x: xnp.stack([x, x * 2], axis=1),
+        lambda x: xnp.concat([x, x], axis=None),
+        lambda x: xnp.einsum("ij,kj->ik", x, x),
+        lambda x: xnp.einsum("ij->j", x),
+        lambda x: xnp.tensordot(x, x, axes=([1], [1])),
+        lambda x: xnp.vecdot(x, x),
+        lambda x: xnp.linalg.vector_norm(x, ord=3, axis=1),
+        lambda x: xnp.linalg.matrix_norm(x),
+        lambda x: xnp.unique_values(x),
+        lambda x: xnp.linalg.outer(x[0], x[1]),
+        lambda x: xnp.linalg.cross(x[:, :3], x[:, 1:]),
+        lambda x: x.T @ x,
+    ],
+    ids=lambda f: "",
+)
 def test_composed_gradients(fn):
     check_grads(fn, [X], order=1)
 
@@ -78,21 +113,39 @@ def _qr_positive_diagonal(x):  # fix the signs so that diag(R) > 0
     return q * d[..., None, :], r * d[..., :, None]
 
 
-@pytest.mark.parametrize("name", ["inv", "det", "solve", "cholesky", "logabsdet", "eigh",
-                                  "eigvalsh", "svd", "svdvals", "qr", "pinv", "matrix_power"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "inv",
+        "det",
+        "solve",
+        "cholesky",
+        "logabsdet",
+        "eigh",
+        "eigvalsh",
+        "svd",
+        "svdvals",
+        "qr",
+        "pinv",
+        "matrix_power",
+    ],
+)
 def test_linalg_gradients(name):
     a = _spd(3, (2,))
     b = rng.standard_normal((2, 3, 2))
     tall, wide = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
     fns = {
-        "inv": (xnp.linalg.inv, [a]), "det": (xnp.linalg.det, [a]),
+        "inv": (xnp.linalg.inv, [a]),
+        "det": (xnp.linalg.det, [a]),
         "solve": (xnp.linalg.solve, [a, b]),
         "cholesky": (lambda x: xnp.linalg.cholesky(x + x.mT), [a]),
         "logabsdet": (lambda x: xnp.linalg.slogdet(x).logabsdet, [a]),
         "eigh": (_eigh_sign_free, [a]),
         "eigvalsh": (lambda x: xnp.linalg.eigvalsh(x + x.mT), [a]),
-        "svd": (_svd_sign_free, [tall]), "svdvals": (xnp.linalg.svdvals, [wide]),
-        "qr": (_qr_positive_diagonal, [tall]), "pinv": (xnp.linalg.pinv, [tall]),
+        "svd": (_svd_sign_free, [tall]),
+        "svdvals": (xnp.linalg.svdvals, [wide]),
+        "qr": (_qr_positive_diagonal, [tall]),
+        "pinv": (xnp.linalg.pinv, [tall]),
         "matrix_power": (lambda x: xnp.linalg.matrix_power(x, -2), [a]),
     }
     fn, args = fns[name]
@@ -101,10 +154,12 @@ def test_linalg_gradients(name):
 
 def test_fft_gradients():
     x = rng.standard_normal((3, 6))
-    for fn in (lambda t: xnp.real(xnp.fft.fft(t, n=8, norm="ortho")),
-               lambda t: xnp.fft.irfft(xnp.fft.rfft(t) * 2.0, n=6),
-               lambda t: xnp.abs(xnp.fft.fftn(t, axes=(0, 1))),
-               lambda t: xnp.fft.fftshift(t, axes=1)):
+    for fn in (
+        lambda t: xnp.real(xnp.fft.fft(t, n=8, norm="ortho")),
+        lambda t: xnp.fft.irfft(xnp.fft.rfft(t) * 2.0, n=6),
+        lambda t: xnp.abs(xnp.fft.fftn(t, axes=(0, 1))),
+        lambda t: xnp.fft.fftshift(t, axes=1),
+    ):
         check_grads(fn, [x])
 
 
@@ -123,6 +178,7 @@ def test_grad_through_methods_and_operators():
 
     def ref(v):
         return ((v * 2 - 1) ** 2).mean() + v.std(axis=0).sum() + (v @ v.T).max()
+
     eps = 1e-6
     num = np.zeros_like(X)
     for i in np.ndindex(X.shape):
@@ -132,8 +188,24 @@ def test_grad_through_methods_and_operators():
     np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["asin", "acos", "atan", "asinh", "atanh", "sinh", "cosh",
-                                  "log2", "log10", "reciprocal", "inv", "det", "solve"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "asin",
+        "acos",
+        "atan",
+        "asinh",
+        "atanh",
+        "sinh",
+        "cosh",
+        "log2",
+        "log10",
+        "reciprocal",
+        "inv",
+        "det",
+        "solve",
+    ],
+)
 def test_complex_gradients_jax_convention(name):
     z = rng.uniform(-0.5, 0.5, (3, 3)) + 1j * rng.uniform(-0.5, 0.5, (3, 3))
     if name in ("inv", "det"):

@@ -1,6 +1,7 @@
 """Differential test: xops.numpy against array-api-strict (NumPy under the standard's
 rules) on random inputs, values and result dtypes. Bounded: a few hypothesis examples
 per function, about 30 s in all."""
+
 import math
 import warnings
 
@@ -15,8 +16,12 @@ import xops.numpy as xnp
 strict = pytest.importorskip("array_api_strict")
 strict.set_array_api_strict_flags(api_version="2024.12")
 
-_SETTINGS = settings(max_examples=int(__import__("os").environ.get("XNP_EXAMPLES", 8)), deadline=None, derandomize=True,
-                     suppress_health_check=list(HealthCheck))
+_SETTINGS = settings(
+    max_examples=int(__import__("os").environ.get("XNP_EXAMPLES", 8)),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 _FLOATS = ["float32", "float64"]
 _INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 _SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
@@ -28,17 +33,23 @@ def _elements(dtype, special=True, lo=None, hi=None):
         width = 32 if dt == np.float32 else 64
         if lo is not None:
             return st.floats(lo, hi, width=width, allow_nan=False)
-        return st.floats(width=width, allow_nan=special, allow_infinity=special,
-                         allow_subnormal=False, min_value=None if special else -1e3,
-                         max_value=None if special else 1e3)
+        return st.floats(
+            width=width,
+            allow_nan=special,
+            allow_infinity=special,
+            allow_subnormal=False,
+            min_value=None if special else -1e3,
+            max_value=None if special else 1e3,
+        )
     if dt.kind == "c":
         part = st.floats(-1e3, 1e3, width=32 if dt == np.complex64 else 64)
         return st.builds(complex, part, part)
     if dt.kind == "b":
         return st.booleans()
     info = np.iinfo(dt)
-    return st.integers(max(info.min, -100 if lo is None else lo),
-                       min(info.max, 100 if hi is None else hi))
+    return st.integers(
+        max(info.min, -100 if lo is None else lo), min(info.max, 100 if hi is None else hi)
+    )
 
 
 def _array(draw, dtype, shape=None, **kw):
@@ -68,8 +79,9 @@ def _same(got, want, rtol):
     if w.dtype.kind in "fc":
         finite = np.abs(w[np.isfinite(w)])
         scale = float(finite.max()) if finite.size else 1.0
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * 1e-3 * max(scale, 1.0),
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            g, w, rtol=rtol, atol=rtol * 1e-3 * max(scale, 1.0), equal_nan=True
+        )
     else:
         np.testing.assert_array_equal(g, w)
 
@@ -97,11 +109,45 @@ def _rtol(dtype):
 
 # -- element-wise --------------------------------------------------------------------------
 
-_UNARY_FLOAT = ["acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp",
-                "expm1", "log", "log1p", "log2", "log10", "sin", "sinh", "sqrt", "tan", "tanh",
-                "reciprocal", "signbit", "isfinite", "isinf", "isnan"]
-_UNARY_ANY = ["abs", "ceil", "floor", "trunc", "round", "negative", "positive", "sign", "square",
-              "isfinite", "isnan"]
+_UNARY_FLOAT = [
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "cos",
+    "cosh",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sin",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "reciprocal",
+    "signbit",
+    "isfinite",
+    "isinf",
+    "isnan",
+]
+_UNARY_ANY = [
+    "abs",
+    "ceil",
+    "floor",
+    "trunc",
+    "round",
+    "negative",
+    "positive",
+    "sign",
+    "square",
+    "isfinite",
+    "isnan",
+]
 _UNARY_INT = ["bitwise_invert"]
 
 
@@ -130,8 +176,25 @@ def test_unary_bitwise(name, data, dtype):
     _both(name, [_array(data.draw, dtype)], {}, 0)
 
 
-@pytest.mark.parametrize("name", ["real", "imag", "conj", "abs", "exp", "log", "sqrt", "sin",
-                                  "cos", "tanh", "isfinite", "sign", "round", "square"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "real",
+        "imag",
+        "conj",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "sin",
+        "cos",
+        "tanh",
+        "isfinite",
+        "sign",
+        "round",
+        "square",
+    ],
+)
 @_SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(["complex64", "complex128"]))
 def test_unary_complex(name, data, dtype):
@@ -139,17 +202,44 @@ def test_unary_complex(name, data, dtype):
     _both(name, [x], {}, 1e-4 if dtype == "complex64" else 1e-10)
 
 
-_BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow",
-           "maximum", "minimum", "atan2", "hypot", "copysign", "logaddexp", "nextafter",
-           "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
-_BINARY_INT = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
-               "bitwise_right_shift", "logical_and", "logical_or", "logical_xor"]
+_BINARY = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "floor_divide",
+    "remainder",
+    "pow",
+    "maximum",
+    "minimum",
+    "atan2",
+    "hypot",
+    "copysign",
+    "logaddexp",
+    "nextafter",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+]
+_BINARY_INT = [
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+]
 
 
 @st.composite
 def _pair(draw, dtypes, special=True, positive=False):
     shape = draw(_SHAPES)
-    s2 = tuple(1 if draw(st.booleans()) else d for d in shape[draw(st.integers(0, len(shape))):])
+    s2 = tuple(1 if draw(st.booleans()) else d for d in shape[draw(st.integers(0, len(shape))) :])
     d1, d2 = draw(st.sampled_from(dtypes)), draw(st.sampled_from(dtypes))
     kw = {"lo": 0, "hi": 8} if positive else {"special": special}
     return _array(draw, d1, shape, **kw), _array(draw, d2, s2, **kw)
@@ -163,7 +253,9 @@ def test_binary(name, data):
     if name in ("atan2", "hypot", "copysign", "logaddexp", "nextafter"):
         dts = _FLOATS
     # floor_divide with infinities follows the standard, not NumPy (test_numpy_api)
-    a, b = data.draw(_pair(dts, special=name not in ("pow", "floor_divide"), positive=name == "pow"))
+    a, b = data.draw(
+        _pair(dts, special=name not in ("pow", "floor_divide"), positive=name == "pow")
+    )
     if name in ("floor_divide", "remainder") and b.dtype.kind in "iu" and (b == 0).any():
         return  # integer division by zero is unspecified
     if name == "divide" and a.dtype.kind in "iu":
@@ -197,6 +289,7 @@ def test_clip(data, dtype):
 
 # -- reductions and statistics --------------------------------------------------------------
 
+
 @st.composite
 def _axis(draw, ndim):
     if ndim == 0 or draw(st.booleans()):
@@ -205,13 +298,19 @@ def _axis(draw, ndim):
     return tuple(sorted(draw(st.permutations(range(ndim)))[:k]))
 
 
-@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "std", "var", "all",
-                                  "any", "count_nonzero"])
+@pytest.mark.parametrize(
+    "name", ["sum", "prod", "max", "min", "mean", "std", "var", "all", "any", "count_nonzero"]
+)
 @_SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(_FLOATS + ["int32", "int64"]))
 def test_reductions(name, data, dtype):
-    x = _array(data.draw, dtype, special=False, lo=-3 if dtype in _INTS else None,
-               hi=3 if dtype in _INTS else None)
+    x = _array(
+        data.draw,
+        dtype,
+        special=False,
+        lo=-3 if dtype in _INTS else None,
+        hi=3 if dtype in _INTS else None,
+    )
     if x.dtype.kind == "f":
         x = np.clip(x, -3, 3).astype(dtype)
     if name in ("max", "min") and x.size == 0:
@@ -229,7 +328,9 @@ def test_arg_reductions(name, data, dtype):
     x = _array(data.draw, dtype, special=False)
     if x.size == 0:
         return
-    axis = None if x.ndim == 0 or data.draw(st.booleans()) else data.draw(st.integers(0, x.ndim - 1))
+    axis = (
+        None if x.ndim == 0 or data.draw(st.booleans()) else data.draw(st.integers(0, x.ndim - 1))
+    )
     if axis is not None and x.shape[axis] == 0:
         return
     _both(name, [x], {"axis": axis, "keepdims": data.draw(st.booleans())}, 0)
@@ -239,32 +340,50 @@ def test_arg_reductions(name, data, dtype):
 @_SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(_FLOATS + ["int32"]))
 def test_cumulative(name, data, dtype):
-    x = _array(data.draw, dtype, shape=data.draw(hnp.array_shapes(min_dims=1, max_dims=2,
-                                                                  max_side=4)),
-               special=False, lo=-2 if dtype in _INTS else None, hi=2 if dtype in _INTS else None)
+    x = _array(
+        data.draw,
+        dtype,
+        shape=data.draw(hnp.array_shapes(min_dims=1, max_dims=2, max_side=4)),
+        special=False,
+        lo=-2 if dtype in _INTS else None,
+        hi=2 if dtype in _INTS else None,
+    )
     if x.dtype.kind == "f":
         x = np.clip(x, -2, 2).astype(dtype)
     axis = data.draw(st.integers(0, x.ndim - 1)) if x.ndim > 1 else None
-    _both(name, [x], {"axis": axis, "include_initial": data.draw(st.booleans())},
-          1e-5 if dtype == "float32" else 1e-12)
+    _both(
+        name,
+        [x],
+        {"axis": axis, "include_initial": data.draw(st.booleans())},
+        1e-5 if dtype == "float32" else 1e-12,
+    )
 
 
 # -- sorting, searching, sets ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["sort", "argsort"])
 @_SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(_FLOATS + ["int8", "uint16"]))
 def test_sorting(name, data, dtype):
-    x = _array(data.draw, dtype, shape=data.draw(hnp.array_shapes(min_dims=1, max_dims=3,
-                                                                  max_side=5)), special=False)
+    x = _array(
+        data.draw,
+        dtype,
+        shape=data.draw(hnp.array_shapes(min_dims=1, max_dims=3, max_side=5)),
+        special=False,
+    )
     x = np.round(x) if x.dtype.kind == "f" else x % 4  # ties
-    kw = {"axis": data.draw(st.integers(-x.ndim, x.ndim - 1)),
-          "descending": data.draw(st.booleans()), "stable": True}
+    kw = {
+        "axis": data.draw(st.integers(-x.ndim, x.ndim - 1)),
+        "descending": data.draw(st.booleans()),
+        "stable": True,
+    }
     _both(name, [x.astype(dtype)], kw, 0)
 
 
-@pytest.mark.parametrize("name", ["unique_values", "unique_counts", "unique_inverse",
-                                  "unique_all", "nonzero"])
+@pytest.mark.parametrize(
+    "name", ["unique_values", "unique_counts", "unique_inverse", "unique_all", "nonzero"]
+)
 @_SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(_FLOATS + ["int32"]))
 def test_sets_and_nonzero(name, data, dtype):
@@ -291,16 +410,25 @@ def test_searchsorted_where_take(data, dtype):
 
 # -- manipulation ------------------------------------------------------------------------------
 
+
 @_SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(["float32", "int64", "bool"]))
 def test_manipulation(data, dtype):
-    x = _array(data.draw, dtype, shape=data.draw(hnp.array_shapes(min_dims=1, max_dims=3,
-                                                                  max_side=3)))
+    x = _array(
+        data.draw, dtype, shape=data.draw(hnp.array_shapes(min_dims=1, max_dims=3, max_side=3))
+    )
     r = x.ndim
     ax = data.draw(st.integers(-r, r - 1))
     _both("flip", [x], {"axis": data.draw(_axis(r))}, 0)
-    _both("roll", [x], {"shift": data.draw(st.integers(-4, 4)), "axis": data.draw(
-        st.one_of(st.none(), st.integers(-r, r - 1)))}, 0)
+    _both(
+        "roll",
+        [x],
+        {
+            "shift": data.draw(st.integers(-4, 4)),
+            "axis": data.draw(st.one_of(st.none(), st.integers(-r, r - 1))),
+        },
+        0,
+    )
     _both("permute_dims", [x], {"axes": tuple(data.draw(st.permutations(range(r))))}, 0)
     _both("moveaxis", [x, ax, data.draw(st.integers(-r, r - 1))], {}, 0)
     _both("expand_dims", [x], {"axis": data.draw(st.integers(-r - 1, r))}, 0)
@@ -310,23 +438,35 @@ def test_manipulation(data, dtype):
     _both("stack", [[x, x]], {"axis": data.draw(st.integers(-r - 1, r))}, 0)
     _both("unstack", [x], {"axis": ax}, 0)
     _both("tile", [x, tuple(data.draw(st.lists(st.integers(0, 2), max_size=3)))], {}, 0)
-    _both("repeat", [x, data.draw(st.integers(0, 3))], {"axis": data.draw(
-        st.one_of(st.none(), st.integers(-r, r - 1)))}, 0)
+    _both(
+        "repeat",
+        [x, data.draw(st.integers(0, 3))],
+        {"axis": data.draw(st.one_of(st.none(), st.integers(-r, r - 1)))},
+        0,
+    )
     _both("broadcast_to", [x, (2,) + x.shape], {}, 0)
     _both("squeeze", [x[:1]], {"axis": 0}, 0)
     if dtype != "bool":
         _both("diff", [x], {"axis": ax, "n": data.draw(st.integers(0, 2))}, 0)
-    idx = np.asarray(data.draw(hnp.arrays(np.int64, x.shape, elements=st.integers(
-        0, x.shape[ax] - 1))) if x.shape[ax] else np.zeros(x.shape, np.int64))
+    idx = np.asarray(
+        data.draw(hnp.arrays(np.int64, x.shape, elements=st.integers(0, x.shape[ax] - 1)))
+        if x.shape[ax]
+        else np.zeros(x.shape, np.int64)
+    )
     if x.shape[ax]:
         _both("take_along_axis", [x, idx], {"axis": ax}, 0)
 
 
 # -- creation ------------------------------------------------------------------------------------
 
+
 @_SETTINGS
-@given(n=st.integers(0, 5), m=st.one_of(st.none(), st.integers(0, 5)), k=st.integers(-3, 3),
-       dtype=st.sampled_from(["float32", "float64", "int32", "bool"]))
+@given(
+    n=st.integers(0, 5),
+    m=st.one_of(st.none(), st.integers(0, 5)),
+    k=st.integers(-3, 3),
+    dtype=st.sampled_from(["float32", "float64", "int32", "bool"]),
+)
 def test_creation(n, m, k, dtype):
     sd = None if dtype is None else getattr(strict, dtype)
     xd = None if dtype is None else getattr(xnp, dtype)
@@ -343,20 +483,50 @@ def test_creation(n, m, k, dtype):
     assert xnp.full((2,), 7).tolist() == [7, 7] and xnp.full((2,), 7).dtype == xnp.int64
     assert xnp.eye(2).dtype == xnp.zeros(1).dtype == xnp.float32  # the default float
     _same(xnp.arange(n, 2 * n + 3, 2), strict.arange(n, 2 * n + 3, 2), 0)
-    _same(xnp.linspace(0.0, 1.0, n, dtype=xnp.float64),
-          strict.linspace(0.0, 1.0, n, dtype=strict.float64), 1e-12)
+    _same(
+        xnp.linspace(0.0, 1.0, n, dtype=xnp.float64),
+        strict.linspace(0.0, 1.0, n, dtype=strict.float64),
+        1e-12,
+    )
     a, b = np.arange(n, dtype=np.float32), np.arange(3, dtype=np.float32)
     for indexing in ("xy", "ij"):
-        _same(xnp.meshgrid(xnp.asarray(a), xnp.asarray(b), indexing=indexing),
-              strict.meshgrid(strict.asarray(a), strict.asarray(b), indexing=indexing), 0)
+        _same(
+            xnp.meshgrid(xnp.asarray(a), xnp.asarray(b), indexing=indexing),
+            strict.meshgrid(strict.asarray(a), strict.asarray(b), indexing=indexing),
+            0,
+        )
 
 
 # -- linear algebra and FFT ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["det", "inv", "slogdet", "cholesky", "eigvalsh", "svdvals",
-                                  "matrix_rank", "pinv", "trace", "diagonal", "matrix_norm",
-                                  "vector_norm", "matrix_power", "qr", "solve", "eigh", "svd",
-                                  "cross", "outer", "tensordot", "vecdot", "matmul"])
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "det",
+        "inv",
+        "slogdet",
+        "cholesky",
+        "eigvalsh",
+        "svdvals",
+        "matrix_rank",
+        "pinv",
+        "trace",
+        "diagonal",
+        "matrix_norm",
+        "vector_norm",
+        "matrix_power",
+        "qr",
+        "solve",
+        "eigh",
+        "svd",
+        "cross",
+        "outer",
+        "tensordot",
+        "vecdot",
+        "matmul",
+    ],
+)
 @_SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(_FLOATS))
 def test_linalg(name, data, dtype):
@@ -366,17 +536,33 @@ def test_linalg(name, data, dtype):
     spd = (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(dtype)
     tol = 1e-3 if dtype == "float32" else 1e-8
     if name in ("det", "inv", "slogdet", "cholesky", "eigvalsh", "matrix_power"):
-        _both(name, [spd] + ([data.draw(st.integers(-2, 3))] if name == "matrix_power" else []),
-              {}, tol, "linalg")
+        _both(
+            name,
+            [spd] + ([data.draw(st.integers(-2, 3))] if name == "matrix_power" else []),
+            {},
+            tol,
+            "linalg",
+        )
     elif name in ("svdvals", "matrix_rank", "trace", "diagonal", "matrix_norm", "pinv"):
-        kw = {"ord": data.draw(st.sampled_from(["fro", "nuc", 1, 2, -2, np.inf]))} \
-            if name == "matrix_norm" else {}
+        kw = (
+            {"ord": data.draw(st.sampled_from(["fro", "nuc", 1, 2, -2, np.inf]))}
+            if name == "matrix_norm"
+            else {}
+        )
         if name in ("trace", "diagonal"):
             kw = {"offset": data.draw(st.integers(-2, 2))}
         _both(name, [spd if name == "pinv" else a], kw, tol, "linalg")
     elif name == "vector_norm":
-        _both(name, [a], {"ord": data.draw(st.sampled_from([1, 2, np.inf, -np.inf, 0, 3])),
-                          "axis": data.draw(_axis(a.ndim))}, tol, "linalg")
+        _both(
+            name,
+            [a],
+            {
+                "ord": data.draw(st.sampled_from([1, 2, np.inf, -np.inf, 0, 3])),
+                "axis": data.draw(_axis(a.ndim)),
+            },
+            tol,
+            "linalg",
+        )
     elif name == "solve":
         b = data.draw(hnp.arrays(np.dtype(dtype), batch + (n, 2), elements=st.floats(-2, 2)))
         _both(name, [spd, b], {}, tol, "linalg")
@@ -408,8 +594,23 @@ def test_linalg(name, data, dtype):
         _both(name, [a[..., 0, :], spd], {}, tol)
 
 
-@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn",
-                                  "ifftn", "rfftn", "irfftn", "fftshift", "ifftshift"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fft",
+        "ifft",
+        "rfft",
+        "irfft",
+        "hfft",
+        "ihfft",
+        "fftn",
+        "ifftn",
+        "rfftn",
+        "irfftn",
+        "fftshift",
+        "ifftshift",
+    ],
+)
 @_SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(["float32", "float64", "complex64", "complex128"]))
 def test_fft(name, data, dtype):
@@ -425,9 +626,11 @@ def test_fft(name, data, dtype):
     elif name.endswith("n"):
         kw = {"norm": data.draw(st.sampled_from(["backward", "ortho", "forward"]))}
     else:
-        kw = {"norm": data.draw(st.sampled_from(["backward", "ortho", "forward"])),
-              "n": data.draw(st.one_of(st.none(), st.integers(2, 6))),
-              "axis": data.draw(st.integers(-x.ndim, x.ndim - 1))}
+        kw = {
+            "norm": data.draw(st.sampled_from(["backward", "ortho", "forward"])),
+            "n": data.draw(st.one_of(st.none(), st.integers(2, 6))),
+            "axis": data.draw(st.integers(-x.ndim, x.ndim - 1)),
+        }
     tol = 1e-3 if dtype in ("float32", "complex64") else 1e-9
     _both(name, [x], kw, tol, "fft")
     if name in ("fft", "ifft"):
@@ -436,13 +639,29 @@ def test_fft(name, data, dtype):
 
 
 def test_namespace_is_complete():
-    names = [n for n in dir(strict) if not n.startswith("_") and n not in (
-        "ArrayAPIStrictFlags", "Device", "ModuleType", "get_array_api_strict_flags",
-        "reset_array_api_strict_flags", "set_array_api_strict_flags")]
+    names = [
+        n
+        for n in dir(strict)
+        if not n.startswith("_")
+        and n
+        not in (
+            "ArrayAPIStrictFlags",
+            "Device",
+            "ModuleType",
+            "get_array_api_strict_flags",
+            "reset_array_api_strict_flags",
+            "set_array_api_strict_flags",
+        )
+    ]
     assert [n for n in names if not hasattr(xnp, n)] == []
     for ext in ("linalg", "fft"):
         mod = getattr(strict, ext)
-        names = [n for n in dir(mod) if not n.startswith("_") and callable(getattr(mod, n))
-                 and getattr(getattr(mod, n), "__module__", "").endswith(ext)]
+        names = [
+            n
+            for n in dir(mod)
+            if not n.startswith("_")
+            and callable(getattr(mod, n))
+            and getattr(getattr(mod, n), "__module__", "").endswith(ext)
+        ]
         assert [n for n in names if not hasattr(getattr(xnp, ext), n)] == []
     assert xnp.__array_api_version__ == "2024.12"

@@ -1,5 +1,6 @@
 """Tensor API, Python operators (NumPy broadcasting through broadcast_in_dim) and basic
 indexing (slice / reverse / reshape), checked against NumPy."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -9,6 +10,7 @@ from conftest import assert_tensor
 
 
 # -- Tensor API -------------------------------------------------------------------------
+
 
 def test_tensor_attributes_and_conversions():
     t = xo.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
@@ -47,14 +49,22 @@ def test_default_element_types():
 
 # -- operators map to the spec's ops -----------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", ["f32", "i32", "bf16", "ui8"])
 def test_operators_equal_the_spec_ops(dtype):
     a = xo.tensor([7, 9, 12, 3], dtype)
     b = xo.tensor([2, 3, 5, 3], dtype)
-    pairs = [(a + b, xo.add(a, b)), (a - b, xo.subtract(a, b)), (a * b, xo.multiply(a, b)),
-             (a % b, xo.remainder(a, b)), (a ** b, xo.power(a, b)),  # (equal for a, b > 0)
-             (a < b, xo.compare(a, b, "LT")), (a >= b, xo.compare(a, b, "GE")),
-             (a == b, xo.compare(a, b, "EQ")), (a != b, xo.compare(a, b, "NE"))]
+    pairs = [
+        (a + b, xo.add(a, b)),
+        (a - b, xo.subtract(a, b)),
+        (a * b, xo.multiply(a, b)),
+        (a % b, xo.remainder(a, b)),
+        (a**b, xo.power(a, b)),  # (equal for a, b > 0)
+        (a < b, xo.compare(a, b, "LT")),
+        (a >= b, xo.compare(a, b, "GE")),
+        (a == b, xo.compare(a, b, "EQ")),
+        (a != b, xo.compare(a, b, "NE")),
+    ]
     if dtype != "ui8":
         pairs.append((-a, xo.negate(a)))
     if a.dtype.is_float:
@@ -124,9 +134,11 @@ _shapes = st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
 @st.composite
 def _broadcastable(draw):
     out = draw(_shapes)
+
     def thin(shape):
         k = draw(st.integers(0, len(shape)))
         return tuple(1 if draw(st.booleans()) else d for d in shape[k:])
+
     return thin(out), thin(out)
 
 
@@ -136,12 +148,16 @@ def test_broadcasting_matches_numpy(shapes, dtype):
     rng = np.random.default_rng(0)
     a = rng.integers(-5, 6, shapes[0]).astype(dtype.replace("f", "float").replace("i", "int"))
     b = rng.integers(1, 6, shapes[1]).astype(a.dtype)
-    for got, want in [(xo.tensor(a) + xo.tensor(b), a + b), (xo.tensor(a) * b, a * b),
-                      (xo.tensor(a) > xo.tensor(b), a > b)]:
+    for got, want in [
+        (xo.tensor(a) + xo.tensor(b), a + b),
+        (xo.tensor(a) * b, a * b),
+        (xo.tensor(a) > xo.tensor(b), a > b),
+    ]:
         assert_tensor(got, want)
 
 
 # -- basic indexing -----------------------------------------------------------------------
+
 
 @st.composite
 def _index(draw):
@@ -159,9 +175,9 @@ def _index(draw):
             key.append(slice(None))
     if draw(st.booleans()):  # "..." stands for a run of dims (they become full slices)
         i = draw(st.integers(0, len(key)))
-        key[i:draw(st.integers(i, len(key)))] = [Ellipsis]
+        key[i : draw(st.integers(i, len(key)))] = [Ellipsis]
     else:  # trailing dims left out are full slices too
-        key = key[:draw(st.integers(0, len(key)))]
+        key = key[: draw(st.integers(0, len(key)))]
     for _ in range(draw(st.integers(0, 2))):
         key.insert(draw(st.integers(0, len(key))), None)
     return shape, tuple(key)
@@ -190,14 +206,26 @@ def test_indexing_examples_and_errors():
         t[1.5]
 
 
-@pytest.mark.parametrize("sa,sb", [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
-                                   ((5, 2, 3), (3, 4)), ((2, 1, 2, 3), (4, 3, 2)), ((3,), (2, 3, 4))])
+@pytest.mark.parametrize(
+    "sa,sb",
+    [
+        ((3,), (3,)),
+        ((2, 3), (3,)),
+        ((3,), (3, 4)),
+        ((2, 3), (3, 4)),
+        ((5, 2, 3), (3, 4)),
+        ((2, 1, 2, 3), (4, 3, 2)),
+        ((3,), (2, 3, 4)),
+    ],
+)
 def test_matmul_matches_numpy(sa, sb):
     rng = np.random.default_rng(1)
     a = rng.integers(-4, 5, sa).astype(np.float64)
     b = rng.integers(-4, 5, sb).astype(np.float64)
     assert_tensor(xo.tensor(a) @ xo.tensor(b), a @ b, "f64")
-    assert_tensor(xo.tensor(a.astype(np.int32)) @ b.astype(np.int32), (a @ b).astype(np.int32), "i32")
+    assert_tensor(
+        xo.tensor(a.astype(np.int32)) @ b.astype(np.int32), (a @ b).astype(np.int32), "i32"
+    )
 
 
 def test_matmul_errors():

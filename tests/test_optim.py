@@ -1,5 +1,6 @@
 """xops.optim: SGD / Adam / AdamW steps against hand-computed updates (and torch.optim
 when it imports), parameter identity, zero_grad, param groups, and lr schedules."""
+
 import math
 
 import numpy as np
@@ -52,10 +53,17 @@ def adam_ref(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False
     return out
 
 
-@pytest.mark.parametrize("kw", [
-    dict(lr=0.1), dict(lr=0.1, weight_decay=0.01), dict(lr=0.05, momentum=0.9),
-    dict(lr=0.05, momentum=0.9, dampening=0.5), dict(lr=0.05, momentum=0.9, nesterov=True),
-    dict(lr=0.05, momentum=0.8, weight_decay=0.1, nesterov=True)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(lr=0.1),
+        dict(lr=0.1, weight_decay=0.01),
+        dict(lr=0.05, momentum=0.9),
+        dict(lr=0.05, momentum=0.9, dampening=0.5),
+        dict(lr=0.05, momentum=0.9, nesterov=True),
+        dict(lr=0.05, momentum=0.8, weight_decay=0.1, nesterov=True),
+    ],
+)
 def test_sgd_matches_hand_computed_updates(kw):
     _, got = run(optim.SGD, **kw)
     for g, w in zip(got, sgd_ref(**kw)):
@@ -68,10 +76,16 @@ def test_sgd_first_step_by_hand():
     np.testing.assert_allclose(got[0], [1.0 - 0.1, -2.0 + 0.2, 0.5 - 0.225], rtol=1e-15)
 
 
-@pytest.mark.parametrize("cls,kw", [
-    (optim.Adam, dict(lr=0.01)), (optim.Adam, dict(lr=0.1, betas=(0.8, 0.9), eps=1e-6)),
-    (optim.Adam, dict(lr=0.01, weight_decay=0.1)), (optim.AdamW, dict(lr=0.01)),
-    (optim.AdamW, dict(lr=0.1, weight_decay=0.5))])
+@pytest.mark.parametrize(
+    "cls,kw",
+    [
+        (optim.Adam, dict(lr=0.01)),
+        (optim.Adam, dict(lr=0.1, betas=(0.8, 0.9), eps=1e-6)),
+        (optim.Adam, dict(lr=0.01, weight_decay=0.1)),
+        (optim.AdamW, dict(lr=0.01)),
+        (optim.AdamW, dict(lr=0.1, weight_decay=0.5)),
+    ],
+)
 def test_adam_matches_hand_computed_updates(cls, kw):
     _, got = run(cls, **kw)
     ref_kw = dict(kw)
@@ -154,6 +168,7 @@ def test_optimizer_argument_errors():
 # Learning-rate schedules
 # ---------------------------------------------------------------------------------------
 
+
 def _lrs(sched_cls, epochs, lr=0.1, **kw):
     opt = optim.SGD([xo.tensor([1.0], requires_grad=True)], lr=lr)
     s = sched_cls(opt, **kw)
@@ -167,13 +182,15 @@ def _lrs(sched_cls, epochs, lr=0.1, **kw):
 
 def test_step_and_cosine_schedules():
     assert _lrs(optim.StepLR, 7, step_size=3, gamma=0.5) == pytest.approx(
-        [0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025])
+        [0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025]
+    )
     got = _lrs(optim.CosineAnnealingLR, 12, T_max=10, eta_min=0.01)
     want = [0.01 + 0.09 * (1 + math.cos(math.pi * min(t, 10) / 10)) / 2 for t in range(12)]
     assert got == pytest.approx(want)
     assert got[10] == pytest.approx(0.01) and got[11] == pytest.approx(0.01)
     assert _lrs(optim.LambdaLR, 3, lr_lambda=lambda e: 1 / (e + 1)) == pytest.approx(
-        [0.1, 0.05, 0.1 / 3])
+        [0.1, 0.05, 0.1 / 3]
+    )
 
 
 def test_schedule_state_round_trip():
@@ -191,6 +208,7 @@ def test_schedule_state_round_trip():
 # State dicts: save, load, continue
 # ---------------------------------------------------------------------------------------
 
+
 def _model(seed):
     xo.random_seed(seed)
     return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3))
@@ -198,24 +216,39 @@ def _model(seed):
 
 def _batches(n):
     rng = np.random.default_rng(7)
-    return [(xo.tensor(rng.standard_normal((8, 4)).astype(np.float32)),
-             xo.tensor(rng.integers(0, 3, 8))) for _ in range(n)]
+    return [
+        (
+            xo.tensor(rng.standard_normal((8, 4)).astype(np.float32)),
+            xo.tensor(rng.integers(0, 3, 8)),
+        )
+        for _ in range(n)
+    ]
 
 
 _OPTIMIZERS = [
-    (optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01), optim.StepLR,
-     dict(step_size=2, gamma=0.5)),
+    (
+        optim.SGD,
+        dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
+        optim.StepLR,
+        dict(step_size=2, gamma=0.5),
+    ),
     (optim.SGD, dict(lr=0.1, momentum=0.5, dampening=0.1), None, None),
-    (optim.Adam, dict(lr=0.01, betas=(0.8, 0.95), weight_decay=0.1), optim.CosineAnnealingLR,
-     dict(T_max=5, eta_min=0.001)),
-    (optim.AdamW, dict(lr=0.02), optim.LambdaLR, dict(lr_lambda=lambda e: 0.9 ** e)),
+    (
+        optim.Adam,
+        dict(lr=0.01, betas=(0.8, 0.95), weight_decay=0.1),
+        optim.CosineAnnealingLR,
+        dict(T_max=5, eta_min=0.001),
+    ),
+    (optim.AdamW, dict(lr=0.02), optim.LambdaLR, dict(lr_lambda=lambda e: 0.9**e)),
 ]
 
 
 def _setup(seed, opt_cls, kw, sched_cls, skw):
     m = _model(seed)
-    groups = [{"params": m[0].parameters() + m[1].parameters()},
-              {"params": m[3].parameters(), "lr": kw["lr"] / 2}]
+    groups = [
+        {"params": m[0].parameters() + m[1].parameters()},
+        {"params": m[3].parameters(), "lr": kw["lr"] / 2},
+    ]
     opt = opt_cls(groups, **kw)
     return m, opt, (sched_cls(opt, **skw) if sched_cls else None)
 
@@ -234,11 +267,14 @@ def _bits(module):
     return {k: np.asarray(v).tobytes() for k, v in module.state_dict().items()}
 
 
-@pytest.mark.parametrize("opt_cls,kw,sched_cls,skw", _OPTIMIZERS,
-                         ids=["SGD_nesterov_StepLR", "SGD_dampening", "Adam_Cosine",
-                              "AdamW_Lambda"])
-def test_save_load_and_continue_equals_uninterrupted_training(tmp_path, opt_cls, kw,
-                                                              sched_cls, skw):
+@pytest.mark.parametrize(
+    "opt_cls,kw,sched_cls,skw",
+    _OPTIMIZERS,
+    ids=["SGD_nesterov_StepLR", "SGD_dampening", "Adam_Cosine", "AdamW_Lambda"],
+)
+def test_save_load_and_continue_equals_uninterrupted_training(
+    tmp_path, opt_cls, kw, sched_cls, skw
+):
     batches = _batches(7)
     m, opt, sched = _setup(0, opt_cls, kw, sched_cls, skw)
     _train(m, opt, sched, batches)  # uninterrupted: 7 steps
@@ -270,8 +306,11 @@ def test_save_load_and_continue_equals_uninterrupted_training(tmp_path, opt_cls,
     for i, entries in want["state"].items():
         for k, v in entries.items():
             w = got["state"][i][k]
-            assert (np.asarray(w).tobytes() == np.asarray(v).tobytes()
-                    if isinstance(v, xo.Tensor) else w == v)
+            assert (
+                np.asarray(w).tobytes() == np.asarray(v).tobytes()
+                if isinstance(v, xo.Tensor)
+                else w == v
+            )
 
 
 def test_state_dict_layout_is_pytorchs():
@@ -283,8 +322,9 @@ def test_state_dict_layout_is_pytorchs():
     opt.step()
     sd = opt.state_dict()
     assert [g["params"] for g in sd["param_groups"]] == [[0, 1], [2]]
-    assert sd["param_groups"][1] == dict(lr=0.5, betas=(0.9, 0.999), eps=1e-8,
-                                         weight_decay=0.0, params=[2])
+    assert sd["param_groups"][1] == dict(
+        lr=0.5, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, params=[2]
+    )
     assert sorted(sd["state"]) == [0, 2]  # b had no gradient: no state
     assert sorted(sd["state"][0]) == ["exp_avg", "exp_avg_sq", "step"]
     assert sd["state"][2]["step"] == 1
@@ -309,12 +349,18 @@ def test_load_state_dict_checks_groups_and_shapes():
     a.grad = xo.tensor([1.0, 1.0])
     opt.step()
     sd = opt.state_dict()
-    two = optim.SGD([{"params": [xo.tensor([1.0, 2.0], requires_grad=True)]},
-                     {"params": [xo.tensor([1.0], requires_grad=True)]}], lr=0.1)
+    two = optim.SGD(
+        [
+            {"params": [xo.tensor([1.0, 2.0], requires_grad=True)]},
+            {"params": [xo.tensor([1.0], requires_grad=True)]},
+        ],
+        lr=0.1,
+    )
     with pytest.raises(ValueError, match="1 parameter groups, this optimizer 2"):
         two.load_state_dict(sd)
-    bigger = optim.SGD([xo.tensor([1.0, 2.0], requires_grad=True),
-                        xo.tensor([1.0], requires_grad=True)], lr=0.1)
+    bigger = optim.SGD(
+        [xo.tensor([1.0, 2.0], requires_grad=True), xo.tensor([1.0], requires_grad=True)], lr=0.1
+    )
     with pytest.raises(ValueError, match="group 0 has 1 parameters in the state, 2"):
         bigger.load_state_dict(sd)
     other = optim.SGD([xo.tensor([1.0, 2.0, 3.0], requires_grad=True)], lr=0.2)
@@ -349,10 +395,16 @@ def test_scheduler_state_holds_its_settings_and_round_trips_through_npz(tmp_path
 # Against torch.optim (skipped when torch is not installed)
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,kw", [
-    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
-    ("SGD", dict(lr=0.1, momentum=0.5, dampening=0.1)),
-    ("Adam", dict(lr=0.01, weight_decay=0.1)), ("AdamW", dict(lr=0.05, weight_decay=0.2))])
+
+@pytest.mark.parametrize(
+    "name,kw",
+    [
+        ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+        ("SGD", dict(lr=0.1, momentum=0.5, dampening=0.1)),
+        ("Adam", dict(lr=0.01, weight_decay=0.1)),
+        ("AdamW", dict(lr=0.05, weight_decay=0.2)),
+    ],
+)
 def test_optimizers_match_torch(name, kw):
     torch = pytest.importorskip("torch")
     tp = torch.tensor(P0, requires_grad=True)
@@ -371,8 +423,10 @@ def test_optimizers_match_torch(name, kw):
 
 def test_schedules_match_torch():
     torch = pytest.importorskip("torch")
-    for cls, kw in [("StepLR", dict(step_size=2, gamma=0.3)),
-                    ("CosineAnnealingLR", dict(T_max=5, eta_min=0.001))]:
+    for cls, kw in [
+        ("StepLR", dict(step_size=2, gamma=0.3)),
+        ("CosineAnnealingLR", dict(T_max=5, eta_min=0.001)),
+    ]:
         tp = torch.zeros(1, requires_grad=True)
         topt = torch.optim.SGD([tp], lr=0.2)
         ts = getattr(torch.optim.lr_scheduler, cls)(topt, **kw)

@@ -5,11 +5,11 @@ The reference below is written from the spec's formulas with exact rational arit
 (fractions.Fraction) and an explicit table of the expressed type's values, so it shares
 no rounding code with xops.
 """
+
 import bisect
 import functools
 from fractions import Fraction
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -24,6 +24,7 @@ AXIS = "!quant.uniform<i8:f32:0, {0.1:-30,0.5:-20}>"
 # Reference: the spec's quantize / dequantize, exactly
 # ---------------------------------------------------------------------------------------
 
+
 @functools.lru_cache(None)
 def _finite_values(np_dtype):
     """Every finite value of a float type of <= 16 bits, sorted, as Python floats."""
@@ -31,7 +32,8 @@ def _finite_values(np_dtype):
     if np_dtype == np.float32:
         return None
     bits = np.arange(1 << (8 * np_dtype.itemsize), dtype=np.uint64).astype(
-        {1: np.uint8, 2: np.uint16}[np_dtype.itemsize])
+        {1: np.uint8, 2: np.uint16}[np_dtype.itemsize]
+    )
     with np.errstate(invalid="ignore"):  # NaN payloads
         v = bits.view(np_dtype).astype(np.float64)
     return sorted(set(float(x) for x in v[np.isfinite(v)]))
@@ -41,14 +43,17 @@ def round_to(q, np_dtype):
     """Fraction q rounded to nearest-even in the float type (NaN/inf not produced here)."""
     if np.dtype(np_dtype) == np.float32:
         lo = np.float32(float(q))  # within one ulp; the exact distances decide below
-        cands = {float(lo), float(np.nextafter(lo, np.float32(np.inf))),
-                 float(np.nextafter(lo, np.float32(-np.inf)))}
+        cands = {
+            float(lo),
+            float(np.nextafter(lo, np.float32(np.inf))),
+            float(np.nextafter(lo, np.float32(-np.inf))),
+        }
         vals = sorted(cands)
     else:
         vals = _finite_values(np_dtype)
     i = bisect.bisect_left(vals, float(q))
     best = None
-    for c in vals[max(i - 2, 0):i + 2]:
+    for c in vals[max(i - 2, 0) : i + 2]:
         d = abs(Fraction(c) - q)
         if best is None or d < best[0] or (d == best[0] and _even(c, np_dtype)):
             best = (d, c)
@@ -56,8 +61,12 @@ def round_to(q, np_dtype):
 
 
 def _even(c, np_dtype):
-    bits = np.asarray(c).astype(np_dtype).reshape(1).view(
-        {1: np.uint8, 2: np.uint16, 4: np.uint32}[np.dtype(np_dtype).itemsize])
+    bits = (
+        np.asarray(c)
+        .astype(np_dtype)
+        .reshape(1)
+        .view({1: np.uint8, 2: np.uint16, 4: np.uint32}[np.dtype(np_dtype).itemsize])
+    )
     return int(bits[0]) % 2 == 0
 
 
@@ -100,9 +109,13 @@ def test_quantize_and_dequantize_match_the_reference(text):
     qt = xo.as_dtype(text)
     rng = np.random.default_rng(7)
     span = (qt.storage_max - qt.storage_min) * qt.scale
-    x = np.concatenate([rng.uniform(-1.2 * span, 1.2 * span, 200),
-                        (np.arange(-40, 41) + 0.5) * qt.scale,  # ties of x / scale
-                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30]])
+    x = np.concatenate(
+        [
+            rng.uniform(-1.2 * span, 1.2 * span, 200),
+            (np.arange(-40, 41) + 0.5) * qt.scale,  # ties of x / scale
+            [0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30],
+        ]
+    )
     xt = xo.tensor(x.astype(np.float64), qt.expressed_type)
     xs = np.asarray(xt).astype(np.float64)
     got = xo.uniform_quantize(xt, qt)
@@ -114,8 +127,9 @@ def test_quantize_and_dequantize_match_the_reference(text):
         storage = storage[:: storage.size // 300]
     back = xo.uniform_dequantize(xo.tensor(storage, qt))
     assert back.dtype == qt.expressed_type
-    assert_tensor(back, np.array([ref_dequantize(i, qt) for i in storage]).astype(
-        qt.expressed_type.np))
+    assert_tensor(
+        back, np.array([ref_dequantize(i, qt) for i in storage]).astype(qt.expressed_type.np)
+    )
 
 
 def test_spec_examples():
@@ -127,8 +141,9 @@ def test_spec_examples():
 
 
 def test_per_axis_uses_each_slice_parameters():
-    qt = xo.QuantizedType("i8", "f32", scales=[0.5, 2.0, 0.25], zero_points=[0, 3, -4],
-                          quantization_dimension=1)
+    qt = xo.QuantizedType(
+        "i8", "f32", scales=[0.5, 2.0, 0.25], zero_points=[0, 3, -4], quantization_dimension=1
+    )
     x = np.array([[1.0, 4.0, 1.0], [-3.0, 10.0, 30.0]], np.float32)
     q = xo.uniform_quantize(xo.tensor(x), qt)
     want = [[ref_quantize(x[i, j], qt, j) for j in range(3)] for i in range(2)]
@@ -148,26 +163,52 @@ def test_type_text_and_identity():
     assert xo.is_quantized(qt) and not xo.is_quantized(xo.float32)
 
 
-@pytest.mark.parametrize("kwargs, label", [
-    (dict(storage_type="f16", expressed_type="f32", scales=1.0), "C1"),
-    (dict(storage_type="i8", expressed_type="i32", scales=1.0), "C1"),
-    (dict(storage_type="i16", expressed_type="f16", scales=1.0), "C1"),
-    (dict(storage_type="i8", expressed_type="f32", scales=1.0, storage_min=1.5), "C2"),
-    (dict(storage_type="i8", expressed_type="f32", scales=1.0, storage_max="9"), "C3"),
-    (dict(storage_type="i8", expressed_type="f32", scales=1.0, storage_min=5, storage_max=5), "C4"),
-    (dict(storage_type="i8", expressed_type="f32", scales=1.0, storage_max=128), "C4"),
-    (dict(storage_type="i8", expressed_type="f32", scales=0.0), "C6"),
-    (dict(storage_type="i8", expressed_type="f32", scales=-1.0), "C6"),
-    (dict(storage_type="i8", expressed_type="f32", scales=np.inf), "C7"),
-    (dict(storage_type="i8", expressed_type="f32", scales=1e39), "C7"),  # inf in f32 (C5)
-    (dict(storage_type="i8", expressed_type="f32", scales=1.0, zero_points=100,
-          storage_min=-10, storage_max=10), "C8"),
-    (dict(storage_type="i8", expressed_type="f32", scales=1.0, zero_points=200), "C9"),
-    (dict(storage_type="i8", expressed_type="f32", scales=[1.0, 2.0], zero_points=[1, 2, 3],
-          quantization_dimension=0), "C10"),
-    (dict(storage_type="i8", expressed_type="f32", scales=[1.0, 2.0]), "C11"),
-    (dict(storage_type="i8", expressed_type="f32", scales=1.0, quantization_dimension=-1), "C12"),
-])
+@pytest.mark.parametrize(
+    "kwargs, label",
+    [
+        (dict(storage_type="f16", expressed_type="f32", scales=1.0), "C1"),
+        (dict(storage_type="i8", expressed_type="i32", scales=1.0), "C1"),
+        (dict(storage_type="i16", expressed_type="f16", scales=1.0), "C1"),
+        (dict(storage_type="i8", expressed_type="f32", scales=1.0, storage_min=1.5), "C2"),
+        (dict(storage_type="i8", expressed_type="f32", scales=1.0, storage_max="9"), "C3"),
+        (
+            dict(storage_type="i8", expressed_type="f32", scales=1.0, storage_min=5, storage_max=5),
+            "C4",
+        ),
+        (dict(storage_type="i8", expressed_type="f32", scales=1.0, storage_max=128), "C4"),
+        (dict(storage_type="i8", expressed_type="f32", scales=0.0), "C6"),
+        (dict(storage_type="i8", expressed_type="f32", scales=-1.0), "C6"),
+        (dict(storage_type="i8", expressed_type="f32", scales=np.inf), "C7"),
+        (dict(storage_type="i8", expressed_type="f32", scales=1e39), "C7"),  # inf in f32 (C5)
+        (
+            dict(
+                storage_type="i8",
+                expressed_type="f32",
+                scales=1.0,
+                zero_points=100,
+                storage_min=-10,
+                storage_max=10,
+            ),
+            "C8",
+        ),
+        (dict(storage_type="i8", expressed_type="f32", scales=1.0, zero_points=200), "C9"),
+        (
+            dict(
+                storage_type="i8",
+                expressed_type="f32",
+                scales=[1.0, 2.0],
+                zero_points=[1, 2, 3],
+                quantization_dimension=0,
+            ),
+            "C10",
+        ),
+        (dict(storage_type="i8", expressed_type="f32", scales=[1.0, 2.0]), "C11"),
+        (
+            dict(storage_type="i8", expressed_type="f32", scales=1.0, quantization_dimension=-1),
+            "C12",
+        ),
+    ],
+)
 def test_type_constraints(kwargs, label):
     with raises_spec("quantized type", label):
         xo.QuantizedType(**kwargs)
@@ -207,6 +248,7 @@ def test_op_constraints():
 # Other ops: dequantize -> op -> quantize
 # ---------------------------------------------------------------------------------------
 
+
 def q(values, text=Q8):
     return xo.uniform_quantize(xo.tensor(np.asarray(values, np.float32)), text)
 
@@ -228,8 +270,22 @@ def test_conformance_add_with_the_result_type_of_rhs():
     assert (a + b).dtype == a.dtype and real(a + b).tolist() == pytest.approx([4.0, 6.0])
 
 
-@pytest.mark.parametrize("name", ["abs", "negate", "exponential", "tanh", "logistic", "sine",
-                                  "floor", "round_nearest_afz", "sqrt", "sign", "cbrt"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "abs",
+        "negate",
+        "exponential",
+        "tanh",
+        "logistic",
+        "sine",
+        "floor",
+        "round_nearest_afz",
+        "sqrt",
+        "sign",
+        "cbrt",
+    ],
+)
 def test_unary_ops_dequantize_op_quantize(name):
     op = getattr(xo, name)
     x = q([0.3, 1.5, 2.0, 2.6, 0.0, 5.5])
@@ -238,8 +294,10 @@ def test_unary_ops_dequantize_op_quantize(name):
     assert got.numpy().tolist() == dq_op_q(op, x).numpy().tolist()
 
 
-@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "maximum",
-                                  "minimum", "power", "atan2", "remainder"])
+@pytest.mark.parametrize(
+    "name",
+    ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "atan2", "remainder"],
+)
 def test_binary_ops_dequantize_op_quantize(name):
     op = getattr(xo, name)
     a = q([0.5, 1.5, 2.0, 3.0])
@@ -247,8 +305,10 @@ def test_binary_ops_dequantize_op_quantize(name):
     got = op(a, b)
     assert got.numpy().tolist() == dq_op_q(op, a, b).numpy().tolist()
     with_float = op(a, 2.0)  # a Python number is a real value
-    assert with_float.numpy().tolist() == xo.uniform_quantize(
-        op(xo.uniform_dequantize(a), 2.0), Q8).numpy().tolist()
+    assert (
+        with_float.numpy().tolist()
+        == xo.uniform_quantize(op(xo.uniform_dequantize(a), 2.0), Q8).numpy().tolist()
+    )
 
 
 def test_compare_select_clamp():
@@ -264,10 +324,16 @@ def test_compare_select_clamp():
 
 def test_dot_general_and_convolution():
     rng = np.random.default_rng(3)
-    a, b = q(rng.uniform(-1, 1, (2, 3))), q(rng.uniform(-1, 1, (3, 2)), "!quant.uniform<i8:f32, 0.02>")
+    a = q(rng.uniform(-1, 1, (2, 3)))
+    b = q(rng.uniform(-1, 1, (3, 2)), "!quant.uniform<i8:f32, 0.02>")
     got = xo.dot_general(a, b, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
-    want = dq_op_q(lambda x, y: xo.dot_general(x, y, lhs_contracting_dimensions=[1],
-                                               rhs_contracting_dimensions=[0]), a, b)
+    want = dq_op_q(
+        lambda x, y: xo.dot_general(
+            x, y, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0]
+        ),
+        a,
+        b,
+    )
     assert got.numpy().tolist() == want.numpy().tolist()
     x, w = q(rng.uniform(-1, 1, (1, 1, 4, 4))), q(rng.uniform(-1, 1, (2, 1, 3, 3)))
     assert xo.convolution(x, w).numpy().tolist() == dq_op_q(xo.convolution, x, w).numpy().tolist()
@@ -288,6 +354,7 @@ def test_batch_norm_training_results_take_matching_types():
 # Data movement on storage integers
 # ---------------------------------------------------------------------------------------
 
+
 def test_movement_keeps_storage_and_type():
     x = xo.tensor(np.arange(-6, 6, dtype=np.int8).reshape(3, 4), Q8)
     s = x.numpy()
@@ -298,11 +365,23 @@ def test_movement_keeps_storage_and_type():
         (xo.reverse(x, [1]), s[:, ::-1]),
         (xo.broadcast_in_dim(x, [1, 2], [2, 3, 4]), np.broadcast_to(s, (2, 3, 4))),
         (xo.concatenate([x, x], 0), np.concatenate([s, s])),
-        (xo.pad(x, xo.tensor(-30, Q8), [1, 0], [0, 0], [0, 0]),
-         np.pad(s, [(1, 0), (0, 0)], constant_values=-30)),
+        (
+            xo.pad(x, xo.tensor(-30, Q8), [1, 0], [0, 0], [0, 0]),
+            np.pad(s, [(1, 0), (0, 0)], constant_values=-30),
+        ),
         (xo.dynamic_slice(x, [xo.tensor(5), xo.tensor(1)], [2, 2]), s[1:3, 1:3]),  # clamped
-        (xo.gather(x, xo.tensor([[2], [0]]), offset_dims=[1], collapsed_slice_dims=[0],
-                   start_index_map=[0], index_vector_dim=1, slice_sizes=[1, 4]), s[[2, 0]]),
+        (
+            xo.gather(
+                x,
+                xo.tensor([[2], [0]]),
+                offset_dims=[1],
+                collapsed_slice_dims=[0],
+                start_index_map=[0],
+                index_vector_dim=1,
+                slice_sizes=[1, 4],
+            ),
+            s[[2, 0]],
+        ),
         (x[1:, ::2], s[1:, ::2]),
     ]
     for got, want in cases:
@@ -353,6 +432,7 @@ def test_bitcast_convert_uses_storage_types():
 # Ops with bodies: the body sees quantized values
 # ---------------------------------------------------------------------------------------
 
+
 def test_reduce_requantizes_after_every_application():
     qt = xo.as_dtype("!quant.uniform<i8:f32, 0.3:0>")
     vals = [0.31, 0.44, 0.9, 1.2, -0.6]
@@ -374,9 +454,16 @@ def test_sort_reduce_window_scatter_on_quantized():
     w = xo.reduce_window(x, q([-5.0])[0], [2], [1], body=xo.maximum)
     np.testing.assert_array_equal(real(w), np.maximum(real(x)[:-1], real(x)[1:]))
     upd = q([1.0, 1.0])
-    sc = xo.scatter(x, xo.tensor([[1], [1]]), upd, update_window_dims=[],
-                    inserted_window_dims=[0], scatter_dims_to_operand_dims=[0],
-                    index_vector_dim=1, update_computation=xo.add)
+    sc = xo.scatter(
+        x,
+        xo.tensor([[1], [1]]),
+        upd,
+        update_window_dims=[],
+        inserted_window_dims=[0],
+        scatter_dims_to_operand_dims=[0],
+        index_vector_dim=1,
+        update_computation=xo.add,
+    )
     assert real(sc).tolist() == pytest.approx([0.4, 1.0, 2.5, 0.0, 1.1])
 
 
@@ -416,24 +503,42 @@ def test_contraction_constraints():
     with raises_spec("dot_general", "C15"):
         xo.dot_general(a, q([[1.0], [0.5]], "!quant.uniform<i16:f32, 0.05>"), **dims)
     with raises_spec("dot_general", "C16"):
-        xo.dot_general(a, q([[1.0], [0.5]], "!quant.uniform<i8:f32, 0.05>"), **dims,
-                       preferred_element_type="!quant.uniform<i8:f64, 0.05>")
+        xo.dot_general(
+            a,
+            q([[1.0], [0.5]], "!quant.uniform<i8:f32, 0.05>"),
+            **dims,
+            preferred_element_type="!quant.uniform<i8:f64, 0.05>",
+        )
     with raises_spec("dot_general", "C17"):
         xo.dot_general(a, q([[1.0], [0.5]]), **dims)
     x = q(np.ones((1, 1, 3, 3)))
-    w_axis = xo.tensor(np.ones((2, 1, 2, 2), np.int8),
-                       xo.QuantizedType("i8", "f32", [0.5, 0.25], [0, 0], quantization_dimension=0))
+    w_axis = xo.tensor(
+        np.ones((2, 1, 2, 2), np.int8),
+        xo.QuantizedType("i8", "f32", [0.5, 0.25], [0, 0], quantization_dimension=0),
+    )
     assert xo.convolution(x, w_axis).shape == (1, 2, 2, 2)
     with raises_spec("convolution", "C28"):
         xo.convolution(xo.tensor(np.ones((1, 1, 3, 3), np.float32)), w_axis)
     with raises_spec("convolution", "C29"):
         xo.convolution(x, q(np.ones((1, 1, 2, 2)), "!quant.uniform<ui8:f32, 0.5>"))
     with raises_spec("convolution", "C31"):
-        xo.convolution(x, q(np.ones((2, 1, 2, 2))),
-                       preferred_element_type=w_axis.dtype.replace(quantization_dimension=1))
+        xo.convolution(
+            x,
+            q(np.ones((2, 1, 2, 2))),
+            preferred_element_type=w_axis.dtype.replace(quantization_dimension=1),
+        )
     with raises_spec("convolution", "C32"):
-        xo.convolution(x, xo.tensor(np.ones((2, 2, 2, 2), np.int8),
-                                    w_axis.dtype.replace(quantization_dimension=1)))
+        xo.convolution(
+            x,
+            xo.tensor(
+                np.ones((2, 2, 2, 2), np.int8), w_axis.dtype.replace(quantization_dimension=1)
+            ),
+        )
     with raises_spec("convolution", "C33"):
-        xo.convolution(x, w_axis, preferred_element_type=xo.QuantizedType(
-            "i8", "f32", [1.0, 1.0], [0, 0], quantization_dimension=0))
+        xo.convolution(
+            x,
+            w_axis,
+            preferred_element_type=xo.QuantizedType(
+                "i8", "f32", [1.0, 1.0], [0, 0], quantization_dimension=0
+            ),
+        )

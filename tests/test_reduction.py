@@ -1,6 +1,7 @@
 """reduce and map: the spec examples, the kernels and the generic (vectorised) path
 against the naive references over an attribute zoo, parallel == serial bit for bit,
 jax.lax.reduce cross-checks, and one negative test per constraint label."""
+
 import numpy as np
 import pytest
 
@@ -21,8 +22,9 @@ def generic_max(a, b):
 
 def argmax_body(av, ai, bv, bi):
     """(value, index) pairs: the larger value, ties to the lower index."""
-    pick_a = xo.or_(xo.compare(av, bv, "GT"),
-                    xo.and_(xo.compare(av, bv, "EQ"), xo.compare(ai, bi, "LT")))
+    pick_a = xo.or_(
+        xo.compare(av, bv, "GT"), xo.and_(xo.compare(av, bv, "EQ"), xo.compare(ai, bi, "LT"))
+    )
     return xo.select(pick_a, av, bv), xo.select(pick_a, ai, bi)
 
 
@@ -33,6 +35,7 @@ def small_ints(shape, dtype, rng, lo=-4, hi=5):
 # ---------------------------------------------------------------------------------------
 # body recognition
 # ---------------------------------------------------------------------------------------
+
 
 def test_body_recognition():
     import xops.ops.elementwise as ew
@@ -51,21 +54,61 @@ def test_body_recognition():
     assert binary_op_name(lambda a, b: ew.and_(a, b)) == "and"
     assert binary_op_name(closure()) == "minimum"
     assert binary_op_name(named) == "or"
-    for not_it in (generic_add, lambda a, b: xo.add(b, a), lambda a, b: a + b,
-                   lambda a, b, c=0: xo.add(a, b), lambda *a: xo.add(*a), sum,
-                   lambda a, b: xo.add(a, a), lambda a, b: xo.compare(a, b, "GE")):
+    for not_it in (
+        generic_add,
+        lambda a, b: xo.add(b, a),
+        lambda a, b: a + b,
+        lambda a, b, c=0: xo.add(a, b),
+        lambda *a: xo.add(*a),
+        sum,
+        lambda a, b: xo.add(a, a),
+        lambda a, b: xo.compare(a, b, "GE"),
+    ):
         assert binary_op_name(not_it) is None
     assert comparison_direction(lambda a, b: xo.compare(a, b, "GE")) == "GE"
     assert comparison_direction(lambda a, b: xo.compare(a, b, comparison_direction="lt")) == "LT"
-    for not_it in (lambda a, b: xo.compare(b, a, "GE"), xo.compare, xo.add,
-                   lambda a, b: xo.compare(a, b, "GE", "TOTALORDER"),
-                   lambda a, b: xo.not_(xo.compare(a, b, "LT"))):
+    for not_it in (
+        lambda a, b: xo.compare(b, a, "GE"),
+        xo.compare,
+        xo.add,
+        lambda a, b: xo.compare(a, b, "GE", "TOTALORDER"),
+        lambda a, b: xo.not_(xo.compare(a, b, "LT")),
+    ):
         assert comparison_direction(not_it) is None
+
+
+def test_tagged_bodies_say_what_they_are():
+    from xops.ops._bodies import Body, compare_call, is_overwrite
+
+    add = Body.builtin("add")
+    assert binary_op_name(add) == "add" and comparison_direction(add) is None
+    ge = Body.compare("ge")
+    assert comparison_direction(ge) == "GE" and binary_op_name(ge) is None
+    assert compare_call(Body.compare("LT", "TOTALORDER")) == ("LT", "TOTALORDER")
+    assert comparison_direction(Body.compare("LT", "TOTALORDER")) is None
+    assert compare_call(ge, 4) is None  # a sort comparator over 2 inputs takes 4 values
+    assert is_overwrite(Body.overwrite()) and is_overwrite(lambda a, b: b)
+    assert not is_overwrite(lambda a, b: a) and not is_overwrite(add)
+    # a traced body (a StableHLO region) is never recognised, whatever it calls
+    traced = Body.traced(xo.add, "region_of_stablehlo_reduce")
+    assert binary_op_name(traced) is None and compare_call(traced) is None
+    assert not is_overwrite(Body.traced(lambda a, b: b, "r"))
+    # they run like the functions they stand for, on the kernels and the generic path
+    x = xo.tensor(np.array([[3.0, -1.0, 2.0], [0.5, 4.0, -2.0]], np.float32))
+    np.testing.assert_array_equal(np.asarray(xo.reduce(x, 0.0, [1], add)), [4.0, 2.5])
+    np.testing.assert_array_equal(np.asarray(xo.reduce(x, 0.0, [1], traced)), [4.0, 2.5])
+    np.testing.assert_array_equal(np.asarray(ge(x, x)), np.ones((2, 3), bool))
+    assert "region_of_stablehlo_reduce" in repr(traced)
+    with pytest.raises(ValueError):
+        Body.builtin("divide")
+    with pytest.raises(ValueError):
+        Body.compare("GEQ")
 
 
 # ---------------------------------------------------------------------------------------
 # reduce: spec example, zoo against the reference
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("body", [xo.add, lambda a, b: xo.add(a, b), generic_add])
 def test_reduce_spec_example(body):
@@ -74,15 +117,28 @@ def test_reduce_spec_example(body):
 
 
 REDUCE_ZOO = [  # shape, dimensions
-    ((2, 3, 4), [1]), ((2, 3, 4), [0, 2]), ((2, 3, 4), [2, 0]), ((2, 3, 4), []),
-    ((2, 3, 4), [2, 1, 0]), ((3, 0, 2), [1]), ((3, 0, 2), [0]), ((), []), ((5,), [0]),
-    ((4, 1, 3), [0, 2]), ((1, 5, 1), [1]), ((2, 3, 2, 2), [1, 3]), ((3, 7), [0]),
+    ((2, 3, 4), [1]),
+    ((2, 3, 4), [0, 2]),
+    ((2, 3, 4), [2, 0]),
+    ((2, 3, 4), []),
+    ((2, 3, 4), [2, 1, 0]),
+    ((3, 0, 2), [1]),
+    ((3, 0, 2), [0]),
+    ((), []),
+    ((5,), [0]),
+    ((4, 1, 3), [0, 2]),
+    ((1, 5, 1), [1]),
+    ((2, 3, 2, 2), [1, 3]),
+    ((3, 7), [0]),
 ]
 
 
 @pytest.mark.parametrize("shape,dims", REDUCE_ZOO, ids=str)
-@pytest.mark.parametrize("body", [xo.add, xo.maximum, xo.multiply, generic_add],
-                         ids=["add", "maximum", "multiply", "generic"])
+@pytest.mark.parametrize(
+    "body",
+    [xo.add, xo.maximum, xo.multiply, generic_add],
+    ids=["add", "maximum", "multiply", "generic"],
+)
 def test_reduce_against_reference(shape, dims, body):
     rng = np.random.default_rng(len(shape) * 10 + len(dims))
     x = small_ints(shape, "f32", rng, -2, 3)
@@ -94,12 +150,25 @@ def test_reduce_against_reference(shape, dims, body):
 # every kernel element type (f32, f64, i64, ui64) and op at least once, with few
 # specialisations (CI compiles them cold): i64 add/and/or, ui64 maximum, f64 minimum,
 # f32 add/maximum/multiply (the zoo)
-@pytest.mark.parametrize("dtype,body,init", [
-    ("i64", xo.add, 0), ("i8", xo.add, 0), ("i4", xo.add, 0), ("ui64", xo.maximum, 0),
-    ("ui8", xo.and_, 255), ("i16", xo.or_, 0), ("i1", xo.and_, True), ("i1", xo.or_, False),
-    ("i1", xo.add, False), ("i1", xo.minimum, True), ("f64", xo.minimum, float("inf")),
-    ("bf16", xo.maximum, float("-inf")), ("c64", xo.add, 0), ("i8", generic_add, 0),
-])
+@pytest.mark.parametrize(
+    "dtype,body,init",
+    [
+        ("i64", xo.add, 0),
+        ("i8", xo.add, 0),
+        ("i4", xo.add, 0),
+        ("ui64", xo.maximum, 0),
+        ("ui8", xo.and_, 255),
+        ("i16", xo.or_, 0),
+        ("i1", xo.and_, True),
+        ("i1", xo.or_, False),
+        ("i1", xo.add, False),
+        ("i1", xo.minimum, True),
+        ("f64", xo.minimum, float("inf")),
+        ("bf16", xo.maximum, float("-inf")),
+        ("c64", xo.add, 0),
+        ("i8", generic_add, 0),
+    ],
+)
 def test_reduce_element_types(dtype, body, init):
     rng = np.random.default_rng(1)
     dt = xo.as_dtype(dtype)
@@ -143,8 +212,9 @@ def test_reduce_empty_extent_gives_init():
     x = xo.tensor(np.zeros((2, 0, 3), np.float32))
     assert_tensor(xo.reduce(x, 5.0, [1], xo.add), np.full((2, 3), 5.0, np.float32))
     assert_tensor(xo.reduce(x, 5.0, [1], generic_add), np.full((2, 3), 5.0, np.float32))
-    vals, idx = xo.reduce([x, xo.tensor(np.zeros((2, 0, 3), np.int64))], [-1.0, 7], [1],
-                          argmax_body)
+    vals, idx = xo.reduce(
+        [x, xo.tensor(np.zeros((2, 0, 3), np.int64))], [-1.0, 7], [1], argmax_body
+    )
     assert_tensor(vals, np.full((2, 3), -1.0, np.float32))
     assert_tensor(idx, np.full((2, 3), 7), "i64")
 
@@ -153,18 +223,28 @@ def test_reduce_empty_extent_gives_init():
 # variadic reduce, wider bodies
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape,dims", [((17,), [0]), ((4, 9), [1]), ((4, 9), [0]),
-                                        ((3, 4, 5), [0, 2])], ids=str)
+
+@pytest.mark.parametrize(
+    "shape,dims", [((17,), [0]), ((4, 9), [1]), ((4, 9), [0]), ((3, 4, 5), [0, 2])], ids=str
+)
 def test_variadic_argmax_ties_to_lowest_index(shape, dims):
     rng = np.random.default_rng(2)
     v = rng.integers(0, 3, shape).astype(np.float32)  # many ties
-    iota = np.arange(int(np.prod(shape))).reshape(shape) if len(dims) > 1 else \
-        np.broadcast_to(np.arange(shape[dims[0]]).reshape(
-            [-1 if d == dims[0] else 1 for d in range(len(shape))]), shape)
+    iota = (
+        np.arange(int(np.prod(shape))).reshape(shape)
+        if len(dims) > 1
+        else np.broadcast_to(
+            np.arange(shape[dims[0]]).reshape(
+                [-1 if d == dims[0] else 1 for d in range(len(shape))]
+            ),
+            shape,
+        )
+    )
     iota = np.ascontiguousarray(iota).astype(np.int64)
     got = xo.reduce([xo.tensor(v), xo.tensor(iota)], [float("-inf"), 0], dims, argmax_body)
-    want = R.reduce_reference([xo.tensor(v), xo.tensor(iota)], [float("-inf"), 0], dims,
-                              argmax_body)
+    want = R.reduce_reference(
+        [xo.tensor(v), xo.tensor(iota)], [float("-inf"), 0], dims, argmax_body
+    )
     assert isinstance(got, tuple) and len(got) == 2
     assert_tensor(got[0], want[0].numpy(), "f32")
     assert_tensor(got[1], want[1].numpy(), "i64")
@@ -178,13 +258,14 @@ def test_body_may_compute_in_a_wider_type():
 
     def f32_add(a, b):
         return xo.add(xo.convert(a, "f32"), xo.convert(b, "f32"))
+
     got = xo.reduce(x, 0.0, [0], f32_add)
     assert_tensor(got, np.float32(260.0), "f32")
     assert_tensor(R.reduce_reference(x, 0.0, [0], f32_add), np.float32(260.0), "f32")
     # the bf16 fast path accumulates in f32 and rounds once (XLA); a bf16 body rounds
     # every step: 1 + 2**-9 = 1 in bf16
-    y = xo.tensor([1.0, 2.0 ** -9, 2.0 ** -9, 2.0 ** -9, 2.0 ** -9], "bf16")
-    assert_tensor(xo.reduce(y, 0.0, [0], xo.add), np.float32(1 + 2.0 ** -7), "bf16")
+    y = xo.tensor([1.0, 2.0**-9, 2.0**-9, 2.0**-9, 2.0**-9], "bf16")
+    assert_tensor(xo.reduce(y, 0.0, [0], xo.add), np.float32(1 + 2.0**-7), "bf16")
     assert_tensor(xo.reduce(y, 0.0, [0], generic_add), np.float32(1.0), "bf16")
     assert_tensor(R.reduce_reference(y, 0.0, [0], xo.add), np.float32(1.0), "bf16")
 
@@ -193,8 +274,15 @@ def test_body_may_compute_in_a_wider_type():
 # kernel schedules on bigger inputs; fast path == generic path; parallel == serial
 # ---------------------------------------------------------------------------------------
 
-BIG = [((3, 70000), [1]), ((1, 100001), [1]), ((100001,), [0]), ((300, 7, 40), [1]),
-       ((64, 3, 50), [0]), ((3, 40, 5), [0, 2]), ((40, 5, 3), [1])]
+BIG = [
+    ((3, 70000), [1]),
+    ((1, 100001), [1]),
+    ((100001,), [0]),
+    ((300, 7, 40), [1]),
+    ((64, 3, 50), [0]),
+    ((3, 40, 5), [0, 2]),
+    ((40, 5, 3), [1]),
+]
 
 
 @pytest.fixture
@@ -227,32 +315,45 @@ def test_float_sum_is_close_to_float64(serial_kernels):
     assert_tensor(got, v.astype(np.float64).sum(1), exact=False, rtol=1e-5, atol=1e-3)
 
 
-@pytest.mark.parametrize("shape,dims,body", [  # rows, chunked rows, columns
-    ((70, 300), [1], xo.add), ((3, 100001), [1], xo.add), ((300, 70), [0], xo.add),
-])
+@pytest.mark.parametrize(
+    "shape,dims,body",
+    [  # rows, chunked rows, columns
+        ((70, 300), [1], xo.add),
+        ((3, 100001), [1], xo.add),
+        ((300, 70), [0], xo.add),
+    ],
+)
 def test_parallel_equals_serial_bitwise(monkeypatch, shape, dims, body):
     x = xo.tensor(np.random.default_rng(5).standard_normal(shape).astype(np.float32))
     init = 0.0 if body is xo.add else float("-inf")
     serial = xo.reduce(x, init, dims, body)
     monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
     parallel = xo.reduce(x, init, dims, body)
-    np.testing.assert_array_equal(np.asarray(parallel).view(np.uint32),
-                                  np.asarray(serial).view(np.uint32))
+    np.testing.assert_array_equal(
+        np.asarray(parallel).view(np.uint32), np.asarray(serial).view(np.uint32)
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # cross-check with jax.lax.reduce
 # ---------------------------------------------------------------------------------------
 
+
 def test_against_jax_reduce():
     jax = pytest.importorskip("jax")
     from jax import lax
+
     rng = np.random.default_rng(6)
     v = rng.standard_normal((6, 7, 8)).astype(np.float32)
     for dims in ([1], [0, 2], [2, 1, 0]):
         want = lax.reduce(v, np.float32(0), lax.add, tuple(dims))
-        assert_tensor(xo.reduce(xo.tensor(v), 0.0, dims, xo.add), np.asarray(want),
-                      exact=False, rtol=1e-5, atol=1e-5)
+        assert_tensor(
+            xo.reduce(xo.tensor(v), 0.0, dims, xo.add),
+            np.asarray(want),
+            exact=False,
+            rtol=1e-5,
+            atol=1e-5,
+        )
         want = lax.reduce(v, np.float32(-np.inf), lax.max, tuple(dims))
         assert_tensor(xo.reduce(xo.tensor(v), float("-inf"), dims, xo.maximum), np.asarray(want))
     vi = rng.integers(0, 4, (5, 9)).astype(np.int32)
@@ -262,9 +363,11 @@ def test_against_jax_reduce():
         (av, ai), (bv, bi) = a, b
         pick = (av > bv) | ((av == bv) & (ai < bi))
         return jax.numpy.where(pick, av, bv), jax.numpy.where(pick, ai, bi)
+
     wv, wi = lax.reduce((vi, idx), (np.int32(-1), np.int32(0)), jax_argmax, (1,))
-    gv, gi = xo.reduce([xo.tensor(vi), xo.tensor(np.ascontiguousarray(idx))], [-1, 0], [1],
-                       argmax_body)
+    gv, gi = xo.reduce(
+        [xo.tensor(vi), xo.tensor(np.ascontiguousarray(idx))], [-1, 0], [1], argmax_body
+    )
     assert_tensor(gv, np.asarray(wv), "i32")
     assert_tensor(gi, np.asarray(wi), "i32")
 
@@ -272,6 +375,7 @@ def test_against_jax_reduce():
 # ---------------------------------------------------------------------------------------
 # reduce: one negative test per constraint label
 # ---------------------------------------------------------------------------------------
+
 
 def test_reduce_constraints():
     x = xo.tensor(np.zeros((2, 3), np.float32))
@@ -303,13 +407,15 @@ def test_reduce_constraints():
         xo.reduce(x, 0.0, 0, xo.add)
     # a body that is not elementwise is caught when its result has the wrong shape
     with raises_spec("reduce", "C6"):
-        xo.reduce(x, 0.0, [0], lambda a, b: xo.reshape(xo.add(a, b), [a.size])
-                  if a.ndim else xo.add(a, b))
+        xo.reduce(
+            x, 0.0, [0], lambda a, b: xo.reshape(xo.add(a, b), [a.size]) if a.ndim else xo.add(a, b)
+        )
 
 
 # ---------------------------------------------------------------------------------------
 # map
 # ---------------------------------------------------------------------------------------
+
 
 def test_map_spec_example():
     a = xo.tensor([[0, 1], [2, 3]], "i64")
@@ -326,13 +432,16 @@ def test_map_multi_input_and_changed_types():
 
     def body(x, n, flag):  # three inputs of three types, result i1
         return xo.and_(flag, xo.compare(x, xo.convert(n, "f32"), "GT"))
+
     got = xo.map([f, i, p], [0, 1], body)
     assert_tensor(got, R.map_reference([f, i, p], [0, 1], body).numpy(), "i1")
     to_f64 = xo.map(i, [0, 1], lambda n: xo.convert(n, "f64"))
     assert_tensor(to_f64, i.numpy().astype(np.float64), "f64")
     assert_tensor(xo.map(xo.tensor(2.5), [], xo.negate), -2.5, "f32")
-    assert_tensor(xo.map(xo.tensor(np.zeros((0, 3), np.float32)), [0, 1], xo.exponential),
-                  np.zeros((0, 3), np.float32))
+    assert_tensor(
+        xo.map(xo.tensor(np.zeros((0, 3), np.float32)), [0, 1], xo.exponential),
+        np.zeros((0, 3), np.float32),
+    )
 
 
 def test_map_constraints():

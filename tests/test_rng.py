@@ -1,6 +1,7 @@
 """rng_bit_generator (bit-exact with XLA: Random123 known-answer vectors, the spec's
 example, jax.lax.rng_bit_generator), rng / rng_uniform / rng_normal (determinism under
 xo.random_seed, distribution sanity with fixed seeds) and every constraint label."""
+
 import numpy as np
 import pytest
 
@@ -23,8 +24,11 @@ THREEFRY_KAT = [
 PHILOX_KAT = [
     ((0x00000000, 0x00000000), (0, 0, 0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
     ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF,) * 4, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
-    ((0xA4093822, 0x299F31D0), (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
-     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+    (
+        (0xA4093822, 0x299F31D0),
+        (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+    ),
 ]
 
 
@@ -40,8 +44,9 @@ def test_threefry_known_answers(key, ctr, want):
     K.threefry2x32(1, np.uint64(key[0]), np.uint64(key[1]), np.uint64(_u64(*ctr)), out0, out1)
     assert (int(out0[0]), int(out1[0])) == want
     # through the op: THREE_FRY state [key, counter], one ui64 output = hi:lo words
-    _, bits = xo.rng_bit_generator("THREE_FRY", xo.tensor([_u64(*key), _u64(*ctr)], "ui64"),
-                                   [], "ui64")
+    _, bits = xo.rng_bit_generator(
+        "THREE_FRY", xo.tensor([_u64(*key), _u64(*ctr)], "ui64"), [], "ui64"
+    )
     assert int(bits) == _u64(*want)
 
 
@@ -50,8 +55,14 @@ def test_philox_known_answers(key, ctr, want):
     ref = philox4x32_reference(key, [np.uint32([c]) for c in ctr])
     assert [int(w[0]) for w in ref] == list(want)
     out = np.empty((1, 4), np.uint32)
-    K.philox4x32(1, np.uint64(key[0]), np.uint64(key[1]), np.uint64(_u64(ctr[0], ctr[1])),
-                 np.uint64(_u64(ctr[2], ctr[3])), out)
+    K.philox4x32(
+        1,
+        np.uint64(key[0]),
+        np.uint64(key[1]),
+        np.uint64(_u64(ctr[0], ctr[1])),
+        np.uint64(_u64(ctr[2], ctr[3])),
+        out,
+    )
     assert tuple(int(v) for v in out[0]) == want
     # through the op: PHILOX state [key, counter low, counter high], 4 ui32 outputs
     state = xo.tensor([_u64(*key), _u64(ctr[0], ctr[1]), _u64(ctr[2], ctr[3])], "ui64")
@@ -69,38 +80,52 @@ def test_threefry_kat_against_jax():
 def test_philox_kat_against_xla():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
+
     for key, ctr, want in PHILOX_KAT[:2]:  # 2-word states: counter high word = key
         k = jnp.array([key[0], key[1], ctr[0], ctr[1]], jnp.uint32)  # u32[4] = u64[2]
-        _, bits = jax.lax.rng_bit_generator(k, (4,), jnp.uint32,
-                                            algorithm=jax.lax.RandomAlgorithm.RNG_PHILOX)
+        _, bits = jax.lax.rng_bit_generator(
+            k, (4,), jnp.uint32, algorithm=jax.lax.RandomAlgorithm.RNG_PHILOX
+        )
         assert tuple(int(v) for v in bits) == want
 
 
 def test_spec_example():
     state, out = xo.rng_bit_generator("THREE_FRY", xo.tensor([1, 2], "ui64"), [2, 2], "ui64")
     assert_tensor(state, np.array([1, 6], np.uint64), "ui64")
-    assert_tensor(out, np.array([[9236835810183407956, 16087790271692313299],
-                                 [18212823393184779219, 2658481902456610144]], np.uint64))
+    assert_tensor(
+        out,
+        np.array(
+            [
+                [9236835810183407956, 16087790271692313299],
+                [18212823393184779219, 2658481902456610144],
+            ],
+            np.uint64,
+        ),
+    )
 
 
 def test_parallel_kernels_equal_serial():
     n = 1000
     a0, a1, b0, b1 = (np.empty(n, np.uint32) for _ in range(4))
-    args = (np.uint64(0x12345678), np.uint64(0x9ABCDEF0), np.uint64(2 ** 64 - 7))
+    args = (np.uint64(0x12345678), np.uint64(0x9ABCDEF0), np.uint64(2**64 - 7))
     K.threefry2x32.serial(*args, a0, a1)
     K.threefry2x32.parallel(*args, b0, b1)
     np.testing.assert_array_equal(a0, b0)
     np.testing.assert_array_equal(a1, b1)
     p, q = np.empty((n, 4), np.uint32), np.empty((n, 4), np.uint32)
-    args = (np.uint64(1), np.uint64(2), np.uint64(2 ** 64 - 3), np.uint64(5))
+    args = (np.uint64(1), np.uint64(2), np.uint64(2**64 - 3), np.uint64(5))
     K.philox4x32.serial(*args, p)
     K.philox4x32.parallel(*args, q)
     np.testing.assert_array_equal(p, q)
     # and both equal the NumPy reference, across the 64-bit carry of the counter
-    lo = (np.uint64(2 ** 64 - 3) + np.arange(n, dtype=np.uint64))
-    hi = np.where(lo < np.uint64(2 ** 64 - 3), 6, 5).astype(np.uint64)
-    words = [lo & np.uint64(0xFFFFFFFF), lo >> np.uint64(32), hi & np.uint64(0xFFFFFFFF),
-             hi >> np.uint64(32)]
+    lo = np.uint64(2**64 - 3) + np.arange(n, dtype=np.uint64)
+    hi = np.where(lo < np.uint64(2**64 - 3), 6, 5).astype(np.uint64)
+    words = [
+        lo & np.uint64(0xFFFFFFFF),
+        lo >> np.uint64(32),
+        hi & np.uint64(0xFFFFFFFF),
+        hi >> np.uint64(32),
+    ]
     np.testing.assert_array_equal(np.stack(philox4x32_reference((1, 2), words), 1), p)
 
 
@@ -108,12 +133,21 @@ def test_parallel_kernels_equal_serial():
 # scalars, shapes needing several blocks, odd dims (the 32-bit split then falls on the
 # largest dim), an even dim in the middle, size-1 dims, counters that wrap around.
 _JAX_CASES = {
-    "THREE_FRY": [((), "ui64", [1, 2]), ((7,), "ui64", [3, 2 ** 64 - 3]),
-                  ((3, 5), "ui32", [11, 0]), ((5, 4, 3), "ui32", [2, 3]),
-                  ((3, 1, 7), "ui8", [1, 2 ** 63]), ((33,), "ui16", [4, 2 ** 64 - 10])],
-    "PHILOX": [((), "ui32", [7, 2 ** 64 - 1]), ((7,), "ui64", [3, 2 ** 64 - 3]),
-               ((3, 5), "ui32", [11, 0]), ((33,), "ui16", [4, 2 ** 64 - 10]),
-               ((3, 1, 7), "ui8", [1, 2 ** 63])],
+    "THREE_FRY": [
+        ((), "ui64", [1, 2]),
+        ((7,), "ui64", [3, 2**64 - 3]),
+        ((3, 5), "ui32", [11, 0]),
+        ((5, 4, 3), "ui32", [2, 3]),
+        ((3, 1, 7), "ui8", [1, 2**63]),
+        ((33,), "ui16", [4, 2**64 - 10]),
+    ],
+    "PHILOX": [
+        ((), "ui32", [7, 2**64 - 1]),
+        ((7,), "ui64", [3, 2**64 - 3]),
+        ((3, 5), "ui32", [11, 0]),
+        ((33,), "ui16", [4, 2**64 - 10]),
+        ((3, 1, 7), "ui8", [1, 2**63]),
+    ],
     "DEFAULT": [((2, 5), "ui32", [5, 9])],
 }
 
@@ -122,11 +156,13 @@ _JAX_CASES = {
 def test_against_jax(algorithm):
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
+
     algo = getattr(jax.lax.RandomAlgorithm, "RNG_" + algorithm)
     with jax.enable_x64(True):
         for shape, dt, st in _JAX_CASES[algorithm]:
-            js, jo = jax.lax.rng_bit_generator(jnp.array(st, jnp.uint64), shape,
-                                               getattr(jnp, "uint" + dt[2:]), algorithm=algo)
+            js, jo = jax.lax.rng_bit_generator(
+                jnp.array(st, jnp.uint64), shape, getattr(jnp, "uint" + dt[2:]), algorithm=algo
+            )
             xs, xout = xo.rng_bit_generator(algorithm, xo.tensor(st, "ui64"), shape, dt)
             assert_tensor(xs, np.asarray(js), "ui64")
             assert_tensor(xout, np.asarray(jo), dt)
@@ -134,22 +170,25 @@ def test_against_jax(algorithm):
 
 def test_default_is_philox():
     st = xo.tensor([8, 9, 10], "ui64")
-    for a, b in zip(xo.rng_bit_generator("DEFAULT", st, [3, 5], "ui32"),
-                    xo.rng_bit_generator("PHILOX", st, [3, 5], "ui32")):
+    for a, b in zip(
+        xo.rng_bit_generator("DEFAULT", st, [3, 5], "ui32"),
+        xo.rng_bit_generator("PHILOX", st, [3, 5], "ui32"),
+    ):
         assert_tensor(a, np.asarray(b))
 
 
 def test_philox_three_word_state():
     # a 2-word state is [key, counter low] with counter high = key (XLA)
-    s2, b2 = xo.rng_bit_generator("PHILOX", xo.tensor([9, 2 ** 64 - 1], "ui64"), [6], "ui64")
-    s3, b3 = xo.rng_bit_generator("PHILOX", xo.tensor([9, 2 ** 64 - 1, 9], "ui64"), [6], "ui64")
+    s2, b2 = xo.rng_bit_generator("PHILOX", xo.tensor([9, 2**64 - 1], "ui64"), [6], "ui64")
+    s3, b3 = xo.rng_bit_generator("PHILOX", xo.tensor([9, 2**64 - 1, 9], "ui64"), [6], "ui64")
     assert_tensor(b3, np.asarray(b2))
     assert_tensor(s2, np.array([9, 2], np.uint64))  # the high word's carry is dropped
     assert_tensor(s3, np.array([9, 2, 10], np.uint64))  # 3 blocks of 2 ui64, with carry
 
 
-@pytest.mark.parametrize("algorithm,dt", [("THREE_FRY", "ui64"), ("PHILOX", "ui64"),
-                                          ("PHILOX", "ui32")])
+@pytest.mark.parametrize(
+    "algorithm,dt", [("THREE_FRY", "ui64"), ("PHILOX", "ui64"), ("PHILOX", "ui32")]
+)
 def test_threading_the_state_continues_the_stream(algorithm, dt):
     s0 = xo.tensor([42, 7], "ui64")
     _, whole = xo.rng_bit_generator(algorithm, s0, [8], dt)
@@ -158,8 +197,23 @@ def test_threading_the_state_continues_the_stream(algorithm, dt):
     assert_tensor(whole, np.concatenate([np.asarray(first), np.asarray(second)]))
 
 
-@pytest.mark.parametrize("dt", ["f32", "f64", "i32", "i64", "i8", "bf16", "f16", "i4", "ui4",
-                                "f4E2M1FN", "f6E2M3FN", "f8E4M3FN"])
+@pytest.mark.parametrize(
+    "dt",
+    [
+        "f32",
+        "f64",
+        "i32",
+        "i64",
+        "i8",
+        "bf16",
+        "f16",
+        "i4",
+        "ui4",
+        "f4E2M1FN",
+        "f6E2M3FN",
+        "f8E4M3FN",
+    ],
+)
 def test_outputs_are_raw_bits_of_any_type(dt):
     d = xo.as_dtype(dt)
     state = xo.tensor([5, 6], "ui64")
@@ -205,6 +259,7 @@ def test_rng_bit_generator_records_nothing_differentiable():
 # rng, rng_uniform, rng_normal
 # ---------------------------------------------------------------------------------------
 
+
 def test_rng_spec_example():
     xo.random_seed(0)
     out = xo.rng(xo.tensor(0, "i32"), xo.tensor(2, "i32"), xo.tensor([3, 3], "i64"), "UNIFORM")
@@ -231,7 +286,7 @@ def test_rng_stream_is_philox_with_seed_as_key():
     xo.random_seed(77)
     got = np.asarray(xo.rng(xo.tensor(0.0, "f64"), xo.tensor(1.0, "f64"), [4], "UNIFORM"))
     _, bits = xo.rng_bit_generator("PHILOX", xo.tensor([77, 0, 0], "ui64"), [4], "ui64")
-    want = (np.asarray(bits) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    want = (np.asarray(bits) >> np.uint64(11)).astype(np.float64) * 2.0**-53
     np.testing.assert_array_equal(got, want)
 
 
@@ -252,7 +307,7 @@ def test_uniform_float_statistics(dt):
 def test_uniform_never_reaches_b(dt):
     # a narrow interval right below b: rounding a + u(b - a) to the type hits b often
     xo.random_seed(2)
-    a, b = {"bf16": 1.0 - 2.0 ** -6, "f8E4M3FN": 0.875, "f32": 1.0 - 2.0 ** -20}[dt], 1.0
+    a, b = {"bf16": 1.0 - 2.0**-6, "f8E4M3FN": 0.875, "f32": 1.0 - 2.0**-20}[dt], 1.0
     v = np.asarray(xo.rng(xo.tensor(a, dt), xo.tensor(b, dt), [4000], "UNIFORM")).astype(np.float64)
     assert v.max() < 1.0 and v.min() >= a
 
@@ -274,11 +329,12 @@ def test_uniform_int_statistics(dt):
 
 def test_uniform_int_full_range():
     xo.random_seed(4)
-    v = np.asarray(xo.rng(xo.tensor(-2 ** 63, "i64"), xo.tensor(2 ** 63 - 1, "i64"), [4000],
-                          "UNIFORM"))
+    v = np.asarray(
+        xo.rng(xo.tensor(-(2**63), "i64"), xo.tensor(2**63 - 1, "i64"), [4000], "UNIFORM")
+    )
     assert (v < 0).mean() == pytest.approx(0.5, abs=0.05)
-    v = np.asarray(xo.rng(xo.tensor(0, "ui64"), xo.tensor(2 ** 64 - 1, "ui64"), [4000], "UNIFORM"))
-    assert (v >= np.uint64(2 ** 63)).mean() == pytest.approx(0.5, abs=0.05)
+    v = np.asarray(xo.rng(xo.tensor(0, "ui64"), xo.tensor(2**64 - 1, "ui64"), [4000], "UNIFORM"))
+    assert (v >= np.uint64(2**63)).mean() == pytest.approx(0.5, abs=0.05)
 
 
 def test_uniform_bool():

@@ -5,6 +5,7 @@ LinearDiscriminantAnalysis (its array-API solver, "svd"), in float64 and float32
 
 SciPy reads ``SCIPY_ARRAY_API`` once, at import, so the check runs in a fresh
 interpreter that sets it first."""
+
 import json
 import os
 import subprocess
@@ -65,11 +66,17 @@ print("REPORT" + json.dumps(report))
 
 def test_sklearn_estimators_on_xops_tensors():
     env = dict(os.environ, SCIPY_ARRAY_API="1")
-    res = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", _SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("REPORT"))
-    report = json.loads(line[len("REPORT"):])
+    report = json.loads(line[len("REPORT") :])
     assert len(report) == 10
     for key, row in report.items():
         tol = 1e-10 if key.endswith("float64") else 2e-4

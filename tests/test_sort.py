@@ -1,6 +1,7 @@
 """sort and top_k: spec/XLA examples, fast comparators vs the generic merge sort vs a
 pairwise reference, NaNs under TOTALORDER, stability, passengers, dtypes, parallel vs
 serial, JAX cross-checks, gradients, and one negative test per constraint label."""
+
 import functools
 import struct
 
@@ -31,19 +32,23 @@ def gt_generic(a, b):
 def sort_reference(rows, comparator):
     """Python's stable sort of each row, asking the comparator one pair at a time
     (the spec's definition; rows: list of lists of 0-d Tensors per operand)."""
+
     def cmp(i, j):
         args = [v for col in rows for v in (col[i], col[j])]
         if bool(comparator(*args)):
             return -1
         args = [v for col in rows for v in (col[j], col[i])]
         return 1 if bool(comparator(*args)) else 0
+
     order = sorted(range(len(rows[0])), key=functools.cmp_to_key(cmp))
     return order
 
 
 def _ref_sort_1d(arrays, dts, comparator):
-    cols = [[xo.tensor(np.asarray(a)[i:i + 1], dt).detach() for i in range(len(a))]
-            for a, dt in zip(arrays, dts)]
+    cols = [
+        [xo.tensor(np.asarray(a)[i : i + 1], dt).detach() for i in range(len(a))]
+        for a, dt in zip(arrays, dts)
+    ]
     cols = [[xo.reshape(t, []) for t in col] for col in cols]
     order = sort_reference(cols, comparator)
     return [np.asarray(a)[order] for a in arrays]
@@ -53,20 +58,28 @@ def _ref_sort_1d(arrays, dts, comparator):
 # examples
 # ---------------------------------------------------------------------------------------
 
+
 def test_sort_spec_example():
     a = np.array([[1, 2, 3], [3, 2, 1]])
     b = np.array([[3, 2, 1], [1, 2, 3]])
-    r0, r1 = xo.sort([a, b], dimension=0, is_stable=True,
-                     comparator=lambda x, y, p, q: xo.compare(x, y, "GT"))
+    r0, r1 = xo.sort(
+        [a, b], dimension=0, is_stable=True, comparator=lambda x, y, p, q: xo.compare(x, y, "GT")
+    )
     assert_tensor(r0, [[3, 2, 3], [1, 2, 1]], "i64")
     assert_tensor(r1, [[1, 2, 1], [3, 2, 3]], "i64")
 
 
 def test_sort_xla_example_passengers():
     # 001: operand0 = [3, 1], operand1 = [42, 50], operand2 = [-3.0, 1.1], LT on operand0
-    r = xo.sort([np.array([3, 1], np.int32), np.array([42, 50], np.int32),
-                 np.array([-3.0, 1.1], np.float32)], 0,
-                comparator=lambda a, b, c, d, e, f: xo.compare(a, b, "LT"))
+    r = xo.sort(
+        [
+            np.array([3, 1], np.int32),
+            np.array([42, 50], np.int32),
+            np.array([-3.0, 1.1], np.float32),
+        ],
+        0,
+        comparator=lambda a, b, c, d, e, f: xo.compare(a, b, "LT"),
+    )
     assert_tensor(r[0], [1, 3])
     assert_tensor(r[1], [50, 42])
     assert_tensor(r[2], np.array([1.1, -3.0], np.float32))
@@ -91,7 +104,7 @@ def test_top_k_examples():
 @pytest.mark.parametrize("dt", ["f32", "f64", "bf16", "i8", "i16", "i64", "ui8", "ui64", "i1"])
 def test_top_k_vs_stable_argsort(dt):
     rng = np.random.default_rng(11)
-    for trial in range(12):
+    for _trial in range(12):
         rows, n = int(rng.integers(1, 4)), int(rng.integers(1, 400))
         k = int(rng.choice([0, 1, n, min(n, 7), int(rng.integers(0, n + 1))]))
         x = xo.tensor(_keys_with_ties(rng, dt, (rows, n)), dt)
@@ -111,6 +124,7 @@ def test_top_k_vs_stable_argsort(dt):
 # fast path vs generic merge sort vs the pairwise reference
 # ---------------------------------------------------------------------------------------
 
+
 def _keys_with_ties(rng, dt, shape):
     dt = xo.as_dtype(dt)
     if dt.kind == "bool":
@@ -121,8 +135,22 @@ def _keys_with_ties(rng, dt, shape):
     return v.astype(dt.np)
 
 
-SORT_DTYPES = ["f32", "f64", "bf16", "f16", "f8E4M3FN", "f8E5M2FNUZ", "i8", "i32", "i64", "ui8",
-               "ui32", "ui64", "i4", "i1"]
+SORT_DTYPES = [
+    "f32",
+    "f64",
+    "bf16",
+    "f16",
+    "f8E4M3FN",
+    "f8E5M2FNUZ",
+    "i8",
+    "i32",
+    "i64",
+    "ui8",
+    "ui32",
+    "ui64",
+    "i4",
+    "i1",
+]
 
 
 @pytest.mark.parametrize("dt", SORT_DTYPES)
@@ -137,8 +165,9 @@ def test_fast_generic_reference_agree(dt):
         for f, s in zip(fast, slow):
             np.testing.assert_array_equal(bits(f), bits(s))
         for row in range(3):
-            want = _ref_sort_1d([np.asarray(k)[row], pay[row]], [k.dtype, xo.int32],
-                                lambda a, b, c, d: gen(a, b))
+            want = _ref_sort_1d(
+                [np.asarray(k)[row], pay[row]], [k.dtype, xo.int32], lambda a, b, c, d: gen(a, b)
+            )
             np.testing.assert_array_equal(bits(fast[0])[row], bits(want[0]))
             np.testing.assert_array_equal(np.asarray(fast[1])[row], want[1])
         alone = xo.sort(k, comparator=lambda a, b: xo.compare(a, b, direction))
@@ -155,19 +184,35 @@ def _total_order_key(x):
 
 
 def test_totalorder_nans_signed_zeros():
-    pats = np.array([0x7FC00000, 0xFFC00000, 0x7FC00001, 0xFF800000, 0x7F800000, 0x80000000,
-                     0x00000000, 0x3F800000, 0xBF800000, 0x7FC00000, 0x00000001], np.uint32)
+    pats = np.array(
+        [
+            0x7FC00000,
+            0xFFC00000,
+            0x7FC00001,
+            0xFF800000,
+            0x7F800000,
+            0x80000000,
+            0x00000000,
+            0x3F800000,
+            0xBF800000,
+            0x7FC00000,
+            0x00000001,
+        ],
+        np.uint32,
+    )
     x = pats.view(np.float32)
     for direction in ("LT", "GT"):
         got = xo.sort(x, comparator=lambda a, b: xo.compare(a, b, direction, "TOTALORDER"))
         order = np.argsort(_total_order_key(x) * (1 if direction == "LT" else -1), kind="stable")
         np.testing.assert_array_equal(bits(got), pats[order])
-        gen = xo.sort(x, comparator=lambda a, b: xo.not_(xo.not_(
-            xo.compare(a, b, direction, "TOTALORDER"))))
+        gen = xo.sort(
+            x, comparator=lambda a, b: xo.not_(xo.not_(xo.compare(a, b, direction, "TOTALORDER")))
+        )
         np.testing.assert_array_equal(bits(gen), pats[order])
     default = xo.sort(x)  # the default comparator is ascending totalOrder
-    np.testing.assert_array_equal(bits(default), pats[np.argsort(_total_order_key(x),
-                                                                 kind="stable")])
+    np.testing.assert_array_equal(
+        bits(default), pats[np.argsort(_total_order_key(x), kind="stable")]
+    )
 
 
 def test_float_compare_stability_and_nans():
@@ -204,8 +249,10 @@ def test_lexicographic_generic_comparator_and_dims():
     b = rng.standard_normal((4, 9, 2)).astype(np.float32)
 
     def lex(a0, a1, b0, b1):  # by a, then by b descending
-        return xo.or_(xo.compare(a0, a1, "LT"),
-                      xo.and_(xo.compare(a0, a1, "EQ"), xo.compare(b0, b1, "GT")))
+        return xo.or_(
+            xo.compare(a0, a1, "LT"), xo.and_(xo.compare(a0, a1, "EQ"), xo.compare(b0, b1, "GT"))
+        )
+
     ra, rb = xo.sort([a, b], dimension=-2, comparator=lex)
     for i in range(4):
         for j in range(2):
@@ -239,16 +286,20 @@ def test_generic_sort_longer_rows():
 # parallel vs serial, thread counts
 # ---------------------------------------------------------------------------------------
 
+
 def _sort_all(x, p):
-    out = [xo.sort(x, comparator=lt),
-           xo.sort(x, comparator=lambda a, b: xo.compare(a, b, "GT", "TOTALORDER")),
-           *xo.sort([x, p], comparator=lambda a, b, c, d: xo.compare(a, b, "LT")),
-           *xo.top_k(x, 5)]
+    out = [
+        xo.sort(x, comparator=lt),
+        xo.sort(x, comparator=lambda a, b: xo.compare(a, b, "GT", "TOTALORDER")),
+        *xo.sort([x, p], comparator=lambda a, b, c, d: xo.compare(a, b, "LT")),
+        *xo.top_k(x, 5),
+    ]
     return [np.asarray(o).copy() for o in out]
 
 
 def test_parallel_equals_serial(monkeypatch):
     import numba
+
     rng = np.random.default_rng(6)
     x = rng.standard_normal((40, 300)).astype(np.float32)
     x[0, :5] = [np.nan, -0.0, 0.0, -np.nan, np.inf]
@@ -269,10 +320,12 @@ def test_parallel_equals_serial(monkeypatch):
 # JAX cross-checks
 # ---------------------------------------------------------------------------------------
 
+
 def test_sort_top_k_vs_jax():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_platforms", "cpu")
     from jax import lax
+
     rng = np.random.default_rng(7)
     x = rng.integers(-5, 5, (6, 40)).astype(np.float32)
     p = np.arange(240, dtype=np.int32).reshape(6, 40)
@@ -293,13 +346,16 @@ def test_sort_top_k_vs_jax():
 # gradients
 # ---------------------------------------------------------------------------------------
 
+
 def test_sort_grad():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((3, 5))
     check_grads(lambda t: xo.sort(t, 1, comparator=lt), [x], order=2)
     y = rng.standard_normal((3, 5))
-    check_grads(lambda a, b: xo.sort([a, b], 0, comparator=lambda p, q, r, s:
-                                     xo.compare(p, q, "GT")), [x, y])
+    check_grads(
+        lambda a, b: xo.sort([a, b], 0, comparator=lambda p, q, r, s: xo.compare(p, q, "GT")),
+        [x, y],
+    )
     check_grads(lambda t: xo.sort(t, 1, comparator=lt_generic), [x])
 
 
@@ -327,17 +383,25 @@ SORT_BAD = [
 ]
 
 
-@pytest.mark.parametrize("label,case", SORT_BAD,
-                         ids=[f"{b[0]}-{i}" for i, b in enumerate(SORT_BAD)])
+@pytest.mark.parametrize(
+    "label,case", SORT_BAD, ids=[f"{b[0]}-{i}" for i, b in enumerate(SORT_BAD)]
+)
 def test_sort_constraint(label, case):
     inputs, dim, stable, cmp = case
     with raises_spec("sort", label):
         xo.sort(inputs, dim, stable, cmp)
 
 
-@pytest.mark.parametrize("label,args", [("I1", (np.float32(1.0), 1)), ("I2", (X, 4)),
-                                        ("I2", (X, -1)), ("I3", (X, 1, "yes")),
-                                        ("I1", (X.astype(np.complex64), 1))])
+@pytest.mark.parametrize(
+    "label,args",
+    [
+        ("I1", (np.float32(1.0), 1)),
+        ("I2", (X, 4)),
+        ("I2", (X, -1)),
+        ("I3", (X, 1, "yes")),
+        ("I1", (X.astype(np.complex64), 1)),
+    ],
+)
 def test_top_k_constraint(label, args):
     with raises_spec("top_k", label):
         xo.top_k(*args)

@@ -5,6 +5,7 @@ Exit status 2 with one line for a missing, unreadable or non-UTF-8 file and for 
 functions that cannot run fail unless ``--allow-skip``; ``@main``'s results printed in
 StableHLO's literal syntax (every function's with ``--print``); ``prog(x)`` runs @main.
 """
+
 import subprocess
 import sys
 
@@ -45,14 +46,18 @@ def test_non_utf8_file_exits_2_with_one_line(tmp_path, capsys):
     p.write_bytes(b"func.func @main() {\n  return\n}\n\xff\xfe")
     assert main([str(p)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [(f"python -m xops.stablehlo: error: {str(p)!r} is not UTF-8 text "
-                    f"(byte 0xff at offset 31)")]
+    assert err == [
+        (f"python -m xops.stablehlo: error: {str(p)!r} is not UTF-8 text (byte 0xff at offset 31)")
+    ]
 
 
 def test_parse_error_shows_file_line_column_and_source(tmp_path, capsys):
-    path = _write(tmp_path, "func.func @main() -> tensor<2xi32> {\n"
-                            "  %0 = stablehlo.constant dense<[1, 2> : tensor<2xi32>\n"
-                            "  return %0 : tensor<2xi32>\n}\n")
+    path = _write(
+        tmp_path,
+        "func.func @main() -> tensor<2xi32> {\n"
+        "  %0 = stablehlo.constant dense<[1, 2> : tensor<2xi32>\n"
+        "  return %0 : tensor<2xi32>\n}\n",
+    )
     assert main([path]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"FAIL {path}:2:38: expected ']', got '>'"
@@ -61,15 +66,18 @@ def test_parse_error_shows_file_line_column_and_source(tmp_path, capsys):
 
 
 def test_unknown_op_fails_unless_allow_skip(tmp_path, capsys):
-    path = _write(tmp_path, "func.func @t() {\n  %0 = stablehlo.frobnicate : tensor<2xi32>\n"
-                            "  return\n}\n")
+    path = _write(
+        tmp_path, "func.func @t() {\n  %0 = stablehlo.frobnicate : tensor<2xi32>\n  return\n}\n"
+    )
     assert main([path]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "FAIL p.mlir::t (line 2): cannot run: unknown op stablehlo.frobnicate"
     assert main([path, "--allow-skip"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == ["SKIP p.mlir::t: unknown op stablehlo.frobnicate",
-                   "0 passed, 0 failed, 1 skipped"]
+    assert out == [
+        "SKIP p.mlir::t: unknown op stablehlo.frobnicate",
+        "0 passed, 0 failed, 1 skipped",
+    ]
 
 
 def test_main_without_args_is_reported(tmp_path, capsys):
@@ -84,9 +92,11 @@ def test_results_of_main_are_printed_as_literals_that_read_back(tmp_path, capsys
     path = _write(tmp_path, MAIN)
     assert main([path, "--args", ARGS]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:3] == ["PASS p.mlir::main",
-                       "  result #0: dense<[2, -4]> : tensor<2xi32>",
-                       "  result #1: dense<[0x7F800000, 9.0e+00]> : tensor<2xf32>"]
+    assert out[:3] == [
+        "PASS p.mlir::main",
+        "  result #0: dense<[2, -4]> : tensor<2xi32>",
+        "  result #1: dense<[0x7F800000, 9.0e+00]> : tensor<2xf32>",
+    ]
     assert out[3] == "PASS p.mlir::other"  # not printed without --print
     back = constant_tensor(xo.stablehlo.parse_attribute(out[2].split(": ", 1)[1]))
     np.testing.assert_array_equal(np.asarray(back), [np.inf, 9.0])
@@ -102,12 +112,17 @@ def test_print_shows_every_function(tmp_path, capsys):
     assert not any("result #" in line for line in capsys.readouterr().out.splitlines())
 
 
-@pytest.mark.parametrize("args,message", [
-    ("[dense<[1, 2> : tensor<2xi32>]", "--args: column 13: expected ']', got '>'"),
-    ("[dense<[1, 2]> : tensor<2xi32>, 5]", "--args: argument #1 must be a typed literal"),
-    ("[dense<[1, 2, 3]> : tensor<2xi32>]", ("--args: argument #0: stablehlo.constant: "
-                                            "literal of shape [3] does not match")),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ("[dense<[1, 2> : tensor<2xi32>]", "--args: column 13: expected ']', got '>'"),
+        ("[dense<[1, 2]> : tensor<2xi32>, 5]", "--args: argument #1 must be a typed literal"),
+        (
+            "[dense<[1, 2, 3]> : tensor<2xi32>]",
+            ("--args: argument #0: stablehlo.constant: literal of shape [3] does not match"),
+        ),
+    ],
+)
 def test_bad_args_exit_2_naming_the_argument(tmp_path, capsys, args, message):
     path = _write(tmp_path, MAIN)
     assert main([path, "--args", args]) == 2
@@ -124,17 +139,32 @@ def test_args_of_the_wrong_type_name_the_argument(tmp_path, capsys):
 
 
 def test_help_documents_every_option():
-    r = subprocess.run([sys.executable, "-m", "xops.stablehlo", "--help"],
-                       capture_output=True, text=True, timeout=120, check=False)
+    r = subprocess.run(
+        [sys.executable, "-m", "xops.stablehlo", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 0
-    for word in ("--args", "--print", "--no-print", "--allow-skip", "--trace",
-                 "exit status", "FILE:LINE:COLUMN", "dense<", "not UTF-8"):
+    for word in (
+        "--args",
+        "--print",
+        "--no-print",
+        "--allow-skip",
+        "--trace",
+        "exit status",
+        "FILE:LINE:COLUMN",
+        "dense<",
+        "not UTF-8",
+    ):
         assert word in r.stdout, word
 
 
 # ---------------------------------------------------------------------------------------
 # The Python API: the same errors as exceptions; prog(x) runs @main
 # ---------------------------------------------------------------------------------------
+
 
 def test_program_called_like_a_function_runs_main():
     prog = xo.stablehlo.load(MAIN)
@@ -151,8 +181,11 @@ def test_program_called_like_a_function_runs_main():
 
 def test_program_without_main_says_what_to_call():
     prog = xo.stablehlo.load(MAIN.split("func.func @other")[0].replace("@main", "@f"))
-    with pytest.raises(xo.SpecError, match=r"no @main to call \(it has @f\); use "
-                                           r"prog.call\(name, \*args\)"):
+    with pytest.raises(
+        xo.SpecError,
+        match=r"no @main to call \(it has @f\); use "
+        r"prog.call\(name, \*args\)",
+    ):
         prog([1, 2], [1.0, 1.0])
 
 
@@ -164,11 +197,13 @@ def test_api_errors_are_exceptions(tmp_path):
     with pytest.raises(xo.stablehlo.LoadError, match="not UTF-8 text"):
         xo.stablehlo.load(p)
     with pytest.raises(xo.stablehlo.ParseError) as e:
-        xo.stablehlo.load("func.func @main() {\n  %0 = stablehlo.constant dense<[1> : "
-                          "tensor<1xi32>\n}")
+        xo.stablehlo.load(
+            "func.func @main() {\n  %0 = stablehlo.constant dense<[1> : tensor<1xi32>\n}"
+        )
     assert (e.value.line, e.value.column) == (2, 35)
-    prog = xo.stablehlo.load("func.func @main() {\n  %0 = stablehlo.frobnicate : "
-                             "tensor<2xi32>\n  return\n}")
+    prog = xo.stablehlo.load(
+        "func.func @main() {\n  %0 = stablehlo.frobnicate : tensor<2xi32>\n  return\n}"
+    )
     with pytest.raises(xo.stablehlo.Unsupported, match="unknown op stablehlo.frobnicate"):
         prog()
     with pytest.raises(xo.SpecError, match="argument #0 of @main must be tensor<2xi32>"):

@@ -9,6 +9,7 @@
   literals written negative, ``chlo`` ops, ``custom_call @check.*`` with the reference
   runner's defaults, the generic form, sharding attributes, dynamic shapes.
 """
+
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ SAMPLE = Path(__file__).parents[1].parent / "shared" / "conformance" / "jax-test
 # ---------------------------------------------------------------------------------------
 # The shared sample
 # ---------------------------------------------------------------------------------------
+
 
 def _sample_entries():
     if not SAMPLE.is_dir():
@@ -43,8 +45,7 @@ _PROGRAMS = {}
 @pytest.mark.parametrize("entry", _ENTRIES, ids=[e.test_id for e in _ENTRIES])
 def test_jax_testdata_sample(entry):
     r = run_entry(entry, programs=_PROGRAMS)
-    assert r.status == "pass", f"{r.status}: {r.reason}" + (f" (line {r.line})" if r.line
-                                                             else "")
+    assert r.status == "pass", f"{r.status}: {r.reason}" + (f" (line {r.line})" if r.line else "")
 
 
 @pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"no JAX test programs at {SAMPLE}")
@@ -58,6 +59,7 @@ def test_jax_testdata_sample_is_complete():
 # Building programs of JAX's shape
 # ---------------------------------------------------------------------------------------
 
+
 def ttype(a, spec):
     return "tensor<" + "".join(f"{d}x" for d in a.shape) + spec + ">"
 
@@ -70,14 +72,15 @@ def blob(a):
 def jax_program(main_ops, inputs, expected, results=None):
     """A module like jax.jit(f).lower(...) in the StableHLO test data: ``inputs`` and
     ``expected`` are lists of (literal text, type); ``main_ops`` uses %in#i / %ex#i."""
+
     def fn(name, vals):
-        types = ", ".join(f"{t} {{mhlo.layout_mode = \"default\"}}" for _, t in vals)
+        types = ", ".join(f'{t} {{mhlo.layout_mode = "default"}}' for _, t in vals)
         names = ["%cst"] + [f"%cst_{i - 1}" for i in range(1, len(vals))]
-        body = "\n".join(f"    {n} = stablehlo.constant {lit} : {t}"
-                         for n, (lit, t) in zip(names, vals))
+        body = "\n".join(
+            f"    {n} = stablehlo.constant {lit} : {t}" for n, (lit, t) in zip(names, vals)
+        )
         ret = ", ".join(names) + " : " + ", ".join(t for _, t in vals)
-        return (f"  func.func private @{name}() -> ({types}) {{\n{body}\n"
-                f"    return {ret}\n  }}\n")
+        return f"  func.func private @{name}() -> ({types}) {{\n{body}\n    return {ret}\n  }}\n"
 
     def call(var, name, vals):
         n = len(vals)
@@ -91,10 +94,14 @@ def jax_program(main_ops, inputs, expected, results=None):
         main_ops = main_ops.replace("%in#0", "%in")
     if len(expected) == 1:
         main_ops = main_ops.replace("%ex#0", "%ex")
-    return ("module @jit_main attributes {mhlo.num_partitions = 1 : i32, "
-            "mhlo.num_replicas = 1 : i32} {\n"
-            f"  func.func public @main() -> {res} {{\n{ins}{main_ops}\n  }}\n"
-            + fn("inputs", inputs) + fn("expected", expected) + "}\n")
+    return (
+        "module @jit_main attributes {mhlo.num_partitions = 1 : i32, "
+        "mhlo.num_replicas = 1 : i32} {\n"
+        f"  func.func public @main() -> {res} {{\n{ins}{main_ops}\n  }}\n"
+        + fn("inputs", inputs)
+        + fn("expected", expected)
+        + "}\n"
+    )
 
 
 def run_main(text):
@@ -126,7 +133,8 @@ def test_multi_value_returns_and_results_named_as_pairs():
         "    return %values, %indices : tensor<2x2xf32>, tensor<2x2xi32>",
         [(blob(x), ttype(x, "f32"))],
         [(blob(vals), ttype(vals, "f32")), (blob(idx), ttype(idx, "i32"))],
-        "(tensor<2x2xf32>, tensor<2x2xi32>)")
+        "(tensor<2x2xf32>, tensor<2x2xi32>)",
+    )
     v, i = run_main(text)
     np.testing.assert_array_equal(np.asarray(v), vals)
     np.testing.assert_array_equal(np.asarray(i), idx)
@@ -160,7 +168,7 @@ def test_func_call_inside_reduction_bodies():
     red = np.logaddexp.reduce(x.astype(np.float64), axis=1).astype(np.float32)
     text = jax_program(
         "    %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
-        "    %0 = \"stablehlo.reduce_window\"(%in, %cst) <{padding = dense<[[2, 0], [0, 0]]>"
+        '    %0 = "stablehlo.reduce_window"(%in, %cst) <{padding = dense<[[2, 0], [0, 0]]>'
         " : tensor<2x2xi64>, window_dimensions = array<i64: 3, 1>}> ({\n"
         "    ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n"
         "      %2 = func.call @logaddexp(%arg0, %arg1) : (tensor<f32>, tensor<f32>) -> "
@@ -178,16 +186,25 @@ def test_func_call_inside_reduction_bodies():
         "    return %0, %1 : tensor<3x3xf32>, tensor<3xf32>",
         [(blob(x), ttype(x, "f32"))],
         [(blob(cum), ttype(cum, "f32")), (blob(red), ttype(red, "f32"))],
-        "(tensor<3x3xf32>, tensor<3xf32>)")
+        "(tensor<3x3xf32>, tensor<3xf32>)",
+    )
     text = text.rstrip().rstrip("}") + LOGADDEXP
     a, b = run_main(text)
     np.testing.assert_allclose(np.asarray(a), cum, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(b), red, rtol=1e-6)
 
 
-@pytest.mark.parametrize("spec,np_dtype", [("f32", np.float32), ("f64", np.float64),
-                                           ("f16", np.float16), ("i16", np.int16),
-                                           ("ui64", np.uint64), ("c64", np.complex64)])
+@pytest.mark.parametrize(
+    "spec,np_dtype",
+    [
+        ("f32", np.float32),
+        ("f64", np.float64),
+        ("f16", np.float16),
+        ("i16", np.int16),
+        ("ui64", np.uint64),
+        ("c64", np.complex64),
+    ],
+)
 def test_hex_blob_literals(spec, np_dtype):
     x = (np.arange(6).reshape(2, 3) * 3 - 5).astype(np_dtype)
     elem = {"c64": "complex<f32>"}.get(spec, spec)
@@ -241,6 +258,7 @@ func.func public @main() -> tensor<2xi32> {
 # custom_call @check.* with the reference runner's defaults
 # ---------------------------------------------------------------------------------------
 
+
 def _check_program(target, actual, expected, spec="f32"):
     return f"""
 func.func public @main() {{
@@ -263,11 +281,13 @@ def test_custom_call_expect_close_allows_three_ulp():
 
 
 def test_custom_call_expect_almost_eq_tolerance_is_a_thousandth():
-    xo.stablehlo.load(_check_program("check.expect_almost_eq", "[1.0009, 2.0]",
-                                     "[1.0, 2.0]", "f64"))()
+    xo.stablehlo.load(
+        _check_program("check.expect_almost_eq", "[1.0009, 2.0]", "[1.0, 2.0]", "f64")
+    )()
     with pytest.raises(xo.stablehlo.CheckFailure, match="tolerance 0.001"):
-        xo.stablehlo.load(_check_program("check.expect_almost_eq", "[1.002, 2.0]",
-                                         "[1.0, 2.0]", "f64"))()
+        xo.stablehlo.load(
+            _check_program("check.expect_almost_eq", "[1.002, 2.0]", "[1.0, 2.0]", "f64")
+        )()
 
 
 def test_custom_call_check_eq_returns_true_i1():
@@ -296,14 +316,14 @@ func.func public @main(%arg0: tensor<?x3xf32>) -> tensor<3xf32> {
     prog = xo.stablehlo.load(text)
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
     np.testing.assert_array_equal(np.asarray(prog(x)), x.sum(0))
-    with pytest.raises(xo.SpecError, match="shape_assertion: Expected value >= 2 for 'a', "
-                                           "got 1"):
+    with pytest.raises(xo.SpecError, match="shape_assertion: Expected value >= 2 for 'a', got 1"):
         prog(x[:1])
 
 
 # ---------------------------------------------------------------------------------------
 # Syntax JAX and its exporters produce
 # ---------------------------------------------------------------------------------------
+
 
 def test_generic_form_module():
     """The generic form of a whole module ("builtin.module", "func.func" with
@@ -381,11 +401,21 @@ _X = np.array([-0.75, -0.3, 0.0, 0.2, 0.5, 0.9], np.float64)
 _POS = np.array([0.1, 0.5, 1.0, 2.5, 7.0, 30.0], np.float64)
 _BIG = np.array([1.0, 1.5, 2.0, 10.0, 100.0, 3.0], np.float64)
 CHLO_UNARY = [
-    ("acos", np.arccos, _X), ("asin", np.arcsin, _X), ("atan", np.arctan, _X * 4),
-    ("acosh", np.arccosh, _BIG), ("asinh", np.arcsinh, _X * 9), ("atanh", np.arctanh, _X),
-    ("sinh", np.sinh, _X * 5), ("cosh", np.cosh, _X * 5), ("lgamma", sp.gammaln, _POS - 3.2),
-    ("digamma", sp.psi, _POS - 0.05), ("erfc", sp.erfc, _X * 4), ("erf_inv", sp.erfinv, _X),
-    ("bessel_i1e", sp.i1e, _X * 6), ("erf", sp.erf, _X * 2), ("tan", np.tan, _X),
+    ("acos", np.arccos, _X),
+    ("asin", np.arcsin, _X),
+    ("atan", np.arctan, _X * 4),
+    ("acosh", np.arccosh, _BIG),
+    ("asinh", np.arcsinh, _X * 9),
+    ("atanh", np.arctanh, _X),
+    ("sinh", np.sinh, _X * 5),
+    ("cosh", np.cosh, _X * 5),
+    ("lgamma", sp.gammaln, _POS - 3.2),
+    ("digamma", sp.psi, _POS - 0.05),
+    ("erfc", sp.erfc, _X * 4),
+    ("erf_inv", sp.erfinv, _X),
+    ("bessel_i1e", sp.i1e, _X * 6),
+    ("erf", sp.erf, _X * 2),
+    ("tan", np.tan, _X),
 ]
 
 
@@ -414,8 +444,14 @@ def test_chlo_unary_ops_round_the_exact_value_once(name, ref, x, spec):
 def test_chlo_complex_inverse_functions_follow_c99_branch_cuts():
     z = np.array([0.5 + 0.5j, -2.0 + 0.0j, -2.0 - 0.0j, 3.0 - 1.0j], np.complex128)
     lit = ", ".join(f"({float(v.real)!r}, {float(v.imag)!r})" for v in z)
-    for name, ref in (("asin", np.arcsin), ("acos", np.arccos), ("asinh", np.arcsinh),
-                      ("acosh", np.arccosh), ("atanh", np.arctanh), ("cosh", np.cosh)):
+    for name, ref in (
+        ("asin", np.arcsin),
+        ("acos", np.arccos),
+        ("asinh", np.arcsinh),
+        ("acosh", np.arccosh),
+        ("atanh", np.arctanh),
+        ("cosh", np.cosh),
+    ):
         prog = xo.stablehlo.load(f"""
 func.func public @main() -> tensor<4xcomplex<f64>> {{
   %cst = stablehlo.constant dense<[{lit}]> : tensor<4xcomplex<f64>>
@@ -446,16 +482,18 @@ func.func public @main() -> (tensor<3xbf16>, tensor<3xf64>, tensor<3xf64>, tenso
   return %0, %1, %2, %3, %4, %5 : tensor<3xbf16>, tensor<3xf64>, tensor<3xf64>, tensor<3xi1>, tensor<2x3xf32>, tensor<2x3xi1>
 }""")
     nxt, pg, zt, inf, add, gt = prog()
-    np.testing.assert_array_equal(np.asarray(nxt).astype(np.float32),
-                                  [1.0078125, -2.0 ** -133, -2.0])  # bf16 steps
-    np.testing.assert_allclose(np.asarray(pg), [sp.psi(1.0), sp.polygamma(1, 1.0),
-                                                sp.polygamma(2, 3.5)], rtol=1e-15)
-    np.testing.assert_allclose(np.asarray(zt), [sp.zeta(2.0, 1.0), sp.zeta(3.0, 1.0),
-                                                sp.zeta(1.5, 3.5)], rtol=1e-15)
+    np.testing.assert_array_equal(
+        np.asarray(nxt).astype(np.float32), [1.0078125, -(2.0**-133), -2.0]
+    )  # bf16 steps
+    np.testing.assert_allclose(
+        np.asarray(pg), [sp.psi(1.0), sp.polygamma(1, 1.0), sp.polygamma(2, 3.5)], rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        np.asarray(zt), [sp.zeta(2.0, 1.0), sp.zeta(3.0, 1.0), sp.zeta(1.5, 3.5)], rtol=1e-15
+    )
     np.testing.assert_array_equal(np.asarray(inf), [True, True, False])
     np.testing.assert_array_equal(np.asarray(add), [[11, 12, 13], [24, 25, 26]])
-    np.testing.assert_array_equal(np.asarray(gt), [[False, False, False],
-                                                   [True, False, True]])
+    np.testing.assert_array_equal(np.asarray(gt), [[False, False, False], [True, False, True]])
 
 
 def test_chlo_ops_differentiate():
@@ -478,24 +516,31 @@ def test_complex64_unary_ops_are_rounded_once_from_double():
     """The complex expect_close failure of JAX's log1p test: where a part cancels
     (|1 + z| near 1), complex64 log1p must still be within 3 ULP; xops evaluates
     complex64 functions in complex128 and rounds once, as the reference does."""
-    z = np.array([-1.6273057 + 0.7790277j, 2.0078018 - 1.4345685j, -0.95312405 - 0.0008702864j],
-                 np.complex64)
-    for name, ref in (("log_plus_one", np.log1p), ("exponential_minus_one", np.expm1),
-                      ("rsqrt", lambda v: 1 / np.sqrt(v))):
+    z = np.array(
+        [-1.6273057 + 0.7790277j, 2.0078018 - 1.4345685j, -0.95312405 - 0.0008702864j], np.complex64
+    )
+    for name, ref in (
+        ("log_plus_one", np.log1p),
+        ("exponential_minus_one", np.expm1),
+        ("rsqrt", lambda v: 1 / np.sqrt(v)),
+    ):
         got = np.asarray(getattr(xo, name)(xo.tensor(z)))
         want = ref(z.astype(np.complex128)).astype(np.complex64)
         for part in ("real", "imag"):
-            d = _ulp_diff(xo.tensor(getattr(got, part).copy()),
-                          xo.tensor(getattr(want, part).copy()))
+            d = _ulp_diff(
+                xo.tensor(getattr(got, part).copy()), xo.tensor(getattr(want, part).copy())
+            )
             assert int(d.max()) == 0, (name, part, got, want)
-    w = np.array([1.8967816 - 0.5979906j, 5.203409 + 5.987896j, 4.0934744 - 2.1016166j],
-                 np.complex64)
+    w = np.array(
+        [1.8967816 - 0.5979906j, 5.203409 + 5.987896j, 4.0934744 - 2.1016166j], np.complex64
+    )
     for name, ref in (("divide", np.divide), ("power", np.power)):
         got = np.asarray(getattr(xo, name)(xo.tensor(z), xo.tensor(w)))
         want = ref(z.astype(np.complex128), w.astype(np.complex128)).astype(np.complex64)
         for part in ("real", "imag"):
-            d = _ulp_diff(xo.tensor(getattr(got, part).copy()),
-                          xo.tensor(getattr(want, part).copy()))
+            d = _ulp_diff(
+                xo.tensor(getattr(got, part).copy()), xo.tensor(getattr(want, part).copy())
+            )
             assert int(d.max()) == 0, (name, part, got, want)
 
 
@@ -503,20 +548,25 @@ def test_complex64_unary_ops_are_rounded_once_from_double():
 # Resource limit: huge tensor types are refused while parsing
 # ---------------------------------------------------------------------------------------
 
+
 def test_huge_tensor_type_is_refused_at_parse_time():
     text = """
 func.func public @main() -> tensor<100000000000xf32> {
   %0 = stablehlo.constant dense<1.0> : tensor<100000000000xf32>
   return %0 : tensor<100000000000xf32>
 }"""
-    with pytest.raises(xo.stablehlo.ParseError, match=r"resource limit: "
-                       r"tensor<100000000000xf32> needs 400,000,000,000 bytes") as e:
+    with pytest.raises(
+        xo.stablehlo.ParseError,
+        match=r"resource limit: "
+        r"tensor<100000000000xf32> needs 400,000,000,000 bytes",
+    ) as e:
         xo.stablehlo.parse(text)  # nothing runs
     assert (e.value.line, e.value.column) == (2, 29)
 
 
 def test_tensor_type_limit_is_xops_config_max_bytes():
     from xops.limits import config
+
     old = config.max_bytes
     try:
         config.max_bytes = 4000
@@ -545,6 +595,7 @@ func.func public @main(%a: tensor<2x3x3xf64>, %b: tensor<2x3x2xf64>) -> (tensor<
 
 def test_lapack_custom_calls_compute_lapack_results():
     import scipy.linalg as sl
+
     rng = np.random.default_rng(3)
     m = rng.standard_normal((2, 3, 3))
     a = m @ m.transpose(0, 2, 1) + 3 * np.eye(3)  # symmetric positive definite
@@ -561,8 +612,9 @@ def test_lapack_custom_calls_compute_lapack_results():
         np.testing.assert_allclose(L.T @ np.asarray(x)[k], b[k], rtol=1e-10, atol=1e-12)
         vk, wk = np.asarray(v)[k], np.asarray(w)[k]
         np.testing.assert_allclose(a[k] @ vk, vk * wk, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(np.asarray(s)[k], np.linalg.svd(a[k], compute_uv=False),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(s)[k], np.linalg.svd(a[k], compute_uv=False), rtol=1e-12
+        )
     np.testing.assert_array_equal(np.asarray(info), [0, 0])
     np.testing.assert_array_equal(np.asarray(u), np.zeros((2, 3, 3)))  # mode N: placeholder
 
@@ -586,8 +638,7 @@ func.func public @main() -> tensor<6x1xbf16> {{
   return %0 : tensor<6x1xbf16>
 }}""")
     got = np.asarray(prog()).astype(np.float32).reshape(-1)
-    np.testing.assert_array_equal(got, [-2.4375, -1.171875, -4.4375, -2.15625, 1.0625,
-                                        0.1328125])
+    np.testing.assert_array_equal(got, [-2.4375, -1.171875, -4.4375, -2.15625, 1.0625, 0.1328125])
 
 
 def test_approx_top_k_custom_call():

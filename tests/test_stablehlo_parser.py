@@ -1,6 +1,7 @@
 """xo.stablehlo: the parser (types, attributes, literals, generic and pretty op forms,
 modules), the executor (Program API, regions, type checks, tracing, errors, autodiff)
 and the CLI."""
+
 import io
 
 import ml_dtypes
@@ -11,8 +12,17 @@ import xops as xo
 from xops import stablehlo
 from xops.stablehlo import ParseError, parse, parse_attribute, parse_type
 from xops.stablehlo.executor import CheckFailure, OpNotImplemented, Unsupported
-from xops.stablehlo.ir import (DenseAttr, EnumAttr, FunctionType, QuantType, StructAttr,
-                               SymbolRef, TensorType, TokenType, TupleType)
+from xops.stablehlo.ir import (
+    DenseAttr,
+    EnumAttr,
+    FunctionType,
+    QuantType,
+    StructAttr,
+    SymbolRef,
+    TensorType,
+    TokenType,
+    TupleType,
+)
 from xops.stablehlo.literals import to_array
 
 from conftest import assert_tensor, bits
@@ -29,6 +39,7 @@ def one_func(body, sig="()"):
 # ---------------------------------------------------------------------------------------
 # Types
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", [d.spec_name for d in xo.all_dtypes()])
 def test_every_element_type(name):
@@ -56,7 +67,7 @@ def test_quantized_types():
     q = parse_type("tensor<2x!quant.uniform<i8:f32, 0.1:-30>>").elem
     assert q == QuantType(xo.int8, xo.float32, (0.1,), (-30,))
     q = parse_type("tensor<2x!quant.uniform<i8<-127:127>:f32:0, {0.1:-30,0.5:-20}>>").elem
-    f32 = (lambda v: float(np.float32(v)))  # scales are values of the expressed type (C5)
+    f32 = lambda v: float(np.float32(v))  # scales are values of the expressed type (C5)
     assert (q.quantization_dimension, q.scales, q.zero_points) == (0, (f32(0.1), 0.5), (-30, -20))
     assert (q.storage_min, q.storage_max) == (-127, 127)
     assert str(q) == "!quant.uniform<i8<-127:127>:f32:0, {0.1:-30,0.5:-20}>"
@@ -70,20 +81,22 @@ def test_quantized_types():
 # Attributes and literals
 # ---------------------------------------------------------------------------------------
 
+
 def lit(text):
     return to_array(parse_attribute(text))
 
 
 def test_dense_literals():
-    np.testing.assert_array_equal(lit("dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>"),
-                                  [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(
+        lit("dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>"), [[1, 2], [3, 4]]
+    )
     a = lit("dense<7> : tensor<2x3xi8>")  # splat
     assert a.shape == (2, 3) and (a == 7).all()
     assert lit("dense<> : tensor<2x0xf32>").shape == (2, 0)
     np.testing.assert_array_equal(lit("dense<[true, false]> : tensor<2xi1>"), [True, False])
     np.testing.assert_array_equal(lit("dense<[-8, 7]> : tensor<2xi4>").astype(np.int8), [-8, 7])
     u = lit("dense<[0, 18446744073709551615]> : tensor<2xui64>")
-    assert u.dtype == np.uint64 and int(u[1]) == 2 ** 64 - 1
+    assert u.dtype == np.uint64 and int(u[1]) == 2**64 - 1
     c = lit("dense<[(1.5, -2.0), (0.0, 1.0)]> : tensor<2xcomplex<f64>>")
     np.testing.assert_array_equal(c, [1.5 - 2j, 1j])
     c = lit("dense<(3.14, 1.0)> : tensor<3xcomplex<f32>>")
@@ -134,24 +147,32 @@ def test_attribute_kinds():
     assert parse_attribute("array<i64>") == []
     assert parse_attribute("array<i1: true, false>") == [True, False]
     assert parse_attribute("[1, [2, 3]]") == [1, [2, 3]]
-    assert parse_attribute("{a = 1 : i64, b, c = \"x\"}") == {"a": 1, "b": True, "c": "x"}
+    assert parse_attribute('{a = 1 : i64, b, c = "x"}') == {"a": 1, "b": True, "c": "x"}
     e = parse_attribute("#stablehlo<comparison_direction GE>")
     assert isinstance(e, EnumAttr) and e == "GE" and e.kind == "comparison_direction"
-    g = parse_attribute("#stablehlo.gather<offset_dims = [2, 3], collapsed_slice_dims = [0], "
-                        "start_index_map = [1, 0], index_vector_dim = 2>")
+    g = parse_attribute(
+        "#stablehlo.gather<offset_dims = [2, 3], collapsed_slice_dims = [0], "
+        "start_index_map = [1, 0], index_vector_dim = 2>"
+    )
     assert isinstance(g, StructAttr) and g.kind == "gather" and g.get("offset_dims") == [2, 3]
     c = parse_attribute("#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>")
-    assert c.fields == {"input_batch_dimension": 0, "input_feature_dimension": 3,
-                        "input_spatial_dimensions": [1, 2],
-                        "kernel_input_feature_dimension": 2,
-                        "kernel_output_feature_dimension": 3,
-                        "kernel_spatial_dimensions": [0, 1],
-                        "output_batch_dimension": 0, "output_feature_dimension": 3,
-                        "output_spatial_dimensions": [1, 2]}
+    assert c.fields == {
+        "input_batch_dimension": 0,
+        "input_feature_dimension": 3,
+        "input_spatial_dimensions": [1, 2],
+        "kernel_input_feature_dimension": 2,
+        "kernel_output_feature_dimension": 3,
+        "kernel_spatial_dimensions": [0, 1],
+        "output_batch_dimension": 0,
+        "output_feature_dimension": 3,
+        "output_spatial_dimensions": [1, 2],
+    }
     assert parse_attribute("@add_n.impl") == SymbolRef("add_n.impl")
     assert parse_attribute("0.5 : f64") == 0.5 and parse_attribute("3 : i32") == 3
-    assert parse_attribute("[#stablehlo<precision DEFAULT>, #stablehlo<precision HIGH>]") == \
-        ["DEFAULT", "HIGH"]
+    assert parse_attribute("[#stablehlo<precision DEFAULT>, #stablehlo<precision HIGH>]") == [
+        "DEFAULT",
+        "HIGH",
+    ]
     d = parse_attribute("dense<[[2, 1], [0, 0]]> : tensor<2x2xi64>")
     assert isinstance(d, DenseAttr) and d.ints() == [[2, 1], [0, 0]]
 
@@ -159,6 +180,7 @@ def test_attribute_kinds():
 # ---------------------------------------------------------------------------------------
 # Ops: generic and pretty forms
 # ---------------------------------------------------------------------------------------
+
 
 def test_generic_and_pretty_forms_agree():
     text = """
@@ -280,8 +302,9 @@ def test_convolution_pretty_and_generic():
       } : (tensor<1x4x4x1xf32>, tensor<3x3x1x1xf32>) -> tensor<1x2x2x1xf32>
       func.return %r : tensor<1x2x2x1xf32>
     }"""
-    lhs = np.array([1, 2, 5, 6, 3, 4, 7, 8, 10, 11, 14, 15, 12, 13, 16, 17],
-                   np.float32).reshape(1, 4, 4, 1)
+    lhs = np.array([1, 2, 5, 6, 3, 4, 7, 8, 10, 11, 14, 15, 12, 13, 16, 17], np.float32).reshape(
+        1, 4, 4, 1
+    )
     rhs = np.ones((3, 3, 1, 1), np.float32)
     want = np.array([[1, 5], [10, 14]], np.float32).reshape(1, 2, 2, 1)
     assert_tensor(run(pretty, lhs, rhs), want)
@@ -396,8 +419,9 @@ def test_program_api(tmp_path):
     prog = stablehlo.load(SQUARE)
     x = xo.tensor([1.0, 2.0, 3.0])
     assert_tensor(prog.main(x), np.array([1.0, 4.0, 9.0], np.float32))
-    assert_tensor(prog("main", np.array([1.0, 2.0, 3.0], np.float32)),
-                  np.array([1.0, 4.0, 9.0], np.float32))
+    assert_tensor(
+        prog("main", np.array([1.0, 2.0, 3.0], np.float32)), np.array([1.0, 4.0, 9.0], np.float32)
+    )
     assert_tensor(prog.main([1, 2, 3]), np.array([1.0, 4.0, 9.0], np.float32))  # converted
     a, b = prog.pair(x)
     assert_tensor(b, -np.array([1.0, 2.0, 3.0], np.float32))
@@ -409,7 +433,7 @@ def test_program_api(tmp_path):
     assert_tensor(stablehlo.load(p).main(x), np.array([1.0, 4.0, 9.0], np.float32))
     assert_tensor(stablehlo.load(str(p)).main(x), np.array([1.0, 4.0, 9.0], np.float32))
     with pytest.raises(AttributeError, match="no function @nope"):
-        prog.nope
+        prog.nope  # noqa: B018 (the attribute access is what raises)
 
 
 def test_argument_type_errors():
@@ -552,8 +576,7 @@ def test_custom_call_runs_a_registered_target():
       %0 = stablehlo.add %x, %x : tensor<2xf32>
       func.return %0 : tensor<2xf32>
     }"""
-    assert_tensor(run(text, np.array([1.0, 3.0], np.float32)),
-                  np.array([2.0, 18.0], np.float32))
+    assert_tensor(run(text, np.array([1.0, 3.0], np.float32)), np.array([2.0, 18.0], np.float32))
     assert seen["config"] == "cfg"
 
 
@@ -598,6 +621,7 @@ def test_grad_through_a_loaded_program():
 
 def test_op_table_covers_the_spec():
     from xops.stablehlo.handlers import OPS, SPEC_OPS
+
     assert len(SPEC_OPS) >= 100
     assert all(f"stablehlo.{n}" in OPS for n in SPEC_OPS)
     assert stablehlo.OPS is OPS
@@ -607,6 +631,7 @@ def test_op_table_covers_the_spec():
 # Programs exported by JAX (real-world syntax: locations, aliases, pretty forms)
 # ---------------------------------------------------------------------------------------
 
+
 def test_jax_exported_program():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
@@ -614,8 +639,14 @@ def test_jax_exported_program():
     def f(x, w):
         y = jnp.tanh(x @ w)
         z = jax.lax.fori_loop(0, 3, lambda i, c: c * 1.5 + jnp.sin(c), y)
-        return (jnp.sum(z, axis=0), jnp.max(y), jnp.sort(x, axis=1), jnp.argmax(x, axis=1),
-                jax.nn.relu(x).T, jnp.cumsum(x, axis=1))
+        return (
+            jnp.sum(z, axis=0),
+            jnp.max(y),
+            jnp.sort(x, axis=1),
+            jnp.argmax(x, axis=1),
+            jax.nn.relu(x).T,
+            jnp.cumsum(x, axis=1),
+        )
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3)).astype(np.float32)
@@ -637,23 +668,48 @@ def _jax_cases():
     return jax, {
         "conv": (lambda a, k: lax.conv_general_dilated(a, k, (2, 2), "SAME"), (img, ker)),
         "gather_scatter": (lambda a, i: a.at[i].add(a[i] * 2.0), (x, idx)),
-        "cond_switch": (lambda a: lax.cond(a.sum() > 0, lambda t: t * 2, lambda t: t - 1,
-                                           lax.switch(1, [lambda t: t, lambda t: -t], a)),
-                        (x,)),
-        "scan": (lambda a: lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(6, jnp.float32), a),
-                 (x,)),
+        "cond_switch": (
+            lambda a: lax.cond(
+                a.sum() > 0,
+                lambda t: t * 2,
+                lambda t: t - 1,
+                lax.switch(1, [lambda t: t, lambda t: -t], a),
+            ),
+            (x,),
+        ),
+        "scan": (
+            lambda a: lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(6, jnp.float32), a),
+            (x,),
+        ),
         "argsort_top_k": (lambda a: (jnp.argsort(a, axis=1), lax.top_k(a, 2)), (x,)),
         "rfft": (lambda a: jnp.fft.rfft(a, axis=-1), (x,)),
-        "maxpool_grad": (lambda a: jax.grad(lambda t: lax.reduce_window(
-            t, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID").sum())(a), (img,)),
+        "maxpool_grad": (
+            lambda a: jax.grad(
+                lambda t: lax.reduce_window(
+                    t, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID"
+                ).sum()
+            )(a),
+            (img,),
+        ),
         "chlo": (lambda a: (jnp.var(a, 1), jax.scipy.special.erf(a)), (x,)),
         "threefry": (lambda a: a + jax.random.uniform(jax.random.key(0), a.shape), (x,)),
     }
 
 
-@pytest.mark.parametrize("case", ["conv", "gather_scatter", "cond_switch", "scan",
-                                  "argsort_top_k", "rfft", "maxpool_grad", "chlo",
-                                  "threefry"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "conv",
+        "gather_scatter",
+        "cond_switch",
+        "scan",
+        "argsort_top_k",
+        "rfft",
+        "maxpool_grad",
+        "chlo",
+        "threefry",
+    ],
+)
 def test_jax_programs(case):
     jax, cases = _jax_cases()
     f, args = cases[case]
@@ -683,8 +739,12 @@ def test_jax_mlp_training_step():
         return value, tuple(p - 0.1 * g for p, g in zip(params, grads))
 
     rng = np.random.default_rng(2)
-    params = (rng.standard_normal((5, 8)).astype(np.float32) * 0.5, np.zeros(8, np.float32),
-              rng.standard_normal((8, 3)).astype(np.float32) * 0.5, np.zeros(3, np.float32))
+    params = (
+        rng.standard_normal((5, 8)).astype(np.float32) * 0.5,
+        np.zeros(8, np.float32),
+        rng.standard_normal((8, 3)).astype(np.float32) * 0.5,
+        np.zeros(3, np.float32),
+    )
     x = rng.standard_normal((6, 5)).astype(np.float32)
     y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 6)]
     text = jax.jit(step).lower(params, x, y).as_text()
@@ -702,7 +762,7 @@ def test_grad_of_a_jax_program_matches_jax():
     def f(x, w):
         y = jnp.tanh(x @ w)
         z = jax.lax.fori_loop(0, 3, lambda i, c: c * 1.5 + jnp.sin(c), y)
-        return jnp.sum(z ** 2) + jnp.max(y)
+        return jnp.sum(z**2) + jnp.max(y)
 
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 3)).astype(np.float32)
@@ -749,6 +809,7 @@ func.func @legacy() {
 
 def test_cli(tmp_path, capsys):
     from xops.stablehlo.__main__ import main
+
     p = tmp_path / "t.mlir"
     p.write_text(CLI_FILE)
     assert main([str(p), "--allow-skip"]) == 1
@@ -771,6 +832,7 @@ def test_cli(tmp_path, capsys):
 
 def test_cli_args(tmp_path, capsys):
     from xops.stablehlo.__main__ import main
+
     p = tmp_path / "a.mlir"
     p.write_text("""func.func @main(%a: tensor<2xi32>, %b: tensor<2xi32>) -> tensor<2xi32> {
       %0 = stablehlo.add %a, %b : tensor<2xi32>
@@ -780,13 +842,16 @@ def test_cli_args(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 0 failed"
 
 
-
 # ---------------------------------------------------------------------------------------
 # The spec's own examples (seed 004), read at test time
 # ---------------------------------------------------------------------------------------
 
-SPEC = __import__("pathlib").Path(__file__).parents[1].parent / "shared" / "seeds" / \
-    "004_039bdd0256351a45.txt"
+SPEC = (
+    __import__("pathlib").Path(__file__).parents[1].parent
+    / "shared"
+    / "seeds"
+    / "004_039bdd0256351a45.txt"
+)
 # Typos in the spec text itself (a missing '<' / '>'), not parser gaps.
 SPEC_TYPOS = ("tensor1x2xi64>", "tensor<7xf64)")
 
@@ -794,6 +859,7 @@ SPEC_TYPOS = ("tensor1x2xi64>", "tensor<7xf64)")
 def _spec_examples(text):
     """The code lines of each example section ("أمثلة" ... "مزيد من الأمثلة")."""
     import re
+
     arabic = re.compile(r"[\u0600-\u06FF]")
     start = re.compile(r'\s*(%|"|\}|\^|stablehlo\.|func\.|[a-z_]+ =|\)|\{|[a-z_]+\.)')
     for block in text.split("\nأمثلة\n")[1:]:
@@ -816,6 +882,7 @@ def test_spec_examples_parse():
     if not SPEC.is_file():
         pytest.skip(f"no spec text at {SPEC}")
     from xops.stablehlo.parser import Parser
+
     ok, typos = 0, 0
     for src in _spec_examples(SPEC.read_text(encoding="utf-8")):
         p = Parser(src)
@@ -835,6 +902,7 @@ def test_spec_examples_parse():
 
 def test_known_bodies_are_passed_as_xops_functions():
     from xops.stablehlo.handlers import known_body
+
     m = parse("""func.func @f(%x: tensor<4xf32>) -> tensor<f32> {
       %i = stablehlo.constant dense<0.0> : tensor<f32>
       %r = "stablehlo.reduce"(%x, %i) ({
@@ -854,4 +922,48 @@ def test_known_bodies_are_passed_as_xops_functions():
     assert known_body(ops[2].regions[0]) is None  # swapped arguments: interpreted
     from xops.ops._bodies import comparison_direction
     from xops.stablehlo.handlers import _COMPARE_BODIES
+
     assert all(comparison_direction(f) == d for d, f in _COMPARE_BODIES.items())
+
+
+def test_regions_are_tagged_bodies():
+    from xops.ops._bodies import Body, binary_op_name
+    from xops.stablehlo.handlers import known_body
+
+    m = parse("""func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %r = "stablehlo.sort"(%x) ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %s = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        stablehlo.return %s : tensor<i1>
+      }) {dimension = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+      func.return %r : tensor<4xf32>
+    }""")[0]
+    body = known_body(m.funcs["f"].body.entry.ops[0].regions[0])
+    assert isinstance(body, Body) and (body.op, body.direction) == ("compare", "GT")
+    seen = []  # a body of more than one op: the executor passes a traced Body
+    prog = stablehlo.load("""func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+      %i = stablehlo.constant dense<0.0> : tensor<f32>
+      %r = "stablehlo.reduce"(%x, %i) ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %s = stablehlo.add %a, %b : tensor<f32>
+        %t = stablehlo.add %s, %i : tensor<f32>
+        stablehlo.return %t : tensor<f32>
+      }) {dimensions = array<i64: 0>} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+      func.return %r : tensor<f32>
+    }""")
+    import xops.ops.reduction as R
+
+    real = R._reduce_generic
+
+    def watch(xs, inits, dims, body, dts):
+        seen.append(body)
+        return real(xs, inits, dims, body, dts)
+
+    R._reduce_generic = watch
+    try:
+        out = prog.main(xo.tensor(np.array([1.0, 2.0, 3.0, 4.0], np.float32)))
+    finally:
+        R._reduce_generic = real
+    assert float(np.asarray(out)) == 10.0
+    assert isinstance(seen[0], Body) and seen[0].kind == "traced"
+    assert binary_op_name(seen[0]) is None

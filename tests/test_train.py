@@ -1,5 +1,6 @@
 """The main job, short: python -m xops.examples.train_digits trains a CNN on sklearn's
 bundled 8x8 digits (conv, batch norm, max pooling, dense; softmax cross-entropy; Adam)."""
+
 import numpy as np
 import pytest
 
@@ -11,8 +12,9 @@ from xops.examples import train_digits  # noqa: E402
 
 def test_short_run_learns_well_above_chance():
     lines = []
-    res = train_digits.train(epochs=2, batch_size=32, lr=0.01, seed=0, progress=False,
-                             log=lines.append, limit=640)
+    res = train_digits.train(
+        epochs=2, batch_size=32, lr=0.01, seed=0, progress=False, log=lines.append, limit=640
+    )
     losses = res["step_losses"]
     assert len(losses) == 2 * 20
     assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
@@ -34,10 +36,22 @@ def test_data_split_is_stratified_and_disjoint():
 
 def test_command_line_saves_weights_and_plot(tmp_path, capsys):
     weights, png = tmp_path / "digits.npz", tmp_path / "digits.png"
-    args = ["--epochs", "1", "--batch-size", "32", "--limit", "128", "--seed", "1",
-            "--no-progress", "--save", str(weights)]
+    args = [
+        "--epochs",
+        "1",
+        "--batch-size",
+        "32",
+        "--limit",
+        "128",
+        "--seed",
+        "1",
+        "--no-progress",
+        "--save",
+        str(weights),
+    ]
     try:
         import matplotlib  # noqa: F401
+
         args += ["--plot", str(png)]
     except ImportError:
         png = None

@@ -5,12 +5,13 @@ serial bit for bit, jax/torch cross-checks, and one negative test per constraint
 Kernel specialisations are kept few (CI compiles them cold): reduce_window add/maximum
 on f32 and i64; select GE (f32, i64) and LE (i64); scatter add (f32, i64) and
 maximum (i64)."""
+
 import numpy as np
 import pytest
 
 import xops as xo
 import xops.kernels.config as kconfig
-from xops.ops import reduction as R
+from xops.ops import windows as R
 from conftest import assert_tensor, raises_spec
 
 
@@ -35,8 +36,9 @@ def generic_ge(a, b):  # the same select, not recognised
 
 
 def argmax_body(av, ai, bv, bi):
-    pick_a = xo.or_(xo.compare(av, bv, "GT"),
-                    xo.and_(xo.compare(av, bv, "EQ"), xo.compare(ai, bi, "LT")))
+    pick_a = xo.or_(
+        xo.compare(av, bv, "GT"), xo.and_(xo.compare(av, bv, "EQ"), xo.compare(ai, bi, "LT"))
+    )
     return xo.select(pick_a, av, bv), xo.select(pick_a, ai, bi)
 
 
@@ -44,12 +46,20 @@ def argmax_body(av, ai, bv, bi):
 # reduce_window
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("body", [xo.add, generic_add], ids=["add", "generic"])
 def test_reduce_window_spec_examples(body):
     x = xo.tensor([[1, 2], [3, 4], [5, 6]], "i64")
-    out = xo.reduce_window(x, xo.tensor(0, "i64"), window_dimensions=[2, 1],
-                           window_strides=[4, 1], base_dilations=[2, 1],
-                           window_dilations=[3, 1], padding=[[2, 1], [0, 0]], body=body)
+    out = xo.reduce_window(
+        x,
+        xo.tensor(0, "i64"),
+        window_dimensions=[2, 1],
+        window_strides=[4, 1],
+        base_dilations=[2, 1],
+        window_dilations=[3, 1],
+        padding=[[2, 1], [0, 0]],
+        body=body,
+    )
     assert_tensor(out, [[0, 0], [3, 4]], "i64")
     # conformance test reduce_window_issue_1662
     out = xo.reduce_window(x, 0, [3, 1], [4, 1], [2, 1], [3, 1], [[2, 1], [0, 0]], body=body)
@@ -60,19 +70,19 @@ WINDOW_ZOO = [  # shape, window, strides, base dilations, window dilations, padd
     ((4, 5), [2, 2], None, None, None, None),
     ((5, 6), [2, 3], [2, 1], None, None, None),
     ((5, 6), [3, 2], [1, 2], None, None, [(1, 1), (0, 2)]),
-    ((4, 5), [2, 2], [1, 1], [2, 1], None, [(1, 0), (0, 0)]),       # base dilation
-    ((6, 7), [2, 3], [1, 2], None, [2, 2], None),                      # window dilation
-    ((3, 4), [2, 2], [2, 3], [3, 2], [2, 1], [(2, 1), (1, 3)]),        # everything at once
-    ((3, 3), [2, 2], None, None, None, [(5, 7), (4, 6)]),              # large padding
-    ((6, 6), [2, 2], [2, 2], None, None, [(-1, -2), (1, -1)]),         # negative padding
-    ((3, 4), [4, 2], None, None, None, None),                          # window > input
-    ((0, 4), [1, 2], None, None, None, [(1, 1), (0, 0)]),              # empty input dim
+    ((4, 5), [2, 2], [1, 1], [2, 1], None, [(1, 0), (0, 0)]),  # base dilation
+    ((6, 7), [2, 3], [1, 2], None, [2, 2], None),  # window dilation
+    ((3, 4), [2, 2], [2, 3], [3, 2], [2, 1], [(2, 1), (1, 3)]),  # everything at once
+    ((3, 3), [2, 2], None, None, None, [(5, 7), (4, 6)]),  # large padding
+    ((6, 6), [2, 2], [2, 2], None, None, [(-1, -2), (1, -1)]),  # negative padding
+    ((3, 4), [4, 2], None, None, None, None),  # window > input
+    ((0, 4), [1, 2], None, None, None, [(1, 1), (0, 0)]),  # empty input dim
     ((7,), [3], [2], None, None, [(1, 1)]),
-    ((2, 3, 4, 5), [1, 2, 1, 2], [1, 1, 2, 2], None, None, None),      # NCHW-like pooling
-    ((2, 3, 4, 5, 2), [2, 1, 2, 1, 2], None, None, None, None),        # rank 5 after merging
+    ((2, 3, 4, 5), [1, 2, 1, 2], [1, 1, 2, 2], None, None, None),  # NCHW-like pooling
+    ((2, 3, 4, 5, 2), [2, 1, 2, 1, 2], None, None, None, None),  # rank 5 after merging
     ((), [], None, None, None, None),
-    ((2, 3, 7, 9), [1, 1, 2, 2], [1, 1, 2, 2], None, None, None),      # tiles (pooling 2x2/2)
-    ((2, 5, 7), [1, 3, 2], [1, 3, 2], None, None, None),               # tiles 3x2, leftovers
+    ((2, 3, 7, 9), [1, 1, 2, 2], [1, 1, 2, 2], None, None, None),  # tiles (pooling 2x2/2)
+    ((2, 5, 7), [1, 3, 2], [1, 3, 2], None, None, None),  # tiles 3x2, leftovers
 ]
 
 
@@ -81,10 +91,18 @@ def _zoo_id(case):
 
 
 @pytest.mark.parametrize("case", WINDOW_ZOO, ids=_zoo_id)
-@pytest.mark.parametrize("body,init,dtype", [
-    (xo.add, 0, "i64"), (xo.maximum, -100, "i64"), (generic_add, 0, "i64"),
-    (generic_max, -100, "i64"), (xo.add, 10, "i64"), (xo.maximum, -100, "f32"),
-], ids=["add", "maximum", "generic_add", "generic_max", "add_init10", "maximum_f32"])
+@pytest.mark.parametrize(
+    "body,init,dtype",
+    [
+        (xo.add, 0, "i64"),
+        (xo.maximum, -100, "i64"),
+        (generic_add, 0, "i64"),
+        (generic_max, -100, "i64"),
+        (xo.add, 10, "i64"),
+        (xo.maximum, -100, "f32"),
+    ],
+    ids=["add", "maximum", "generic_add", "generic_max", "add_init10", "maximum_f32"],
+)
 def test_reduce_window_against_reference(case, body, init, dtype):
     shape, wd, ws, bd, wdl, pad = case
     rng = np.random.default_rng(sum(shape) + len(wd))
@@ -106,11 +124,13 @@ def test_reduce_window_float_add_is_the_reference_order():
         kw = dict(window_strides=ws, base_dilations=bd, window_dilations=wdl, padding=pad)
         got = xo.reduce_window(x, 0.5, wd, body=xo.add, **kw)
         want = R.reduce_window_reference(x, 0.5, wd, body=xo.add, **kw)
-        np.testing.assert_array_equal(np.asarray(got).view(np.uint32),
-                                      np.asarray(want).view(np.uint32))
+        np.testing.assert_array_equal(
+            np.asarray(got).view(np.uint32), np.asarray(want).view(np.uint32)
+        )
         gen = xo.reduce_window(x, 0.5, wd, body=generic_add, **kw)
-        np.testing.assert_array_equal(np.asarray(gen).view(np.uint32),
-                                      np.asarray(want).view(np.uint32))
+        np.testing.assert_array_equal(
+            np.asarray(gen).view(np.uint32), np.asarray(want).view(np.uint32)
+        )
 
 
 def test_non_overlapping_windows_take_the_tile_kernels():
@@ -118,11 +138,14 @@ def test_non_overlapping_windows_take_the_tile_kernels():
     # the table-free *_tiles kernels; everything else the general ones
     def tiling(shape, wd, ws, pad=None):
         pad = pad or [(0, 0)] * len(shape)
-        out = [R._num_windows(n, w, s, 1, 1, lo, hi) for n, w, s, (lo, hi) in
-               zip(shape, wd, ws, pad)]
-        tables = [R._table(n, w, s, 1, 1, lo, o) for n, w, s, (lo, _), o in
-                  zip(shape, wd, ws, pad, out)]
+        out = [
+            R._num_windows(n, w, s, 1, 1, lo, hi) for n, w, s, (lo, hi) in zip(shape, wd, ws, pad)
+        ]
+        tables = [
+            R._table(n, w, s, 1, 1, lo, o) for n, w, s, (lo, _), o in zip(shape, wd, ws, pad, out)
+        ]
         return R._tiling(R._canonical4(tables, shape, out))
+
     assert tiling((64, 16, 28, 28), [1, 1, 2, 2], [1, 1, 2, 2]) == [2, 2]
     assert tiling((2, 5, 7), [1, 3, 2], [1, 3, 2]) == [3, 2]
     assert tiling((9,), [3], [3]) == [1, 3]
@@ -135,25 +158,33 @@ def test_non_overlapping_windows_take_the_tile_kernels():
     for wd in ([1, 2, 2], [1, 3, 4], [1, 1, 3]):
         got = xo.reduce_window(x, 0.5, wd, wd, body=xo.add)
         want = R.reduce_window_reference(x, 0.5, wd, wd, body=xo.add)
-        np.testing.assert_array_equal(np.asarray(got).view(np.uint32),
-                                      np.asarray(want).view(np.uint32))
+        np.testing.assert_array_equal(
+            np.asarray(got).view(np.uint32), np.asarray(want).view(np.uint32)
+        )
 
 
 def test_reduce_window_narrow_and_other_types():
-    x = xo.tensor([[1.0, 2.0 ** -9], [2.0 ** -9, 2.0 ** -9]], "bf16")
+    x = xo.tensor([[1.0, 2.0**-9], [2.0**-9, 2.0**-9]], "bf16")
     # fast path: f32 accumulation, one rounding; a bf16 body rounds every step
-    assert_tensor(xo.reduce_window(x, 0.0, [2, 2], body=xo.add),
-                  np.array([[1 + 2.0 ** -8 + 2.0 ** -9]], np.float32).astype(x.dtype.np), "bf16")
+    assert_tensor(
+        xo.reduce_window(x, 0.0, [2, 2], body=xo.add),
+        np.array([[1 + 2.0**-8 + 2.0**-9]], np.float32).astype(x.dtype.np),
+        "bf16",
+    )
     assert_tensor(xo.reduce_window(x, 0.0, [2, 2], body=generic_add), [[1.0]], "bf16")
     b = xo.tensor([[True, False, True], [False, False, True]])
     assert_tensor(xo.reduce_window(b, False, [2, 2], body=xo.or_), [[True, True]], "i1")
-    assert_tensor(xo.reduce_window(b, False, [1, 2], body=xo.maximum),  # i1 maximum is or
-                  [[True, True], [False, True]], "i1")
+    assert_tensor(
+        xo.reduce_window(b, False, [1, 2], body=xo.maximum),  # i1 maximum is or
+        [[True, True], [False, True]],
+        "i1",
+    )
     c = xo.tensor(np.array([[1 + 1j, 2], [3, 4 - 1j]], np.complex64))
     assert_tensor(xo.reduce_window(c, 0, [2, 1], body=xo.add), [[4 + 1j, 6 - 1j]], "c64")
     i4 = xo.tensor([[7, 1, -8]], "i4")
-    assert_tensor(xo.reduce_window(i4, 0, [1, 2], body=xo.add),
-                  xo.tensor([[-8, -7]], "i4").numpy(), "i4")
+    assert_tensor(
+        xo.reduce_window(i4, 0, [1, 2], body=xo.add), xo.tensor([[-8, -7]], "i4").numpy(), "i4"
+    )
 
 
 def test_reduce_window_nan_and_signed_zero():
@@ -170,8 +201,7 @@ def test_reduce_window_variadic_argmax_pooling():
     idx = xo.tensor(np.arange(30).reshape(5, 6))
     kw = dict(window_strides=[2, 2], padding=[(0, 1), (1, 0)])
     got = xo.reduce_window([v, idx], [float("-inf"), -1], [2, 3], body=argmax_body, **kw)
-    want = R.reduce_window_reference([v, idx], [float("-inf"), -1], [2, 3], body=argmax_body,
-                                     **kw)
+    want = R.reduce_window_reference([v, idx], [float("-inf"), -1], [2, 3], body=argmax_body, **kw)
     assert isinstance(got, tuple) and len(got) == 2
     assert_tensor(got[0], want[0].numpy(), "f32")
     assert_tensor(got[1], want[1].numpy(), "i64")
@@ -181,14 +211,19 @@ def test_reduce_window_big_matches_numpy_pooling(monkeypatch):
     monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 1 << 62)  # parallel: tested below
     rng = np.random.default_rng(10)
     v = rng.standard_normal((4, 3, 32, 32)).astype(np.float32)
-    got = xo.reduce_window(xo.tensor(v), float("-inf"), [1, 1, 2, 2], [1, 1, 2, 2],
-                           body=xo.maximum)
+    got = xo.reduce_window(xo.tensor(v), float("-inf"), [1, 1, 2, 2], [1, 1, 2, 2], body=xo.maximum)
     assert_tensor(got, v.reshape(4, 3, 16, 2, 16, 2).max(axis=(3, 5)))
     vi = rng.integers(-5, 6, (4, 3, 32, 32))
-    got = xo.reduce_window(xo.tensor(vi), 0, [1, 1, 3, 3], [1, 1, 1, 1],
-                           padding=[(0, 0), (0, 0), (1, 1), (1, 1)], body=xo.add)
+    got = xo.reduce_window(
+        xo.tensor(vi),
+        0,
+        [1, 1, 3, 3],
+        [1, 1, 1, 1],
+        padding=[(0, 0), (0, 0), (1, 1), (1, 1)],
+        body=xo.add,
+    )
     p = np.pad(vi, [(0, 0), (0, 0), (1, 1), (1, 1)])
-    want = sum(p[:, :, i:i + 32, j:j + 32] for i in range(3) for j in range(3))
+    want = sum(p[:, :, i : i + 32, j : j + 32] for i in range(3) for j in range(3))
     assert_tensor(got, want, "i64")
 
 
@@ -198,22 +233,34 @@ def test_reduce_window_parallel_equals_serial(monkeypatch):
     serial = xo.reduce_window(v, float("-inf"), [1, 1, 3, 2], body=xo.maximum, **kw)
     monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
     parallel = xo.reduce_window(v, float("-inf"), [1, 1, 3, 2], body=xo.maximum, **kw)
-    np.testing.assert_array_equal(np.asarray(parallel).view(np.uint32),
-                                  np.asarray(serial).view(np.uint32))
+    np.testing.assert_array_equal(
+        np.asarray(parallel).view(np.uint32), np.asarray(serial).view(np.uint32)
+    )
 
 
 def test_reduce_window_against_jax():
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     from jax import lax
+
     rng = np.random.default_rng(12)
     v = rng.standard_normal((2, 9, 8)).astype(np.float32)
-    cases = [((1, 3, 2), (1, 2, 1), (1, 1, 1), (1, 1, 1), ((0, 0), (1, 1), (0, 1))),
-             ((1, 2, 2), (1, 1, 2), (1, 2, 1), (1, 1, 2), ((0, 0), (0, 2), (1, 1)))]
+    cases = [
+        ((1, 3, 2), (1, 2, 1), (1, 1, 1), (1, 1, 1), ((0, 0), (1, 1), (0, 1))),
+        ((1, 2, 2), (1, 1, 2), (1, 2, 1), (1, 1, 2), ((0, 0), (0, 2), (1, 1))),
+    ]
     for wd, ws, bd, wdl, pad in cases:
         for jax_op, xo_op, init in ((lax.max, xo.maximum, -np.inf), (lax.add, xo.add, 0.0)):
             want = lax.reduce_window(v, np.float32(init), jax_op, wd, ws, pad, bd, wdl)
-            got = xo.reduce_window(xo.tensor(v), init, list(wd), list(ws), list(bd), list(wdl),
-                                   [list(p) for p in pad], body=xo_op)
+            got = xo.reduce_window(
+                xo.tensor(v),
+                init,
+                list(wd),
+                list(ws),
+                list(bd),
+                list(wdl),
+                [list(p) for p in pad],
+                body=xo_op,
+            )
             assert_tensor(got, np.asarray(want), exact=False, rtol=1e-6, atol=1e-6)
 
 
@@ -225,8 +272,9 @@ def test_reduce_window_constraints():
     with raises_spec(op, "C1"):
         xo.reduce_window(x, [0.0, 0.0], **good)
     with raises_spec(op, "C2"):
-        xo.reduce_window([x, xo.tensor(np.zeros((5, 4), np.float32))], [0.0, 0.0],
-                         [2, 2], body=argmax_body)
+        xo.reduce_window(
+            [x, xo.tensor(np.zeros((5, 4), np.float32))], [0.0, 0.0], [2, 2], body=argmax_body
+        )
     with raises_spec(op, "C3"):
         xo.reduce_window(x, xo.tensor(0, "i32"), **good)
     with raises_spec(op, "C4"):
@@ -267,43 +315,62 @@ def test_reduce_window_constraints():
 # select_and_scatter
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("select,scatter", [(ge, xo.add), (generic_ge, generic_add)],
-                         ids=["fast", "generic"])
+
+@pytest.mark.parametrize(
+    "select,scatter", [(ge, xo.add), (generic_ge, generic_add)], ids=["fast", "generic"]
+)
 def test_select_and_scatter_spec_example(select, scatter):
     x = xo.tensor([[1, 5], [2, 5], [3, 6], [4, 4]], "i64")
     src = xo.tensor([[5, 6], [7, 8]], "i64")
-    out = xo.select_and_scatter(x, src, xo.tensor(0, "i64"), window_dimensions=[3, 1],
-                                window_strides=[2, 1], padding=[[0, 1], [0, 0]],
-                                select=select, scatter=scatter)
+    out = xo.select_and_scatter(
+        x,
+        src,
+        xo.tensor(0, "i64"),
+        window_dimensions=[3, 1],
+        window_strides=[2, 1],
+        padding=[[0, 1], [0, 0]],
+        select=select,
+        scatter=scatter,
+    )
     assert_tensor(out, [[0, 0], [0, 0], [5, 14], [7, 0]], "i64")
 
 
 SAS_ZOO = [  # shape, window, strides, padding
     ((4, 6), [2, 2], [2, 2], None),
-    ((5, 6), [3, 3], [1, 1], None),                       # overlapping windows
-    ((5, 6), [3, 2], [2, 1], [(1, 1), (0, 1)]),            # padding
-    ((4, 4), [3, 3], [2, 2], [(3, 3), (2, 4)]),            # windows made of padding only
-    ((6, 5), [2, 3], [3, 2], [(-1, 0), (1, -1)]),          # negative padding
-    ((3, 4), [4, 2], [1, 1], None),                        # no windows
+    ((5, 6), [3, 3], [1, 1], None),  # overlapping windows
+    ((5, 6), [3, 2], [2, 1], [(1, 1), (0, 1)]),  # padding
+    ((4, 4), [3, 3], [2, 2], [(3, 3), (2, 4)]),  # windows made of padding only
+    ((6, 5), [2, 3], [3, 2], [(-1, 0), (1, -1)]),  # negative padding
+    ((3, 4), [4, 2], [1, 1], None),  # no windows
     ((9,), [3], [2], [(1, 1)]),
     ((2, 3, 6, 6), [1, 1, 2, 2], [1, 1, 2, 2], None),
-    ((2, 3, 4, 5, 2), [2, 1, 2, 1, 2], None, None),        # rank 5 after merging
-    ((2, 3, 7, 9), [1, 1, 2, 2], [1, 1, 2, 2], None),      # tiles, rows / cols left over
-    ((2, 5, 7), [1, 3, 2], [1, 3, 2], None),               # tiles 3x2
+    ((2, 3, 4, 5, 2), [2, 1, 2, 1, 2], None, None),  # rank 5 after merging
+    ((2, 3, 7, 9), [1, 1, 2, 2], [1, 1, 2, 2], None),  # tiles, rows / cols left over
+    ((2, 5, 7), [1, 3, 2], [1, 3, 2], None),  # tiles 3x2
 ]
 
 
 @pytest.mark.parametrize("case", SAS_ZOO, ids=lambda c: f"{c[0]}w{c[1]}")
-@pytest.mark.parametrize("select,scatter,init", [
-    (ge, xo.add, 0), (le, xo.add, 0), (ge, xo.maximum, -100), (generic_ge, xo.add, 0),
-    (ge, generic_add, 5), (lambda a, b: xo.compare(a, b, "GT", "SIGNED"), xo.add, 0),
-], ids=["GE_add", "LE_add", "GE_max", "generic_select", "generic_scatter", "GT_typed"])
+@pytest.mark.parametrize(
+    "select,scatter,init",
+    [
+        (ge, xo.add, 0),
+        (le, xo.add, 0),
+        (ge, xo.maximum, -100),
+        (generic_ge, xo.add, 0),
+        (ge, generic_add, 5),
+        (lambda a, b: xo.compare(a, b, "GT", "SIGNED"), xo.add, 0),
+    ],
+    ids=["GE_add", "LE_add", "GE_max", "generic_select", "generic_scatter", "GT_typed"],
+)
 def test_select_and_scatter_against_reference(case, select, scatter, init):
     shape, wd, ws, pad = case
     rng = np.random.default_rng(sum(shape) + len(wd))
     x = xo.tensor(rng.integers(0, 3, shape), "i64")  # few values: many ties
-    nwin = [R._num_windows(n, w, s, 1, 1, p[0], p[1]) for n, w, s, p in
-            zip(shape, wd, ws or [1] * len(shape), pad or [(0, 0)] * len(shape))]
+    nwin = [
+        R._num_windows(n, w, s, 1, 1, p[0], p[1])
+        for n, w, s, p in zip(shape, wd, ws or [1] * len(shape), pad or [(0, 0)] * len(shape))
+    ]
     src = xo.tensor(rng.integers(1, 10, nwin), "i64")
     kw = dict(window_strides=ws, padding=pad, select=select, scatter=scatter)
     got = xo.select_and_scatter(x, src, init, wd, **kw)
@@ -317,8 +384,9 @@ def test_select_and_scatter_ties_pick_the_first():
     for select in (ge, generic_ge):
         out = xo.select_and_scatter(x, src, 0, [2, 2], select=select, scatter=xo.add)
         assert_tensor(out, [[7, 0], [0, 0]], "i64")
-    gt = xo.select_and_scatter(x, src, 0, [2, 2], scatter=xo.add,
-                               select=lambda a, b: xo.compare(a, b, "GT", "SIGNED"))
+    gt = xo.select_and_scatter(
+        x, src, 0, [2, 2], scatter=xo.add, select=lambda a, b: xo.compare(a, b, "GT", "SIGNED")
+    )
     assert_tensor(gt, [[0, 0], [7, 0]], "i64")  # GT: a tie replaces the pick: last max
 
 
@@ -329,20 +397,28 @@ def test_select_and_scatter_floats_nan_and_types():
     for select in (ge, generic_ge):
         out = xo.select_and_scatter(x, src, 0.0, [2, 2], select=select, scatter=xo.add)
         assert_tensor(out, [[0.0, 0.0], [3.0, 0.0]])
-    xb = xo.tensor([[1.0, 2.0 ** -9], [2.0 ** -9, 0.0]], "bf16")
-    sb = xo.tensor([[1.0, 2.0 ** -9], [2.0 ** -9, 2.0 ** -9]], "bf16")
-    out = xo.select_and_scatter(xb, sb, 0.0, [1, 2], [1, 1], [(0, 0), (0, 1)],
-                                select=ge, scatter=xo.add)
-    want = R.select_and_scatter_reference(xb, sb, 0.0, [1, 2], [1, 1], [(0, 0), (0, 1)],
-                                          select=ge, scatter=xo.add)
+    xb = xo.tensor([[1.0, 2.0**-9], [2.0**-9, 0.0]], "bf16")
+    sb = xo.tensor([[1.0, 2.0**-9], [2.0**-9, 2.0**-9]], "bf16")
+    out = xo.select_and_scatter(
+        xb, sb, 0.0, [1, 2], [1, 1], [(0, 0), (0, 1)], select=ge, scatter=xo.add
+    )
+    want = R.select_and_scatter_reference(
+        xb, sb, 0.0, [1, 2], [1, 1], [(0, 0), (0, 1)], select=ge, scatter=xo.add
+    )
     assert_tensor(out, want.numpy(), "bf16")
     c = xo.tensor(np.array([[1 + 2j, 1 + 3j]], np.complex64))
-    out = xo.select_and_scatter(c, xo.tensor(np.array([[5j]], np.complex64)), 0, [1, 2],
-                                select=ge, scatter=xo.add)
+    out = xo.select_and_scatter(
+        c, xo.tensor(np.array([[5j]], np.complex64)), 0, [1, 2], select=ge, scatter=xo.add
+    )
     assert_tensor(out, [[0, 5j]], "c64")  # complex GE: lexicographic
     wide = xo.select_and_scatter(  # C10: the scatter body may compute in a wider type
-        xo.tensor([[1, 2]], "i8"), xo.tensor([[100]], "i8"), 100, [1, 2], select=ge,
-        scatter=lambda a, b: xo.add(xo.convert(a, "i32"), xo.convert(b, "i32")))
+        xo.tensor([[1, 2]], "i8"),
+        xo.tensor([[100]], "i8"),
+        100,
+        [1, 2],
+        select=ge,
+        scatter=lambda a, b: xo.add(xo.convert(a, "i32"), xo.convert(b, "i32")),
+    )
     assert_tensor(wide, [[100, 200]], "i32")
 
 
@@ -350,13 +426,18 @@ def test_select_and_scatter_parallel_equals_serial(monkeypatch):
     rng = np.random.default_rng(13)
     x = xo.tensor(rng.standard_normal((2, 3, 21, 20)).astype(np.float32))
     src = xo.tensor(rng.standard_normal((2, 3, 10, 18)).astype(np.float32))
-    kw = dict(window_strides=[1, 1, 2, 1], padding=[(0, 0), (0, 0), (0, 1), (0, 0)],
-              select=ge, scatter=xo.add)
+    kw = dict(
+        window_strides=[1, 1, 2, 1],
+        padding=[(0, 0), (0, 0), (0, 1), (0, 0)],
+        select=ge,
+        scatter=xo.add,
+    )
     serial = xo.select_and_scatter(x, src, 0.0, [1, 1, 3, 3], **kw)
     monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
     parallel = xo.select_and_scatter(x, src, 0.0, [1, 1, 3, 3], **kw)
-    np.testing.assert_array_equal(np.asarray(parallel).view(np.uint32),
-                                  np.asarray(serial).view(np.uint32))
+    np.testing.assert_array_equal(
+        np.asarray(parallel).view(np.uint32), np.asarray(serial).view(np.uint32)
+    )
 
 
 def test_tile_kernels_parallel_equal_serial(monkeypatch):
@@ -369,23 +450,23 @@ def test_tile_kernels_parallel_equal_serial(monkeypatch):
 
     def both():
         args = ([1, 1, 2, 2], [1, 1, 2, 2])
-        return [np.asarray(xo.reduce_window(x, float("-inf"), *args, body=xo.maximum)),
-                np.asarray(xo.select_and_scatter(x, src, 0.0, *args, **kw))]
+        return [
+            np.asarray(xo.reduce_window(x, float("-inf"), *args, body=xo.maximum)),
+            np.asarray(xo.select_and_scatter(x, src, 0.0, *args, **kw)),
+        ]
+
     serial = both()
     monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
     for s, p in zip(serial, both()):
         np.testing.assert_array_equal(p.view(np.uint32), s.view(np.uint32))
     want = R.select_and_scatter_reference(x, src, 0.0, [1, 1, 2, 2], [1, 1, 2, 2], **kw)
     np.testing.assert_array_equal(serial[1].view(np.uint32), np.asarray(want).view(np.uint32))
-    want = R.reduce_window_reference(x, float("-inf"), [1, 1, 2, 2], [1, 1, 2, 2],
-                                     body=xo.maximum)
+    want = R.reduce_window_reference(x, float("-inf"), [1, 1, 2, 2], [1, 1, 2, 2], body=xo.maximum)
     np.testing.assert_array_equal(serial[0].view(np.uint32), np.asarray(want).view(np.uint32))
     # minimum too (the tile loops write IEEE max / min as blends): -0 < +0, NaN wins
     got = xo.reduce_window(x, float("inf"), [1, 1, 2, 2], [1, 1, 2, 2], body=xo.minimum)
-    want = R.reduce_window_reference(x, float("inf"), [1, 1, 2, 2], [1, 1, 2, 2],
-                                     body=xo.minimum)
-    np.testing.assert_array_equal(np.asarray(got).view(np.uint32),
-                                  np.asarray(want).view(np.uint32))
+    want = R.reduce_window_reference(x, float("inf"), [1, 1, 2, 2], [1, 1, 2, 2], body=xo.minimum)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint32), np.asarray(want).view(np.uint32))
     assert np.isnan(np.asarray(got)[0, 0, 0, 0]) and np.signbit(np.asarray(got)[0, 0, 0, 1])
     assert np.isnan(serial[0][0, 0, 0, 0]) and serial[0][0, 0, 0, 1] == 5.0
 
@@ -399,9 +480,13 @@ def test_tile_kernels_read_transposed_operands_in_memory_order():
     assert not np.asarray(x).flags.c_contiguous
     xc = xo.tensor(np.ascontiguousarray(np.asarray(x)))
     src = xo.tensor(rng.standard_normal((2, 3, 3, 4)).astype(np.float32))
-    srcs = [src, xo.transpose(xo.tensor(np.ascontiguousarray(np.transpose(np.asarray(src),
-                                                                          (1, 0, 2, 3)))),
-                              [1, 0, 2, 3])]
+    srcs = [
+        src,
+        xo.transpose(
+            xo.tensor(np.ascontiguousarray(np.transpose(np.asarray(src), (1, 0, 2, 3)))),
+            [1, 0, 2, 3],
+        ),
+    ]
     args = ([1, 1, 2, 2], [1, 1, 2, 2])
     want = np.asarray(xo.reduce_window(xc, float("-inf"), *args, body=xo.maximum))
     got = np.asarray(xo.reduce_window(x, float("-inf"), *args, body=xo.maximum))
@@ -417,14 +502,17 @@ def test_select_and_scatter_is_the_max_pool_gradient():
     torch = pytest.importorskip("torch")
     jax = pytest.importorskip("jax")
     from jax import lax
+
     rng = np.random.default_rng(14)
     v = rng.permutation(2 * 3 * 8 * 10).reshape(2, 3, 8, 10).astype(np.float32)  # no ties
     g = rng.standard_normal((2, 3, 3, 4)).astype(np.float32)
-    got = xo.select_and_scatter(xo.tensor(v), xo.tensor(g), 0.0, [1, 1, 3, 3], [1, 1, 2, 2],
-                                select=ge, scatter=xo.add)
+    got = xo.select_and_scatter(
+        xo.tensor(v), xo.tensor(g), 0.0, [1, 1, 3, 3], [1, 1, 2, 2], select=ge, scatter=xo.add
+    )
 
     def pool(a):
         return lax.reduce_window(a, -np.inf, lax.max, (1, 1, 3, 3), (1, 1, 2, 2), "VALID")
+
     _, vjp = jax.vjp(pool, v)
     assert_tensor(got, np.asarray(vjp(g)[0]), exact=False, rtol=1e-6, atol=1e-6)
     tv = torch.tensor(v, requires_grad=True)
@@ -432,9 +520,16 @@ def test_select_and_scatter_is_the_max_pool_gradient():
     assert_tensor(got, tv.grad.numpy(), exact=False, rtol=1e-6, atol=1e-6)
     # overlapping windows with padding (torch pads with -inf: never picked either)
     gp = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
-    got = xo.select_and_scatter(xo.tensor(v), xo.tensor(gp), 0.0, [1, 1, 3, 3],
-                                [1, 1, 2, 2], [(0, 0), (0, 0), (1, 1), (1, 1)],
-                                select=ge, scatter=xo.add)
+    got = xo.select_and_scatter(
+        xo.tensor(v),
+        xo.tensor(gp),
+        0.0,
+        [1, 1, 3, 3],
+        [1, 1, 2, 2],
+        [(0, 0), (0, 0), (1, 1), (1, 1)],
+        select=ge,
+        scatter=xo.add,
+    )
     tv.grad = None
     torch.nn.functional.max_pool2d(tv, 3, 2, padding=1).backward(torch.tensor(gp))
     assert_tensor(got, tv.grad.numpy(), exact=False, rtol=1e-6, atol=1e-6)
@@ -447,8 +542,7 @@ def test_select_and_scatter_constraints():
     good = dict(select=ge, scatter=xo.add)
     xo.select_and_scatter(x, src, 0.0, [2, 2], [2, 2], **good)
     with raises_spec(op, "C1"):
-        xo.select_and_scatter(x, xo.tensor(np.zeros((2, 2), np.int32)), 0.0, [2, 2], [2, 2],
-                              **good)
+        xo.select_and_scatter(x, xo.tensor(np.zeros((2, 2), np.int32)), 0.0, [2, 2], [2, 2], **good)
     with raises_spec(op, "C2"):
         xo.select_and_scatter(x, src, 0.0, [2, 2], [1, 1], **good)
     with raises_spec(op, "C3"):
@@ -466,8 +560,15 @@ def test_select_and_scatter_constraints():
     with raises_spec(op, "C9"):  # select must return i1
         xo.select_and_scatter(x, src, 0.0, [2, 2], [2, 2], select=xo.add, scatter=xo.add)
     with raises_spec(op, "C10"):  # scatter narrower than the operand
-        xo.select_and_scatter(x, src, 0.0, [2, 2], [2, 2], select=ge,
-                              scatter=lambda a, b: xo.convert(xo.add(a, b), "bf16"))
+        xo.select_and_scatter(
+            x,
+            src,
+            0.0,
+            [2, 2],
+            [2, 2],
+            select=ge,
+            scatter=lambda a, b: xo.convert(xo.add(a, b), "bf16"),
+        )
     with raises_spec(op, "I3"):
         xo.select_and_scatter(x, src, xo.tensor([0.0]), [2, 2], [2, 2], **good)
     with pytest.raises(TypeError):

@@ -3,7 +3,9 @@
 ``import xops as xo``; every StableHLO op is ``xo.<stablehlo_name>`` with the spec's
 operands and attributes, Python keywords get a trailing underscore (``xo.and_``).
 """
+
 import os as _os
+import sys as _sys
 
 # Numba's OpenMP threads must not spin while NumPy/BLAS work (see docs/kernels.md).
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -13,6 +15,7 @@ from .limits import config, debug_nans, deterministic, NonFiniteError  # noqa: E
 from . import dtypes  # noqa: E402
 from .dtypes import DType, as_dtype, all_dtypes  # noqa: E402
 from .dtypes import *  # noqa: E402,F401,F403  (xo.float32, xo.bfloat16, ...)
+from . import qtype  # noqa: E402,F401  (quantized types: as_dtype reads "!quant.uniform<...>")
 from .tensor import Tensor, tensor  # noqa: E402
 from .ops.elementwise import *  # noqa: E402,F401,F403
 from .ops.movement import *  # noqa: E402,F401,F403
@@ -21,8 +24,10 @@ from .ops.misc import *  # noqa: E402,F401,F403
 from .ops.linalg import *  # noqa: E402,F401,F403
 from .ops.convolution import *  # noqa: E402,F401,F403
 from .ops.reduction import *  # noqa: E402,F401,F403
+from .ops.windows import *  # noqa: E402,F401,F403
 from .ops.normalization import *  # noqa: E402,F401,F403
 from .ops.indexing import *  # noqa: E402,F401,F403
+from .ops.sorting import *  # noqa: E402,F401,F403
 from .ops.fft import *  # noqa: E402,F401,F403
 from .ops.solve import *  # noqa: E402,F401,F403
 from .ops.rng import *  # noqa: E402,F401,F403
@@ -33,29 +38,75 @@ from .ops import elementwise as _elementwise, movement as _movement  # noqa: E40
 from .ops import conversion as _conversion, misc as _misc, linalg as _linalg  # noqa: E402
 from .ops import convolution as _convolution, reduction as _reduction  # noqa: E402
 from .ops import normalization as _normalization, indexing as _indexing  # noqa: E402
+from .ops import windows as _windows, sorting as _sorting  # noqa: E402
 from .ops import fft as _fft, solve as _solve, rng as _rng, control as _control  # noqa: E402
 from .ops import quantization as _quantization  # noqa: E402
 from .ops import collectives as _collectives  # noqa: E402
 
-from .autodiff import (backward, enable_grad, grad, is_grad_enabled, no_grad,  # noqa: E402,F401
-                       value_and_grad, vjp)
+from .autodiff import (
+    backward,
+    enable_grad,
+    grad,
+    is_grad_enabled,
+    no_grad,  # noqa: E402,F401
+    value_and_grad,
+    vjp,
+)
 from .ops import operators as _operators  # noqa: E402
+from . import numpy as _numpy  # noqa: E402  (the everyday layer: built on the ops)
+from . import _interop, _numpy_indexing  # noqa: E402
+from .autodiff import tape as _tape  # noqa: E402
+from .autodiff.local import alias as _alias  # noqa: E402
+from .device import Device, default_device  # noqa: E402,F401
+from .kernels import cuda as _cuda_kernels  # noqa: E402,F401  (registers on first CUDA use)
 
-_operators._install()  # Python operators and indexing on Tensor
+_operators._install(_numpy)  # Python operators and indexing on Tensor
+# Tensor's methods reach the layers above xops.tensor through these (it imports none):
+_tensor_module = _sys.modules[Tensor.__module__]
+_tensor_module._xnp, _tensor_module._tape = _numpy, _tape
+_tensor_module._interop, _tensor_module._indexing = _interop, _numpy_indexing
+_tensor_module._alias = _alias
+del _tensor_module
 
 __version__ = "0.1.0"
 
-__all__ = ["SpecError", "DType", "as_dtype", "all_dtypes", "Tensor", "tensor", "grad",
-           "value_and_grad", "vjp", "no_grad", "enable_grad", "is_grad_enabled",
-           *dtypes.__all__, *_elementwise.__all__, *_movement.__all__,
-           *_conversion.__all__, *_misc.__all__, *_linalg.__all__,
-           *_convolution.__all__, *_reduction.__all__, *_normalization.__all__,
-           *_indexing.__all__, *_fft.__all__, *_solve.__all__, *_rng.__all__, *_control.__all__,
-           *_quantization.__all__, *_collectives.__all__]
+__all__ = [
+    "SpecError",
+    "DType",
+    "as_dtype",
+    "all_dtypes",
+    "Tensor",
+    "tensor",
+    "grad",
+    "value_and_grad",
+    "vjp",
+    "no_grad",
+    "enable_grad",
+    "is_grad_enabled",
+    *dtypes.__all__,
+    *_elementwise.__all__,
+    *_movement.__all__,
+    *_conversion.__all__,
+    *_misc.__all__,
+    *_linalg.__all__,
+    *_convolution.__all__,
+    *_reduction.__all__,
+    *_windows.__all__,
+    *_normalization.__all__,
+    *_indexing.__all__,
+    *_sorting.__all__,
+    *_fft.__all__,
+    *_solve.__all__,
+    *_rng.__all__,
+    *_control.__all__,
+    *_quantization.__all__,
+    *_collectives.__all__,
+]
 
 
 def __getattr__(name):  # lazy subpackages: xo.stablehlo, xo.nn, xo.optim (keep `import xops` fast)
     if name in ("stablehlo", "nn", "optim", "distributed"):
         import importlib
+
         return importlib.import_module(f"xops.{name}")
     raise AttributeError(f"module 'xops' has no attribute {name!r}")

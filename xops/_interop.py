@@ -27,8 +27,10 @@ run in NumPy on the values. Anything else — an unsupported ufunc, method or pa
 into NumPy silently and drops the graph. ``np.asarray(t)`` (``__array__``) still gives a
 read-only NumPy view of the value.
 """
+
 import ctypes
 import inspect
+import sys
 
 import numpy as np
 
@@ -45,9 +47,17 @@ __all__ = ["array_function", "array_ufunc", "dlpack", "dlpack_device", "from_dlp
 _CPU = 1  # kDLCPU
 _BF16 = 4  # kDLBfloat
 # DLPack 1.1 type codes of the narrow floats (bits 8), as PyTorch uses them
-_NARROW_CODES = {"bf16": _BF16, "f8E3M4": 7, "f8E4M3": 8, "f8E4M3B11FNUZ": 9,
-                 "f8E4M3FN": 10, "f8E4M3FNUZ": 11, "f8E5M2": 12, "f8E5M2FNUZ": 13,
-                 "f8E8M0FNU": 14}
+_NARROW_CODES = {
+    "bf16": _BF16,
+    "f8E3M4": 7,
+    "f8E4M3": 8,
+    "f8E4M3B11FNUZ": 9,
+    "f8E4M3FN": 10,
+    "f8E4M3FNUZ": 11,
+    "f8E5M2": 12,
+    "f8E5M2FNUZ": 13,
+    "f8E8M0FNU": 14,
+}
 _CODE_NAMES = {c: n for n, c in _NARROW_CODES.items()}
 _UINT = {1: np.uint8, 2: np.uint16}
 _UINT_CODE = 1  # kDLUInt
@@ -63,9 +73,15 @@ class _DLDataType(ctypes.Structure):
 
 
 class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 class _DLPackVersion(ctypes.Structure):
@@ -73,14 +89,21 @@ class _DLPackVersion(ctypes.Structure):
 
 
 class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64),
-                ("dl_tensor", _DLTensor)]
+    _fields_ = [
+        ("version", _DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", _DLTensor),
+    ]
 
 
 class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
+    _fields_ = [
+        ("dl_tensor", _DLTensor),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+    ]
 
 
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -98,8 +121,7 @@ def _dl_tensor(capsule):
         return _DLManagedTensorVersioned.from_address(_get_pointer(capsule, name)).dl_tensor
     if name == b"dltensor":
         return _DLManagedTensor.from_address(_get_pointer(capsule, name)).dl_tensor
-    raise BufferError(f"from_dlpack: not a DLPack capsule (name {name!r}), or one already "
-                      f"consumed")
+    raise BufferError(f"from_dlpack: not a DLPack capsule (name {name!r}), or one already consumed")
 
 
 class _WritableAlias:
@@ -109,27 +131,38 @@ class _WritableAlias:
     def __init__(self, arr):
         self._keep = arr
         self.__array_interface__ = {
-            "data": (arr.ctypes.data, False), "shape": arr.shape, "strides": arr.strides,
-            "typestr": arr.dtype.str, "version": 3}
+            "data": (arr.ctypes.data, False),
+            "shape": arr.shape,
+            "strides": arr.strides,
+            "typestr": arr.dtype.str,
+            "version": 3,
+        }
 
 
 def dlpack(t, stream=None, max_version=None, dl_device=None, copy=None):
     """``Tensor.__dlpack__``: see the module docstring."""
     dt = t._dtype
     if stream is not None and stream != -1:
-        raise BufferError(f"__dlpack__: xops tensors live on the CPU, which has no streams; "
-                          f"got stream={stream!r}")
+        raise BufferError(
+            f"__dlpack__: xops tensors live on the CPU, which has no streams; got stream={stream!r}"
+        )
     if dl_device is not None and tuple(dl_device)[:1] != (_CPU,):
-        raise BufferError(f"__dlpack__: xops tensors live on the CPU (kDLCPU = 1), cannot "
-                          f"export to device {dl_device!r}; copy to the host instead")
+        raise BufferError(
+            f"__dlpack__: xops tensors live on the CPU (kDLCPU = 1), cannot "
+            f"export to device {dl_device!r}; copy to the host instead"
+        )
     if dt.quantized:
-        raise BufferError(f"__dlpack__: quantized {t.type} has no DLPack element type; "
-                          f"export xo.uniform_dequantize(t) or the storage values "
-                          f"xo.bitcast_convert(t, {dt.storage_type.name!r})")
+        raise BufferError(
+            f"__dlpack__: quantized {t.type} has no DLPack element type; "
+            f"export xo.uniform_dequantize(t) or the storage values "
+            f"xo.bitcast_convert(t, {dt.storage_type.name!r})"
+        )
     code = _NARROW_CODES.get(dt.name)
     if code is None and np.dtype(dt.np).kind not in "biufc":  # ml_dtypes' other types
-        raise BufferError(f"__dlpack__: {t.type} has no DLPack element type (DLPack has no "
-                          f"i2/i4/ui2/ui4, f4 or f6); convert with xo.convert first")
+        raise BufferError(
+            f"__dlpack__: {t.type} has no DLPack element type (DLPack has no "
+            f"i2/i4/ui2/ui4, f4 or f6); convert with xo.convert first"
+        )
     arr = t._value
     if code is not None:
         arr = arr.view(_UINT[dt.itemsize])
@@ -170,21 +203,24 @@ def from_dlpack(x, /, *, device=None, copy=None):
     """A Tensor from any object with ``__dlpack__`` (NumPy arrays, PyTorch tensors, JAX
     arrays, ...), sharing its memory unless ``copy=True`` (see the module docstring).
 
-    >>> xnp.from_dlpack(torch.arange(3.0))   # f32[3], the same memory
+    >>> xnp.from_dlpack(torch.arange(3.0))   # f32[3], the same memory  # doctest: +SKIP
     """
     if device is not None and str(device).split(":")[0].lower() != "cpu":
         raise ValueError(f"from_dlpack: xops tensors live on the CPU, got device={device!r}")
     if isinstance(x, Tensor):
-        return _wrap(np.array(x._value, copy=True), x._dtype) if copy else \
-            _wrap(x._value, x._dtype)
+        return _wrap(np.array(x._value, copy=True), x._dtype) if copy else _wrap(x._value, x._dtype)
     if not hasattr(x, "__dlpack__"):
-        raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__; use "
-                        f"xnp.asarray for host data")
+        raise TypeError(
+            f"from_dlpack: {type(x).__name__} does not implement __dlpack__; use "
+            f"xnp.asarray for host data"
+        )
     dev = tuple(x.__dlpack_device__()) if hasattr(x, "__dlpack_device__") else (_CPU, 0)
     if dev[0] != _CPU:
-        raise BufferError(f"from_dlpack: the data lives on DLPack device {dev} (not the CPU); "
-                          f"xops runs on the CPU: move it to the host first "
-                          f"(e.g. torch's .cpu())")
+        raise BufferError(
+            f"from_dlpack: the data lives on DLPack device {dev} (not the CPU); "
+            f"xops runs on the CPU: move it to the host first "
+            f"(e.g. torch's .cpu())"
+        )
     try:
         capsule = x.__dlpack__(max_version=(1, 0))
     except TypeError:  # a DLPack 0.x producer
@@ -202,8 +238,10 @@ def from_dlpack(x, /, *, device=None, copy=None):
         arr = arr.copy()
     elif not arr.flags.c_contiguous:
         if copy is False:
-            raise BufferError(f"from_dlpack: copy=False, but the data (strides "
-                              f"{arr.strides}) is not row-major, which xops tensors need")
+            raise BufferError(
+                f"from_dlpack: copy=False, but the data (strides "
+                f"{arr.strides}) is not row-major, which xops tensors need"
+            )
         arr = np.ascontiguousarray(arr)
     return _wrap(arr.view(), dt)  # our own read-only view object
 
@@ -213,40 +251,96 @@ def from_dlpack(x, /, *, device=None, copy=None):
 # ---------------------------------------------------------------------------------------
 
 _UFUNCS = {  # NumPy ufunc name -> xops.numpy function
-    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-    "true_divide": "divide", "floor_divide": "floor_divide", "remainder": "remainder",
-    "power": "pow", "negative": "negative", "positive": "positive", "absolute": "abs",
-    "sign": "sign", "sqrt": "sqrt", "square": "square", "reciprocal": "reciprocal",
-    "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
-    "log10": "log10", "logaddexp": "logaddexp", "sin": "sin", "cos": "cos", "tan": "tan",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
-    "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh",
-    "arccosh": "acosh", "arctanh": "atanh", "floor": "floor", "ceil": "ceil",
-    "trunc": "trunc", "rint": "round", "conjugate": "conj", "maximum": "maximum",
-    "minimum": "minimum", "hypot": "hypot", "copysign": "copysign",
-    "nextafter": "nextafter", "signbit": "signbit", "isnan": "isnan", "isinf": "isinf",
-    "isfinite": "isfinite", "equal": "equal", "not_equal": "not_equal", "less": "less",
-    "less_equal": "less_equal", "greater": "greater", "greater_equal": "greater_equal",
-    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
-    "logical_not": "logical_not", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
-    "bitwise_xor": "bitwise_xor", "invert": "bitwise_invert",
-    "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift",
+    "add": "add",
+    "subtract": "subtract",
+    "multiply": "multiply",
+    "divide": "divide",
+    "true_divide": "divide",
+    "floor_divide": "floor_divide",
+    "remainder": "remainder",
+    "power": "pow",
+    "negative": "negative",
+    "positive": "positive",
+    "absolute": "abs",
+    "sign": "sign",
+    "sqrt": "sqrt",
+    "square": "square",
+    "reciprocal": "reciprocal",
+    "exp": "exp",
+    "expm1": "expm1",
+    "log": "log",
+    "log1p": "log1p",
+    "log2": "log2",
+    "log10": "log10",
+    "logaddexp": "logaddexp",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "arctan2": "atan2",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "floor": "floor",
+    "ceil": "ceil",
+    "trunc": "trunc",
+    "rint": "round",
+    "conjugate": "conj",
+    "maximum": "maximum",
+    "minimum": "minimum",
+    "hypot": "hypot",
+    "copysign": "copysign",
+    "nextafter": "nextafter",
+    "signbit": "signbit",
+    "isnan": "isnan",
+    "isinf": "isinf",
+    "isfinite": "isfinite",
+    "equal": "equal",
+    "not_equal": "not_equal",
+    "less": "less",
+    "less_equal": "less_equal",
+    "greater": "greater",
+    "greater_equal": "greater_equal",
+    "logical_and": "logical_and",
+    "logical_or": "logical_or",
+    "logical_xor": "logical_xor",
+    "logical_not": "logical_not",
+    "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or",
+    "bitwise_xor": "bitwise_xor",
+    "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
     "matmul": "matmul",
 }
-_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-           "logical_and": "all", "logical_or": "any"}
+_REDUCE = {
+    "add": "sum",
+    "multiply": "prod",
+    "maximum": "max",
+    "minimum": "min",
+    "logical_and": "all",
+    "logical_or": "any",
+}
 _ACCUMULATE = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
 _IGNORED = {"casting": "same_kind", "order": "K", "subok": True}
 
 
 def _xnp():
-    import xops.numpy as xnp
-    return xnp
+    # xops.numpy, which sits above this module: the namespace xops/__init__ binds for the
+    # Tensor methods (the module xops.tensor; the package's `tensor` is the function)
+    return sys.modules[Tensor.__module__]._xnp
 
 
 def _known(types):
-    return all(issubclass(t, (Tensor, np.ndarray, np.generic)) or t in (int, float, complex, bool)
-               for t in types)
+    return all(
+        issubclass(t, (Tensor, np.ndarray, np.generic)) or t in (int, float, complex, bool)
+        for t in types
+    )
 
 
 def _to_xnp(v):
@@ -259,9 +353,11 @@ def _to_xnp(v):
 
 
 def _unsupported(what, hint=""):
-    return TypeError(f"{what} is not supported on xops tensors (it would leave the tape): "
-                     f"use the xops.numpy function (import xops.numpy as xnp){hint}, or "
-                     f"np.asarray(t) to work on a NumPy copy of the values")
+    return TypeError(
+        f"{what} is not supported on xops tensors (it would leave the tape): "
+        f"use the xops.numpy function (import xops.numpy as xnp){hint}, or "
+        f"np.asarray(t) to work on a NumPy copy of the values"
+    )
 
 
 def array_ufunc(ufunc, method, *inputs, **kwargs):
@@ -287,8 +383,7 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
     if method == "__call__":
         fn = getattr(xnp, _UFUNCS.get(name, "-"), None)
         if fn is None or kwargs:
-            raise _unsupported(f"np.{name}" + (f"(..., {', '.join(kwargs)}=...)" if kwargs
-                                               else ""))
+            raise _unsupported(f"np.{name}" + (f"(..., {', '.join(kwargs)}=...)" if kwargs else ""))
         result = fn(*args)
     elif method in ("reduce", "accumulate"):
         table = _REDUCE if method == "reduce" else _ACCUMULATE
@@ -303,8 +398,11 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
         if not isinstance(x, Tensor):
             x = xnp.asarray(x)
         if method == "reduce":
-            result = fn(x, axis=axis, keepdims=keepdims) if not isinstance(axis, list) else \
-                fn(x, axis=tuple(axis), keepdims=keepdims)
+            result = (
+                fn(x, axis=axis, keepdims=keepdims)
+                if not isinstance(axis, list)
+                else fn(x, axis=tuple(axis), keepdims=keepdims)
+            )
         else:
             result = fn(x, axis=axis)
     else:
@@ -319,8 +417,10 @@ def _write_out(name, out, result, inputs):
     outs = out if isinstance(out, tuple) else (out,)
     results = result if isinstance(result, tuple) else (result,)
     if any(isinstance(o, Tensor) for o in outs):
-        raise TypeError(f"np.{name}(..., out=tensor): xops tensors are immutable values; "
-                        f"use the result (t = np.{name}(...)) or t[...] = value")
+        raise TypeError(
+            f"np.{name}(..., out=tensor): xops tensors are immutable values; "
+            f"use the result (t = np.{name}(...)) or t[...] = value"
+        )
     if any(isinstance(v, Tensor) and v.requires_grad for v in inputs):
         raise _unsupported(f"np.{name}(..., out=ndarray) on a tensor that requires a gradient")
     for o, r in zip(outs, results):
@@ -334,23 +434,73 @@ def _write_out(name, out, result, inputs):
 
 # NumPy functions that only read values (results are not arrays of the data, or have no
 # gradient anyway): run in NumPy on the values
-_INSPECT = {"allclose", "array_equal", "array_equiv", "isclose", "shape", "ndim", "size",
-            "iscomplexobj", "isrealobj", "result_type", "may_share_memory",
-            "shares_memory", "array_repr", "array_str", "array2string", "save", "savez",
-            "savez_compressed", "savetxt", "copyto", "min_scalar_type", "can_cast",
-            "isreal", "iscomplex", "count_nonzero", "argwhere", "flatnonzero",
-            "histogram", "bincount", "digitize", "unravel_index", "ravel_multi_index"}
+_INSPECT = {
+    "allclose",
+    "array_equal",
+    "array_equiv",
+    "isclose",
+    "shape",
+    "ndim",
+    "size",
+    "iscomplexobj",
+    "isrealobj",
+    "result_type",
+    "may_share_memory",
+    "shares_memory",
+    "array_repr",
+    "array_str",
+    "array2string",
+    "save",
+    "savez",
+    "savez_compressed",
+    "savetxt",
+    "copyto",
+    "min_scalar_type",
+    "can_cast",
+    "isreal",
+    "iscomplex",
+    "count_nonzero",
+    "argwhere",
+    "flatnonzero",
+    "histogram",
+    "bincount",
+    "digitize",
+    "unravel_index",
+    "ravel_multi_index",
+}
 
 _NAMES = {  # numpy function -> xops.numpy function, where the names differ
-    "concatenate": "concat", "amax": "max", "amin": "min", "around": "round",
-    "cumsum": "cumulative_sum", "cumprod": "cumulative_prod", "unique": "unique_values",
-    "transpose": "permute_dims", "abs": "abs", "absolute": "abs", "power": "pow",
-    "conjugate": "conj", "invert": "bitwise_invert",
+    "concatenate": "concat",
+    "amax": "max",
+    "amin": "min",
+    "around": "round",
+    "cumsum": "cumulative_sum",
+    "cumprod": "cumulative_prod",
+    "unique": "unique_values",
+    "transpose": "permute_dims",
+    "abs": "abs",
+    "absolute": "abs",
+    "power": "pow",
+    "conjugate": "conj",
+    "invert": "bitwise_invert",
 }
 _PARAMS = {  # NumPy parameter name -> xops.numpy parameter name
-    "a": "x", "arr": "x", "ary": "x", "m": "x", "array": "x", "tup": "arrays",
-    "newshape": "shape", "a_min": "min", "a_max": "max", "ddof": "correction",
-    "reps": "repetitions", "ind": "indices", "v": "x2", "b": "x2", "x": "x1", "y": "x2",
+    "a": "x",
+    "arr": "x",
+    "ary": "x",
+    "m": "x",
+    "array": "x",
+    "tup": "arrays",
+    "newshape": "shape",
+    "a_min": "min",
+    "a_max": "max",
+    "ddof": "correction",
+    "reps": "repetitions",
+    "ind": "indices",
+    "v": "x2",
+    "b": "x2",
+    "x": "x1",
+    "y": "x2",
     "ar": "x",
 }
 
@@ -386,8 +536,9 @@ def _special(name, given, xnp):
     if name == "where" and "x" not in given and "y" not in given:
         return xnp.nonzero(_to_xnp(given["condition"]))
     if name in ("round", "around") and given.get("decimals", 0) != 0:
-        raise _unsupported(f"np.{name}(..., decimals={given['decimals']})",
-                           " (scale, xnp.round, unscale)")
+        raise _unsupported(
+            f"np.{name}(..., decimals={given['decimals']})", " (scale, xnp.round, unscale)"
+        )
     if name == "norm" and "x" in given:  # np.linalg.norm
         x, ordv, axis = _to_xnp(given["x"]), given.get("ord"), given.get("axis")
         keep = bool(given.get("keepdims", False))
@@ -395,10 +546,14 @@ def _special(name, given, xnp):
             out = xnp.linalg.vector_norm(xnp.reshape(x, (-1,)))
             return xnp.reshape(out, (1,) * x.ndim) if keep else out
         if isinstance(axis, int) or (axis is None and x.ndim == 1):
-            return xnp.linalg.vector_norm(x, axis=axis, keepdims=keep,
-                                          ord=2 if ordv is None else ordv)
-        return xnp.linalg.matrix_norm(x, keepdims=keep, ord="fro" if ordv is None else ordv) \
-            if axis in (None, (-2, -1)) and x.ndim >= 2 else None
+            return xnp.linalg.vector_norm(
+                x, axis=axis, keepdims=keep, ord=2 if ordv is None else ordv
+            )
+        return (
+            xnp.linalg.matrix_norm(x, keepdims=keep, ord="fro" if ordv is None else ordv)
+            if axis in (None, (-2, -1)) and x.ndim >= 2
+            else None
+        )
     if name == "dot":
         a, b = _to_xnp(given["a"]), _to_xnp(given["b"])
         if getattr(a, "ndim", 0) == 0 or getattr(b, "ndim", 0) == 0:
@@ -451,8 +606,12 @@ def _is_default(param, value):
     if value is None or value is np._NoValue:
         return True
     d = param.default if param is not None else inspect.Parameter.empty
-    return d is not inspect.Parameter.empty and d is not np._NoValue and \
-        type(d) is type(value) and d == value
+    return (
+        d is not inspect.Parameter.empty
+        and d is not np._NoValue
+        and type(d) is type(value)
+        and d == value
+    )
 
 
 def _call(fn, label, sig, given):
@@ -483,8 +642,9 @@ def _call(fn, label, sig, given):
         if xname is None or xname not in names or xname in values:
             if _is_default(p, value):
                 continue
-            raise _unsupported(f"{label}(..., {npname}=...)", f" ({fn.__name__} takes "
-                                                             f"{', '.join(sorted(names))})")
+            raise _unsupported(
+                f"{label}(..., {npname}=...)", f" ({fn.__name__} takes {', '.join(sorted(names))})"
+            )
         values[xname] = _to_xnp(value)
     pos, kw, missing = [], {}, object()
     for p in params:

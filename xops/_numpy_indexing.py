@@ -35,6 +35,7 @@ Everything is built on the spec ops, so all of it is differentiable:
   copies and other tensors that shared the old buffer never change; the Tensor object
   ``t`` gets the new value and a new version (see :func:`xops.autodiff.tape.rebind`).
 """
+
 import operator
 
 import numpy as np
@@ -64,6 +65,7 @@ class IndexBoundsError(SpecError, IndexError):
 # Parsing a key
 # ---------------------------------------------------------------------------------------
 
+
 class _Plan:
     """A parsed key. ``wshape`` is the operand's shape with the dims of each boolean
     mask merged into one and a size-1 dim inserted for each boolean scalar (same
@@ -72,13 +74,11 @@ class _Plan:
     d, start, step, count)``, ``("int", d, i)`` (basic keys only) and ``("adv", d,
     array)``; d is a dim of wshape. ``advanced``: whether any entry is "adv"."""
 
-    __slots__ = ("adjacent", "advanced", "bshape", "entries", "layout", "shape", "valid",
-                 "wshape")
+    __slots__ = ("adjacent", "advanced", "bshape", "entries", "layout", "shape", "valid", "wshape")
 
 
 def _bounds_error(op, axis, n, value):
-    return IndexBoundsError(op, "", f"index {value} is out of bounds for axis {axis} with "
-                                    f"size {n}")
+    return IndexBoundsError(op, "", f"index {value} is out of bounds for axis {axis} with size {n}")
 
 
 def _as_index_array(k, op):
@@ -88,16 +88,19 @@ def _as_index_array(k, op):
         if dt.kind == "bool":
             return k._value
         if dt.kind not in ("si", "ui"):
-            raise IndexError(f"{op}: tensors used as indices must be of integer or boolean "
-                             f"type, got {k.type}")
+            raise IndexError(
+                f"{op}: tensors used as indices must be of integer or boolean type, got {k.type}"
+            )
         v = k._value
         return v if not dt.is_narrow else v.astype(dt.compute)
     arr = np.asarray(k)
     if arr.dtype.kind == "f" and arr.size == 0:
         return arr.astype(np.int64)  # [] is an empty integer index, as in NumPy
     if arr.dtype.kind not in "iub":
-        raise IndexError(f"{op}: arrays used as indices must be of integer or boolean type, "
-                         f"got {type(k).__name__} of dtype {arr.dtype}")
+        raise IndexError(
+            f"{op}: arrays used as indices must be of integer or boolean type, "
+            f"got {type(k).__name__} of dtype {arr.dtype}"
+        )
     return arr
 
 
@@ -148,17 +151,18 @@ def _classify(key, op):
         elif isinstance(k, (Tensor, np.ndarray, list, tuple)):
             arr = _as_index_array(k, op)
             if arr.ndim == 0:
-                items.append(("bool0", bool(arr)) if arr.dtype.kind == "b"
-                             else ("int", int(arr)))
+                items.append(("bool0", bool(arr)) if arr.dtype.kind == "b" else ("int", int(arr)))
             else:
                 items.append(("mask" if arr.dtype.kind == "b" else "array", arr))
         else:
             try:
                 items.append(("int", operator.index(k)))
             except TypeError:
-                raise IndexError(f"{op}: only integers, slices (`:`), ellipsis (`...`), "
-                                 f"None, and integer or boolean arrays/tensors are valid "
-                                 f"indices, got {type(k).__name__}") from None
+                raise IndexError(
+                    f"{op}: only integers, slices (`:`), ellipsis (`...`), "
+                    f"None, and integer or boolean arrays/tensors are valid "
+                    f"indices, got {type(k).__name__}"
+                ) from None
     return items
 
 
@@ -167,27 +171,31 @@ def _parse(shape, key, op="getitem", mode=None):
     "promise_in_bounds" raise on out-of-bounds indices, "clip" clamps them, "drop" /
     "fill" mark them (``p.valid``: the selection's in-bounds mask, or None)."""
     if mode not in (None, "promise_in_bounds", "clip", "drop", "fill"):
-        raise ValueError(f"{op}: mode must be None, 'promise_in_bounds', 'clip', 'drop' or "
-                         f"'fill', got {mode!r}")
+        raise ValueError(
+            f"{op}: mode must be None, 'promise_in_bounds', 'clip', 'drop' or 'fill', got {mode!r}"
+        )
     masks = [] if mode in ("drop", "fill") else None
     items = _classify(key, op)
     rank = len(shape)
     if sum(kind == "ellipsis" for kind, _ in items) > 1:
         raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
-    used = sum(v.ndim if kind == "mask" else 1 for kind, v in items
-               if kind in ("slice", "int", "array", "mask"))
+    used = sum(
+        v.ndim if kind == "mask" else 1
+        for kind, v in items
+        if kind in ("slice", "int", "array", "mask")
+    )
     if used > rank:
-        raise IndexError(f"{op}: too many indices for a tensor of rank {rank}: {used} "
-                         f"dims indexed")
+        raise IndexError(f"{op}: too many indices for a tensor of rank {rank}: {used} dims indexed")
     fill = [("slice", slice(None))] * (rank - used)
     if any(kind == "ellipsis" for kind, _ in items):
         i = next(i for i, (kind, _) in enumerate(items) if kind == "ellipsis")
         # an empty "..." still separates advanced indices (NumPy's placement rule)
-        items[i:i + 1] = fill or [("sep", None)]
+        items[i : i + 1] = fill or [("sep", None)]
     else:
         items += fill
-    advanced = any(kind in ("array", "mask", "bool0") for kind, _ in items) or \
-        (mode in ("clip", "drop", "fill") and any(kind == "int" for kind, _ in items))
+    advanced = any(kind in ("array", "mask", "bool0") for kind, _ in items) or (
+        mode in ("clip", "drop", "fill") and any(kind == "int" for kind, _ in items)
+    )
     p = _Plan()
     wshape, entries = [], []
     d = 0  # operand dim
@@ -207,8 +215,7 @@ def _parse(shape, key, op="getitem", mode=None):
         elif kind == "int":
             n = shape[d]
             if mode in ("clip", "drop", "fill"):
-                entries.append(("adv", w, _checked(np.array(v, np.int64), d, n, op, mode,
-                                                   masks)))
+                entries.append(("adv", w, _checked(np.array(v, np.int64), d, n, op, mode, masks)))
                 wshape.append(n)
                 d += 1
                 continue
@@ -224,13 +231,15 @@ def _parse(shape, key, op="getitem", mode=None):
             wshape.append(n)
             d += 1
         else:  # mask over dims d .. d + v.ndim - 1, merged into one working dim
-            dims = tuple(shape[d:d + v.ndim])
+            dims = tuple(shape[d : d + v.ndim])
             if v.shape != dims:
                 for j, (a, b) in enumerate(zip(v.shape, dims)):
                     if a != b and a != 0:  # an empty mask axis selects nothing (NumPy)
-                        raise IndexError(f"{op}: boolean index did not match indexed tensor "
-                                         f"along axis {d + j}; size of axis is {b} but size "
-                                         f"of corresponding boolean axis is {a}")
+                        raise IndexError(
+                            f"{op}: boolean index did not match indexed tensor "
+                            f"along axis {d + j}; size of axis is {b} but size "
+                            f"of corresponding boolean axis is {a}"
+                        )
             entries.append(("adv", w, np.flatnonzero(v)))
             wshape.append(int(np.prod(dims, dtype=np.int64)))
             d += v.ndim
@@ -241,32 +250,28 @@ def _parse(shape, key, op="getitem", mode=None):
         try:
             b = np.broadcast_shapes(*(a.shape for a in arrays))
         except ValueError:
-            raise IndexError(f"{op}: shape mismatch: indexing arrays could not be broadcast "
-                             f"together with shapes "
-                             f"{' '.join(str(a.shape) for a in arrays)}") from None
+            raise IndexError(
+                f"{op}: shape mismatch: indexing arrays could not be broadcast "
+                f"together with shapes "
+                f"{' '.join(str(a.shape) for a in arrays)}"
+            ) from None
         where = [i for i, e in enumerate(entries) if e[0] == "adv"]
         p.adjacent = where[-1] - where[0] + 1 == len(where)
         p.bshape = b
-        final = [] if p.adjacent else list(b)
-        for e in entries:
-            if e[0] == "slice":
-                layout.append(e[4])
-                final.append(e[4])
-            elif e[0] == "new":
-                final.append(1)
-            elif p.adjacent and e is entries[where[0]]:
-                layout.extend(b)
-                final.extend(b)
-        if not p.adjacent:
-            layout = list(b) + layout
-    else:
-        final = []
-        for e in entries:
-            if e[0] == "slice":
-                layout.append(e[4])
-                final.append(e[4])
-            elif e[0] == "new":
-                final.append(1)
+    # adjacent advanced indices put their broadcast dims where the first one stands,
+    # others put them first (NumPy's rule)
+    final = [] if not advanced or p.adjacent else list(b)
+    for e in entries:
+        if e[0] == "slice":
+            layout.append(e[4])
+            final.append(e[4])
+        elif e[0] == "new":
+            final.append(1)
+        elif advanced and p.adjacent and e is entries[where[0]]:
+            layout.extend(b)
+            final.extend(b)
+    if advanced and not p.adjacent:
+        layout = list(b) + layout
     p.layout, p.shape = layout, tuple(final)
     p.valid = None
     if masks:
@@ -287,10 +292,12 @@ def _parse(shape, key, op="getitem", mode=None):
 # t[key]
 # ---------------------------------------------------------------------------------------
 
+
 def getitem(t, key, mode=None, fill_value=None):
     """``t[key]`` with NumPy's indexing rules (see the module docstring); ``mode`` and
     ``fill_value`` as ``jax.Array.at[key].get``."""
     from .ops import movement as mv
+
     if type(key) is int and t.ndim and mode is None:  # the common t[i]
         n = t._value.shape[0]
         if not -n <= key < n:
@@ -309,12 +316,18 @@ def getitem(t, key, mode=None, fill_value=None):
         flat = mv.reshape(x, [x.size])
         return mv.reshape(mv.slice(flat, [0], [0]), p.shape)
     if 0 in x.shape:  # mode "fill" on an empty dim: nothing in bounds
-        x = mv.pad(x, _fill_of(t, fill_value), [0] * x.ndim,
-                   [1 if n == 0 else 0 for n in x.shape], [0] * x.ndim)
+        x = mv.pad(
+            x,
+            _fill_of(t, fill_value),
+            [0] * x.ndim,
+            [1 if n == 0 else 0 for n in x.shape],
+            [0] * x.ndim,
+        )
     out = _gather(x, p)
     if p.valid is None:
         return out
     from .ops.elementwise import select
+
     fill = mv.broadcast_in_dim(_fill_of(t, fill_value), [], list(p.shape))
     return select(_wrap(np.array(p.valid), as_dtype("i1")), out, fill)
 
@@ -323,10 +336,18 @@ def _fill_of(t, fill_value):
     """The 0-d fill of ``.at[].get(mode="fill")``: ``fill_value``, else JAX's defaults
     (NaN for floats, the most negative signed / largest unsigned integer, True)."""
     from .ops._core import as_tensor
+
     dt = t._dtype
     if fill_value is None:
-        fill_value = float("nan") if dt.kind in ("float", "complex") else \
-            dt.min if dt.kind == "si" else dt.max if dt.kind == "ui" else True
+        fill_value = (
+            float("nan")
+            if dt.kind in ("float", "complex")
+            else dt.min
+            if dt.kind == "si"
+            else dt.max
+            if dt.kind == "ui"
+            else True
+        )
     return as_tensor(fill_value, dt, "at.get", "fill_value")
 
 
@@ -334,6 +355,7 @@ def _slices(x, p):
     """Apply the key's slices (reverse, then strided slice); ints of a basic key take
     one element (their dim goes away in the final reshape)."""
     from .ops import movement as mv
+
     start, limit, strides, flip = [], [], [], []
     for e in p.entries:
         if e[0] in ("new", "sep"):
@@ -353,8 +375,11 @@ def _slices(x, p):
             start.append(0), limit.append(n), strides.append(1)
     if flip:
         x = mv.reverse(x, flip)
-    if any(s != 0 for s in start) or any(s != 1 for s in strides) or \
-            any(lim != n for lim, n in zip(limit, x.shape)):
+    if (
+        any(s != 0 for s in start)
+        or any(s != 1 for s in strides)
+        or any(lim != n for lim, n in zip(limit, x.shape))
+    ):
         x = mv.slice(x, start, limit, strides)
     return x
 
@@ -363,6 +388,7 @@ def _gather(x, p):
     """One gather for the advanced entries of ``p`` on the sliced operand ``x``."""
     from .ops import movement as mv
     from .ops.indexing import gather
+
     adv = [e for e in p.entries if e[0] == "adv"]
     dims = [e[1] for e in adv]
     b = p.bshape
@@ -388,6 +414,7 @@ def _gather(x, p):
 # ---------------------------------------------------------------------------------------
 # t.at[key].<update>(v), t[key] = v
 # ---------------------------------------------------------------------------------------
+
 
 def _positions(p):
     """The flat (row-major) element positions of the selection, shape ``p.shape``."""
@@ -425,6 +452,7 @@ def _update_value(v, dt, op):
     from .ops._core import as_tensor
     from .ops.conversion import convert
     from .tensor import tensor
+
     if isinstance(v, Tensor):
         t = v
     elif isinstance(v, (bool, int, float, complex)) and not isinstance(v, np.generic):
@@ -439,11 +467,19 @@ def _update_value(v, dt, op):
     if t._dtype is dt:
         return t
     if t._dtype.kind == "complex" and dt.kind != "complex":
-        raise SpecError(op, "", f"cannot store complex values {t.type} in a {dt.name} tensor "
-                                f"(take xo.real / xo.imag first)")
+        raise SpecError(
+            op,
+            "",
+            f"cannot store complex values {t.type} in a {dt.name} tensor "
+            f"(take xo.real / xo.imag first)",
+        )
     if t._dtype.quantized or dt.quantized:
-        raise SpecError(op, "", f"cannot store {t.type} values in a {dt.name} tensor: use "
-                                f"xo.uniform_quantize / xo.uniform_dequantize")
+        raise SpecError(
+            op,
+            "",
+            f"cannot store {t.type} values in a {dt.name} tensor: use "
+            f"xo.uniform_quantize / xo.uniform_dequantize",
+        )
     return convert(t, dt)
 
 
@@ -451,8 +487,13 @@ def _overwrite(a, b):
     return b  # scatter recognises this body from its bytecode (the overwrite kernel)
 
 
-_BODIES = {"set": "_overwrite", "add": "add", "multiply": "multiply", "max": "maximum",
-           "min": "minimum"}
+_BODIES = {
+    "set": "_overwrite",
+    "add": "add",
+    "multiply": "multiply",
+    "max": "maximum",
+    "min": "minimum",
+}
 
 
 def update(t, key, values, how, op=None, mode=None):
@@ -463,6 +504,7 @@ def update(t, key, values, how, op=None, mode=None):
     from .ops import elementwise as ew
     from .ops import movement as mv
     from .ops.indexing import scatter
+
     op = op or f"at.{how}"
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(t).__name__}")
@@ -478,8 +520,9 @@ def update(t, key, values, how, op=None, mode=None):
             if len(vs) > len(sel) or np.broadcast_shapes(vs, sel) != tuple(sel):
                 raise ValueError
         except ValueError:
-            raise SpecError(op, "", f"could not broadcast value {v.type} to the selection's "
-                                    f"shape {list(sel)}") from None
+            raise SpecError(
+                op, "", f"could not broadcast value {v.type} to the selection's shape {list(sel)}"
+            ) from None
         if vs != v.shape:
             v = mv.reshape(v, vs)
         v = mv.broadcast_in_dim(v, list(range(len(sel) - len(vs), len(sel))), list(sel))
@@ -505,6 +548,7 @@ def _rounds(flat, pos, upd, body):
     step has a gradient rule and the values equal one scatter with ``body``."""
     from .ops.indexing import gather, scatter
     from .ops.movement import reshape
+
     src = np.flatnonzero(pos < flat.size)  # dropped updates take no round
     pos = pos[src]
     if not pos.size:
@@ -522,8 +566,17 @@ def _rounds(flat, pos, upd, body):
         where = _wrap(pos[which].reshape(-1, 1), _i64())
         cur = gather(out, where, [], [0], [0], 1, [1])
         u = gather(upd, _wrap(src[which].reshape(-1, 1), _i64()), [], [0], [0], 1, [1])
-        out = scatter(out, where, reshape(body(cur, u), [which.size]), [], [0], [0], 1,
-                      update_computation=_overwrite, unique_indices=True)
+        out = scatter(
+            out,
+            where,
+            reshape(body(cur, u), [which.size]),
+            [],
+            [0],
+            [0],
+            1,
+            update_computation=_overwrite,
+            unique_indices=True,
+        )
     return out
 
 
@@ -583,4 +636,5 @@ class At:
 def setitem(t, key, value):
     """``t[key] = value``: rebind ``t`` to ``t.at[key].set(value)`` (copy-on-write)."""
     from .autodiff.tape import rebind
+
     rebind(t, lambda old: update(old, key, value, "set", op="setitem"), "setitem")

@@ -18,19 +18,35 @@ f32, f64, c64, c128                 itself               as is
 float32 has at least 2p+2 significand bits for every narrow float (p <= 11), so
 +, -, *, / and sqrt computed in float32 and rounded once are correctly rounded —
 except for f8E8M0FNU, whose exponent range equals float32's and which has no zero:
-its products and quotients compute in float64 (see ``xops.ops.elementwise._same2``).
+its products and quotients compute in float64 (see ``xops.ops.elementwise._base._same2``).
 Values coming from float64 are rounded to float32 *to odd* first, which makes the
 second rounding exact (ml_dtypes itself double-rounds float64 -> bfloat16/float8).
 
 Dtypes are keyed by object and name, never by ``dtype.kind`` or ``dtype.char``:
 ml_dtypes reuses chars ('E' is both bfloat16 and uint1).
 """
+
+from operator import attrgetter
+
 import numpy as np
 import ml_dtypes
 
 from .errors import SpecError
 
 __all__ = ["DType", "as_dtype", "all_dtypes"]
+
+
+def delegate(path, doc=None):
+    """A read-only property that returns ``self.<path>`` (dotted: ``"_value.shape"``),
+    through a C attrgetter: no slower than a one-line getter method."""
+    return property(attrgetter(path), doc=doc)
+
+
+def _kind_in(*kinds):
+    """A DType property: whether the type's ``kind`` is one of ``kinds``."""
+    return property(
+        lambda self: self.kind in kinds, doc=f"Whether the kind is {' or '.join(map(repr, kinds))}."
+    )
 
 
 class DType:
@@ -54,48 +70,23 @@ class DType:
         self._spec = spec or name
 
     # -- classification -------------------------------------------------------------
-    @property
-    def is_bool(self):
-        return self.kind == "bool"
-
-    @property
-    def is_int(self):
-        """Signed or unsigned integer (not i1)."""
-        return self.kind in ("si", "ui")
-
-    @property
-    def is_signed(self):
-        return self.kind == "si"
-
-    @property
-    def is_unsigned(self):
-        return self.kind == "ui"
-
-    @property
-    def is_float(self):
-        return self.kind == "float"
-
-    @property
-    def is_complex(self):
-        return self.kind == "complex"
-
-    @property
-    def is_inexact(self):
-        return self.kind in ("float", "complex")
+    is_bool = _kind_in("bool")
+    is_int = _kind_in("si", "ui")  # signed or unsigned integer (not i1)
+    is_signed = _kind_in("si")
+    is_unsigned = _kind_in("ui")
+    is_float = _kind_in("float")
+    is_complex = _kind_in("complex")
+    is_inexact = _kind_in("float", "complex")
 
     @property
     def is_narrow(self):
         """Held in a type Numba cannot compute in (ml_dtypes types and float16)."""
         return self.compute != self.np
 
-    @property
-    def itemsize(self):
-        return self.np.itemsize
-
-    @property
-    def spec_name(self):
-        """The name as the StableHLO type grammar writes it (``complex<f32>``)."""
-        return self._spec
+    itemsize = delegate("np.itemsize", "Bytes per element of the holder dtype.")
+    spec_name = delegate(
+        "_spec", "The name as the StableHLO type grammar writes it (``complex<f32>``)."
+    )
 
     # -- integer range --------------------------------------------------------------
     @property
@@ -104,7 +95,7 @@ class DType:
             return -(1 << (self.bits - 1))
         if self.kind in ("ui", "bool"):
             return 0
-        return float(ml_dtypes.finfo(self.np).min) if self.is_narrow else float(np.finfo(self.np).min)
+        return float((ml_dtypes.finfo if self.is_narrow else np.finfo)(self.np).min)
 
     @property
     def max(self):
@@ -114,7 +105,7 @@ class DType:
             return (1 << self.bits) - 1
         if self.kind == "bool":
             return 1
-        return float(ml_dtypes.finfo(self.np).max) if self.is_narrow else float(np.finfo(self.np).max)
+        return float((ml_dtypes.finfo if self.is_narrow else np.finfo)(self.np).max)
 
     # -- identity -------------------------------------------------------------------
     def __repr__(self):
@@ -182,13 +173,38 @@ _register("bf16", md.bfloat16, "float", 16, "bfloat16", np.float32, aliases=("BF
 _register("f16", np.float16, "float", 16, "float16", np.float32, aliases=("half", "F16"))
 _register("f32", np.float32, "float", 32, "float32", aliases=("float", "F32"))
 _register("f64", np.float64, "float", 64, "float64", aliases=("double", "F64"))
-_register("c64", np.complex64, "complex", 64, "complex64", aliases=("complex<f32>", "C64"),
-          spec="complex<f32>")
-_register("c128", np.complex128, "complex", 128, "complex128", aliases=("complex<f64>", "C128"),
-          spec="complex<f64>")
+_register(
+    "c64",
+    np.complex64,
+    "complex",
+    64,
+    "complex64",
+    aliases=("complex<f32>", "C64"),
+    spec="complex<f32>",
+)
+_register(
+    "c128",
+    np.complex128,
+    "complex",
+    128,
+    "complex128",
+    aliases=("complex<f64>", "C128"),
+    spec="complex<f64>",
+)
 del md
 
 _PY_TYPES = {bool: bool_, int: int64, float: float32, complex: complex64}  # noqa: F821
+
+# Quantized element types (xops.qtype) lie above this module: xops.qtype installs its
+# reader of ``!quant.uniform<...>`` text here when it is imported (``import xops`` imports
+# it), so this module imports nothing of xops but the errors.
+_QUANTIZED_READER = []
+
+
+def set_quantized_reader(read):
+    """``read(text)``: the quantized DType that ``!quant.`` text names (a TypeError when
+    the text does not parse); :func:`as_dtype` calls it (installed by xops.qtype)."""
+    _QUANTIZED_READER[:] = [read]
 
 
 def all_dtypes():
@@ -209,10 +225,9 @@ def as_dtype(x, op="element type", label=""):
     dt = _BY_KEY.get(x) if isinstance(x, (str, np.dtype)) else None
     if dt is not None:
         return dt
-    if isinstance(x, str) and x.lstrip().startswith("!quant."):
-        from .qtype import as_quantized  # quantized element types (xops.qtype)
+    if isinstance(x, str) and x.lstrip().startswith("!quant.") and _QUANTIZED_READER:
         try:
-            return as_quantized(x)
+            return _QUANTIZED_READER[0](x)  # xops.qtype.as_quantized
         except SpecError:
             raise
         except TypeError as e:  # text that does not parse
@@ -222,22 +237,31 @@ def as_dtype(x, op="element type", label=""):
     if not isinstance(x, (str, np.dtype, type)):
         # np.dtype() would also take objects with a .dtype (arrays, tensors), lists of
         # fields (structured dtypes) and None (float64): none of them names a type
-        raise SpecError(op, label, f"expected an element type (a DType, a name such as 'f32' "
-                                f"or a NumPy dtype), got {type(x).__name__} {x!r:.60}")
+        raise SpecError(
+            op,
+            label,
+            f"expected an element type (a DType, a name such as 'f32' "
+            f"or a NumPy dtype), got {type(x).__name__} {x!r:.60}",
+        )
     try:
         npd = np.dtype(x)
     except (TypeError, ValueError):
         raise SpecError(op, label, f"not an element type: {x!r:.60}") from None
     dt = _BY_KEY.get(npd)
     if dt is None:
-        raise SpecError(op, label, f"element type {npd} is not one the StableHLO spec names "
-                                f"(supported: {', '.join(d.name for d in _ALL)})")
+        raise SpecError(
+            op,
+            label,
+            f"element type {npd} is not one the StableHLO spec names "
+            f"(supported: {', '.join(d.name for d in _ALL)})",
+        )
     return dt
 
 
 # ---------------------------------------------------------------------------------------
 # Holder <-> compute conversions (the only place that knows about narrow types)
 # ---------------------------------------------------------------------------------------
+
 
 def to_compute(a, dt):
     """View/convert a holder array of element type ``dt`` into its compute dtype."""
@@ -277,9 +301,9 @@ def _f32_to_e8m0(x):
     to 2**-126, although the nearest value below 1.5 * 2**-127 is 2**-127; only that
     range is patched here."""
     out = x.astype(_E8M0)
-    sub = (x > np.float32(2.0 ** -127)) & (x < np.float32(2.0 ** -126))
+    sub = (x > np.float32(2.0**-127)) & (x < np.float32(2.0**-126))
     if sub.any():
-        out.view(np.uint8)[sub] = (x[sub] >= np.float32(1.5 * 2.0 ** -127)).astype(np.uint8)
+        out.view(np.uint8)[sub] = (x[sub] >= np.float32(1.5 * 2.0**-127)).astype(np.uint8)
     return out
 
 
@@ -315,8 +339,11 @@ def _int_to_f64_sticky(v):
     with np.errstate(over="ignore"):  # ~0 + 1 wraps to 0 in the unused branch
         m = np.where(neg, ~m + np.uint64(1), m)  # |v| as uint64 (|INT64_MIN| = 2**63)
     sticky = (m & np.uint64(0x7FF)) != 0
-    m = np.where(m >= np.uint64(1 << 53),
-                 (m & ~np.uint64(0x7FF)) | (sticky.astype(np.uint64) << np.uint64(11)), m)
+    m = np.where(
+        m >= np.uint64(1 << 53),
+        (m & ~np.uint64(0x7FF)) | (sticky.astype(np.uint64) << np.uint64(11)),
+        m,
+    )
     f = m.astype(np.float64)
     return np.where(neg, -f, f)
 

@@ -19,6 +19,7 @@ NaN/Inf debugging check. A bottom-layer module: it imports nothing from xops but
   float/complex results and raises :class:`NonFiniteError` at the first op producing a
   NaN (or an infinity), naming the op and its operands' types.
 """
+
 import contextlib
 import os
 import threading
@@ -49,9 +50,22 @@ def physical_memory():
         return 8 << 30
 
 
-_SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20,
-           "MB": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30,
-           "T": 1 << 40, "TB": 1 << 40, "TIB": 1 << 40}
+_SUFFIX = {
+    "": 1,
+    "B": 1,
+    "K": 1 << 10,
+    "KB": 1 << 10,
+    "KIB": 1 << 10,
+    "M": 1 << 20,
+    "MB": 1 << 20,
+    "MIB": 1 << 20,
+    "G": 1 << 30,
+    "GB": 1 << 30,
+    "GIB": 1 << 30,
+    "T": 1 << 40,
+    "TB": 1 << 40,
+    "TIB": 1 << 40,
+}
 
 
 def parse_bytes(text):
@@ -59,7 +73,7 @@ def parse_bytes(text):
     physical memory. Raises ValueError for anything else."""
     s = str(text).strip().upper()
     num = s.rstrip("KMGTIB ")
-    unit = s[len(num):].strip()
+    unit = s[len(num) :].strip()
     if unit not in _SUFFIX or not num:
         raise ValueError(f"not a byte count: {text!r}")
     if "." in num or "E" in num:
@@ -80,22 +94,36 @@ def _default_max_bytes():
         try:
             return parse_bytes(env)
         except ValueError:
-            raise SpecError("XOPS_MAX_BYTES", "", f"must be a byte count such as 4G or "
-                                                  f"a fraction such as 0.5, got {env!r}") from None
+            raise SpecError(
+                "XOPS_MAX_BYTES",
+                "",
+                f"must be a byte count such as 4G or a fraction such as 0.5, got {env!r}",
+            ) from None
     return physical_memory() // 2
+
+
+def _finite_check(slot, what):
+    """A debug flag (held in ``slot``) that makes every op check its results; setting
+    it updates ``check_finite``, the one flag the ops read."""
+
+    def get(self):
+        return getattr(self, slot)
+
+    def set(self, value):
+        setattr(self, slot, bool(value))
+        self.check_finite = self._nans or self._infs
+
+    return property(
+        get,
+        set,
+        doc=f"True: every op raises NonFiniteError when a float/complex result holds {what}.",
+    )
 
 
 class _Config:
     """``xops.config``: the process-wide settings (read and assign attributes)."""
 
-    __slots__ = (
-        "_blas_limit",
-        "_deterministic",
-        "_infs",
-        "_max_bytes",
-        "_nans",
-        "check_finite",
-    )
+    __slots__ = ("_blas_limit", "_deterministic", "_infs", "_max_bytes", "_nans", "check_finite")
 
     def __init__(self):
         self._max_bytes = _default_max_bytes()
@@ -115,29 +143,13 @@ class _Config:
     @max_bytes.setter
     def max_bytes(self, value):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise SpecError("xops.config", "", f"max_bytes must be a non-negative int, "
-                                               f"got {value!r}")
+            raise SpecError(
+                "xops.config", "", f"max_bytes must be a non-negative int, got {value!r}"
+            )
         self._max_bytes = value
 
-    @property
-    def debug_nans(self):
-        """True: every op raises NonFiniteError when a float/complex result holds a NaN."""
-        return self._nans
-
-    @debug_nans.setter
-    def debug_nans(self, value):
-        self._nans = bool(value)
-        self.check_finite = self._nans or self._infs
-
-    @property
-    def debug_infs(self):
-        """True: every op raises NonFiniteError when a float/complex result holds an inf."""
-        return self._infs
-
-    @debug_infs.setter
-    def debug_infs(self, value):
-        self._infs = bool(value)
-        self.check_finite = self._nans or self._infs
+    debug_nans = _finite_check("_nans", "a NaN")
+    debug_infs = _finite_check("_infs", "an inf")
 
     @property
     def deterministic(self):
@@ -157,8 +169,10 @@ class _Config:
         self._deterministic = value
 
     def __repr__(self):
-        return (f"xops.config(max_bytes={self._max_bytes}, deterministic={self._deterministic}, "
-                f"debug_nans={self.debug_nans}, debug_infs={self.debug_infs})")
+        return (
+            f"xops.config(max_bytes={self._max_bytes}, deterministic={self._deterministic}, "
+            f"debug_nans={self.debug_nans}, debug_infs={self.debug_infs})"
+        )
 
 
 def _limit_blas_threads():
@@ -168,8 +182,11 @@ def _limit_blas_threads():
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
-        raise SpecError("xops.config", "", "deterministic mode needs the threadpoolctl "
-                                           "package (pip install threadpoolctl)") from None
+        raise SpecError(
+            "xops.config",
+            "",
+            "deterministic mode needs the threadpoolctl package (pip install threadpoolctl)",
+        ) from None
     return threadpool_limits(limits=1, user_api="blas")
 
 
@@ -186,6 +203,7 @@ def _itemsize(dtype_or_itemsize):
         return dtype_or_itemsize
     if isinstance(dtype_or_itemsize, type):  # a NumPy scalar type (np.float32)
         import numpy as np
+
         return np.dtype(dtype_or_itemsize).itemsize
     np_dtype = getattr(dtype_or_itemsize, "np", None)  # an xops DType: its holder dtype
     if np_dtype is not None:
@@ -193,6 +211,7 @@ def _itemsize(dtype_or_itemsize):
     size = getattr(dtype_or_itemsize, "itemsize", None)
     if size is None:
         import numpy as np
+
         size = np.dtype(dtype_or_itemsize).itemsize
     return int(size)
 
@@ -221,25 +240,39 @@ def check_nbytes(op_name, shape, dtype_or_itemsize, what="result"):
     shape = tuple(shape)
     for d in shape:
         if int(d) < 0:
-            raise SpecError(op_name, "resource limit", f"the {what} shape {list(shape)} has a "
-                                                       f"negative dimension")
+            raise SpecError(
+                op_name,
+                "resource limit",
+                f"the {what} shape {list(shape)} has a negative dimension",
+            )
     n = nbytes_of(shape, dtype_or_itemsize)
     limit = config._max_bytes
     if n == 0:
         # allocates nothing, but NumPy still needs the other dimensions' product in range
         if nbytes_of([d for d in shape if d], dtype_or_itemsize) >= 1 << 63:
-            raise SpecError(op_name, "resource limit", f"the {what} shape {list(shape)} cannot "
-                                                       f"be represented (its non-zero "
-                                                       f"dimensions multiply past 2**63 bytes)")
+            raise SpecError(
+                op_name,
+                "resource limit",
+                f"the {what} shape {list(shape)} cannot "
+                f"be represented (its non-zero "
+                f"dimensions multiply past 2**63 bytes)",
+            )
         return 0
     if n > limit:
         name = getattr(dtype_or_itemsize, "name", None)
-        typ = f"{name}[{','.join(map(str, shape))}]" if isinstance(name, str) else \
-            f"shape {list(shape)}"
-        raise SpecError(op_name, "resource limit", f"the {what} {typ} needs {_human(n)} "
-                                                   f"({n} bytes), more than the limit of "
-                                                   f"{_human(limit)} ({limit} bytes; set "
-                                                   f"xops.config.max_bytes or XOPS_MAX_BYTES)")
+        typ = (
+            f"{name}[{','.join(map(str, shape))}]"
+            if isinstance(name, str)
+            else f"shape {list(shape)}"
+        )
+        raise SpecError(
+            op_name,
+            "resource limit",
+            f"the {what} {typ} needs {_human(n)} "
+            f"({n} bytes), more than the limit of "
+            f"{_human(limit)} ({limit} bytes; set "
+            f"xops.config.max_bytes or XOPS_MAX_BYTES)",
+        )
     return n
 
 

@@ -22,11 +22,20 @@ This module knows the type and the two conversions of the spec on NumPy arrays:
   float -> integer conversion saturates and maps NaN to 0 (xops' ``convert``), and the
   addition of the zero point is exact before the clamp.
 """
+
 import re
 
 import numpy as np
 
-from .dtypes import DType, as_dtype, from_compute, int_to_float, to_compute
+from .dtypes import (
+    DType,
+    as_dtype,
+    delegate,
+    from_compute,
+    int_to_float,
+    set_quantized_reader,
+    to_compute,
+)
 from .errors import SpecError
 
 __all__ = ["QuantizedType", "is_quantized"]
@@ -34,8 +43,13 @@ __all__ = ["QuantizedType", "is_quantized"]
 # ``i8<-127:127>:f32:0, {0.1:-30,0.5:-20}`` (the part inside ``!quant.uniform<...>``)
 QUANT_BODY = re.compile(
     r"\s*(?P<st>[su]?i[0-9]+|ui[0-9]+|u[0-9]+)(?:<(?P<smin>[-+]?[0-9]+):(?P<smax>[-+]?[0-9]+)>)?"
-    r"\s*:\s*(?P<ex>[A-Za-z0-9]+)(?:\s*:\s*(?P<axis>[0-9]+))?\s*,\s*(?P<rest>.*)$", re.S)
-SCALE_ZP = re.compile(r"\s*([-+]?(?:[0-9.]+(?:[eE][-+]?[0-9]+)?|inf|nan))(?:\s*:\s*([-+]?[0-9]+))?\s*")
+    r"\s*:\s*(?P<ex>[A-Za-z0-9]+)(?:\s*:\s*(?P<axis>[0-9]+))?\s*,\s*(?P<rest>.*)$",
+    re.S,
+)
+SCALE_ZP = re.compile(
+    r"\s*([-+]?(?:[0-9.]+(?:[eE][-+]?[0-9]+)?|inf|nan))"
+    r"(?:\s*:\s*([-+]?[0-9]+))?\s*"
+)
 
 
 def storage_name(name):
@@ -60,9 +74,19 @@ def split_quant_body(body):
             return None
         scales.append(float(mm.group(1)))
         zps.append(int(mm.group(2)) if mm.group(2) is not None else 0)
-    num = (lambda g: int(g) if g is not None else None)
-    return (storage_name(m.group("st")), num(m.group("smin")), num(m.group("smax")),
-            m.group("ex"), num(m.group("axis")), tuple(scales), tuple(zps))
+
+    def num(g):
+        return int(g) if g is not None else None
+
+    return (
+        storage_name(m.group("st")),
+        num(m.group("smin")),
+        num(m.group("smax")),
+        m.group("ex"),
+        num(m.group("axis")),
+        tuple(scales),
+        tuple(zps),
+    )
 
 
 class QuantizedType(DType):
@@ -79,22 +103,45 @@ class QuantizedType(DType):
     and has one scale per slice) when a tensor of the type is made.
     """
 
-    __slots__ = ("storage_type", "expressed_type", "scales", "zero_points",
-                 "quantization_dimension", "storage_min", "storage_max", "_arrays")
+    __slots__ = (
+        "storage_type",
+        "expressed_type",
+        "scales",
+        "zero_points",
+        "quantization_dimension",
+        "storage_min",
+        "storage_max",
+        "_arrays",
+    )
     quantized = True
 
-    def __init__(self, storage_type, expressed_type, scales, zero_points=0,
-                 quantization_dimension=None, storage_min=None, storage_max=None):
+    def __init__(
+        self,
+        storage_type,
+        expressed_type,
+        scales,
+        zero_points=0,
+        quantization_dimension=None,
+        storage_min=None,
+        storage_max=None,
+    ):
         op = "quantized type"
-        st, ex = _type_arg(storage_type, "storage_type"), _type_arg(expressed_type, "expressed_type")
+        st = _type_arg(storage_type, "storage_type")
+        ex = _type_arg(expressed_type, "expressed_type")
         if not st.is_int:
             raise SpecError(op, "C1", f"storage_type must be an integer type, got {st.name}")
         if not ex.is_float:
-            raise SpecError(op, "C1", f"expressed_type must be a floating-point type, got {ex.name}")
+            raise SpecError(
+                op, "C1", f"expressed_type must be a floating-point type, got {ex.name}"
+            )
         if not st.bits < ex.bits:
-            raise SpecError(op, "C1", f"num_bits(storage_type) < num_bits(expressed_type) is "
-                                      f"required, got {st.name} ({st.bits} bits) and {ex.name} "
-                                      f"({ex.bits} bits)")
+            raise SpecError(
+                op,
+                "C1",
+                f"num_bits(storage_type) < num_bits(expressed_type) is "
+                f"required, got {st.name} ({st.bits} bits) and {ex.name} "
+                f"({ex.bits} bits)",
+            )
         scales = _float_tuple(scales)
         zero_points = _int_tuple(zero_points)
         if len(zero_points) == 1 and len(scales) > 1:
@@ -102,9 +149,13 @@ class QuantizedType(DType):
         smin = st.min if storage_min is None else _int_arg(storage_min, "storage_min", "C2")
         smax = st.max if storage_max is None else _int_arg(storage_max, "storage_max", "C3")
         if not st.min <= smin < smax <= st.max:
-            raise SpecError(op, "C4", f"min_value({st.name}) <= storage_min < storage_max <= "
-                                      f"max_value({st.name}) is required, got [{smin}, {smax}] "
-                                      f"for [{st.min}, {st.max}]")
+            raise SpecError(
+                op,
+                "C4",
+                f"min_value({st.name}) <= storage_min < storage_max <= "
+                f"max_value({st.name}) is required, got [{smin}, {smax}] "
+                f"for [{st.min}, {st.max}]",
+            )
         with np.errstate(over="ignore"):  # (C5) type(scales) = E: a too large one is inf
             ex_values = from_compute(np.asarray(scales, np.float64), ex)
         exact = to_compute(ex_values, ex).astype(np.float64)
@@ -116,21 +167,39 @@ class QuantizedType(DType):
             if not st.min <= z <= st.max:
                 raise SpecError(op, "C9", f"zero points must be {st.name} values, got {z}")
             if not smin <= z <= smax:
-                raise SpecError(op, "C8", f"storage_min <= zero_point <= storage_max is required, "
-                                          f"got {z} outside [{smin}, {smax}]")
+                raise SpecError(
+                    op,
+                    "C8",
+                    f"storage_min <= zero_point <= storage_max is required, "
+                    f"got {z} outside [{smin}, {smax}]",
+                )
         if len(scales) != len(zero_points):
-            raise SpecError(op, "C10", f"size(scales) = size(zero_points) is required, got "
-                                       f"{len(scales)} scales and {len(zero_points)} zero points")
+            raise SpecError(
+                op,
+                "C10",
+                f"size(scales) = size(zero_points) is required, got "
+                f"{len(scales)} scales and {len(zero_points)} zero points",
+            )
         if quantization_dimension is None:
             if len(scales) != 1:
-                raise SpecError(op, "C11", f"a per-tensor type has one scale, got {len(scales)}; "
-                                           f"give quantization_dimension for per-axis scales")
+                raise SpecError(
+                    op,
+                    "C11",
+                    f"a per-tensor type has one scale, got {len(scales)}; "
+                    f"give quantization_dimension for per-axis scales",
+                )
         else:
-            quantization_dimension = _int_arg(quantization_dimension, "quantization_dimension", "C12")
-            if not 0 <= quantization_dimension < 2 ** 31:
-                raise SpecError(op, "C12", f"0 <= quantization_dimension < 2**31 is required "
-                                           f"(a dimension number, si32), got "
-                                           f"{quantization_dimension}")
+            quantization_dimension = _int_arg(
+                quantization_dimension, "quantization_dimension", "C12"
+            )
+            if not 0 <= quantization_dimension < 2**31:
+                raise SpecError(
+                    op,
+                    "C12",
+                    f"0 <= quantization_dimension < 2**31 is required "
+                    f"(a dimension number, si32), got "
+                    f"{quantization_dimension}",
+                )
         self.storage_type, self.expressed_type = st, ex
         self.scales = tuple(float(v) for v in exact)
         self.zero_points = zero_points
@@ -144,17 +213,9 @@ class QuantizedType(DType):
     def is_per_axis(self):
         return self.quantization_dimension is not None
 
-    @property
-    def is_narrow(self):
-        return self.storage_type.is_narrow
-
-    @property
-    def min(self):
-        return self.storage_min
-
-    @property
-    def max(self):
-        return self.storage_max
+    is_narrow = delegate("storage_type.is_narrow", "Whether the storage type is narrow.")
+    min = delegate("storage_min", "The smallest storage value (storage_min).")
+    max = delegate("storage_max", "The largest storage value (storage_max).")
 
     @property
     def scale(self):
@@ -168,17 +229,29 @@ class QuantizedType(DType):
 
     def replace(self, **changes):
         """A copy with some parameters changed (``q.replace(scales=0.5)``)."""
-        kw = dict(storage_type=self.storage_type, expressed_type=self.expressed_type,
-                  scales=self.scales, zero_points=self.zero_points,
-                  quantization_dimension=self.quantization_dimension,
-                  storage_min=self.storage_min, storage_max=self.storage_max)
+        kw = dict(
+            storage_type=self.storage_type,
+            expressed_type=self.expressed_type,
+            scales=self.scales,
+            zero_points=self.zero_points,
+            quantization_dimension=self.quantization_dimension,
+            storage_min=self.storage_min,
+            storage_max=self.storage_max,
+        )
         kw.update(changes)
         return QuantizedType(**kw)
 
     # -- identity ---------------------------------------------------------------------
     def _key(self):
-        return (self.storage_type.name, self.expressed_type.name, self.scales, self.zero_points,
-                self.quantization_dimension, self.storage_min, self.storage_max)
+        return (
+            self.storage_type.name,
+            self.expressed_type.name,
+            self.scales,
+            self.zero_points,
+            self.quantization_dimension,
+            self.storage_min,
+            self.storage_max,
+        )
 
     def __eq__(self, other):
         if other is self:
@@ -206,11 +279,19 @@ class QuantizedType(DType):
         if d is None:
             return
         if d >= len(shape):
-            raise SpecError(op, "C12", f"quantization_dimension {d} must be < rank {len(shape)} "
-                                       f"of the tensor, for {self.name} and shape {list(shape)}")
+            raise SpecError(
+                op,
+                "C12",
+                f"quantization_dimension {d} must be < rank {len(shape)} "
+                f"of the tensor, for {self.name} and shape {list(shape)}",
+            )
         if shape[d] != len(self.scales):
-            raise SpecError(op, "C13", f"dim {d} of the tensor ({shape[d]}) must equal the number "
-                                       f"of scales ({len(self.scales)}) of {self.name}")
+            raise SpecError(
+                op,
+                "C13",
+                f"dim {d} of the tensor ({shape[d]}) must equal the number "
+                f"of scales ({len(self.scales)}) of {self.name}",
+            )
 
     def _per_element(self, arr, ndim):
         """A per-slice parameter array shaped to broadcast against a rank-``ndim`` tensor."""
@@ -224,10 +305,10 @@ class QuantizedType(DType):
         """Storage integers (holder array) -> expressed-type holder array."""
         ex = self.expressed_type
         v = to_compute(storage, self.storage_type).astype(np.int64)
-        diff = v - self._per_element(self._arrays[1], v.ndim)          # exact
-        f = to_compute(int_to_float(diff, ex), ex)                      # one rounding
+        diff = v - self._per_element(self._arrays[1], v.ndim)  # exact
+        f = to_compute(int_to_float(diff, ex), ex)  # one rounding
         s = to_compute(self._per_element(self._arrays[0], v.ndim), ex)
-        return from_compute(np.multiply(f, s, dtype=ex.compute), ex)    # rounded product
+        return from_compute(np.multiply(f, s, dtype=ex.compute), ex)  # rounded product
 
     def quantize(self, x):
         """Expressed-type holder array -> storage integers (holder array)."""
@@ -235,13 +316,12 @@ class QuantizedType(DType):
         f = to_compute(np.asarray(x), ex)
         s = to_compute(self._per_element(self._arrays[0], f.ndim), ex)
         with np.errstate(all="ignore"):
-            q = to_compute(from_compute(np.divide(f, s, dtype=ex.compute), ex), ex)  # x / scale in E
-            r = np.rint(q).astype(np.float64)                               # ties to even
-        r = np.where(np.isnan(r), 0.0, r)                                   # convert: NaN -> 0
-        r = r + self._per_element(self._arrays[1], r.ndim)                  # exact below 2**53
+            q = to_compute(from_compute(np.divide(f, s, dtype=ex.compute), ex), ex)  # x/scale in E
+            r = np.rint(q).astype(np.float64)  # ties to even
+        r = np.where(np.isnan(r), 0.0, r)  # convert: NaN -> 0
+        r = r + self._per_element(self._arrays[1], r.ndim)  # exact below 2**53
         r = np.clip(r, self.storage_min, self.storage_max)
-        return from_compute(r.astype(np.int64).astype(self.storage_type.compute),
-                            self.storage_type)
+        return from_compute(r.astype(np.int64).astype(self.storage_type.compute), self.storage_type)
 
 
 def _type_name(q):
@@ -258,8 +338,11 @@ def _type_name(q):
 def _short(v, ex):
     """The shortest decimal that reads back as the same value of the expressed type."""
     if ex.bits <= 32:
-        return np.format_float_positional(np.float32(v), trim="-", unique=True) \
-            if 1e-4 <= abs(v) < 1e16 else np.format_float_scientific(np.float32(v), trim="-")
+        return (
+            np.format_float_positional(np.float32(v), trim="-", unique=True)
+            if 1e-4 <= abs(v) < 1e16
+            else np.format_float_scientific(np.float32(v), trim="-")
+        )
     return repr(float(v))
 
 
@@ -276,8 +359,11 @@ def _float_tuple(x):
     except (TypeError, ValueError):
         arr = None
     if arr is None or arr.ndim > 1:
-        raise SpecError("quantized type", "C5", f"scales must be a number or a 1-D sequence of "
-                                                f"numbers, got {x!r:.60}")
+        raise SpecError(
+            "quantized type",
+            "C5",
+            f"scales must be a number or a 1-D sequence of numbers, got {x!r:.60}",
+        )
     arr = arr.reshape(-1)
     if arr.size == 0:
         raise SpecError("quantized type", "C10", "at least one scale is required")
@@ -305,11 +391,14 @@ def as_quantized(text):
     t = text.strip()
     if not (t.startswith("!quant.uniform<") and t.endswith(">")):
         raise TypeError(f"not a quantized element type: {text!r}")
-    parts = split_quant_body(t[len("!quant.uniform<"):-1])
+    parts = split_quant_body(t[len("!quant.uniform<") : -1])
     if parts is None:
         raise TypeError(f"malformed quantized element type: {text!r}")
     st, smin, smax, ex, axis, scales, zps = parts
     return QuantizedType(st, ex, scales, zps, axis, smin, smax)
+
+
+set_quantized_reader(as_quantized)  # xo.as_dtype("!quant.uniform<...>") (xops.dtypes)
 
 
 def is_quantized(x):

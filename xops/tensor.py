@@ -4,13 +4,16 @@ A Tensor holds a read-only NumPy array in its element type's holder dtype. No op
 ever changes an existing tensor's data; every op returns new tensors. Python
 operators map to the spec's ops (see :mod:`xops.ops.operators`).
 """
+
 import threading
 
 import numpy as np
 
-from .dtypes import as_dtype
+from .dtypes import as_dtype, delegate
 from .errors import SpecError
-from .device import cpu as _cpu
+from . import device as _dev
+from .device import of as _device_of, host_copy as _host_copy
+from .registry import op as _op  # ops by name, at call time: they sit above this layer
 
 __all__ = ["Tensor", "tensor", "typestr"]
 
@@ -38,25 +41,13 @@ class Tensor:
         self.grad = None
         self._node = t._node
         if t._node is not None:
-            from .autodiff.tape import _replace_output
-            _replace_output(t._node, t, self)
+            _tape._replace_output(t._node, t, self)
 
     # -- attributes ---------------------------------------------------------------
-    @property
-    def shape(self):
-        return self._value.shape
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    @property
-    def ndim(self):
-        return self._value.ndim
-
-    @property
-    def size(self):
-        return self._value.size
+    shape = delegate("_value.shape", "The dimension sizes, a tuple.")
+    dtype = delegate("_dtype", "The element type, an :class:`xops.DType`.")
+    ndim = delegate("_value.ndim", "The rank.")
+    size = delegate("_value.size", "The number of elements.")
 
     @property
     def type(self):
@@ -68,29 +59,39 @@ class Tensor:
         """A writable NumPy copy in the holder dtype (ml_dtypes types stay ml_dtypes)."""
         if self.requires_grad:
             _note_escape(self)
-        return self._value.copy()
+        return _host_copy(self._value, self._dtype.np)  # (CUDA: an explicit device -> host copy)
 
     def __array__(self, dtype=None, copy=None):
         if self.requires_grad:
             _note_escape(self)  # the tape cannot follow the value (xops.autodiff.boundary)
         v = self._value
+        if type(v) is not np.ndarray:
+            raise TypeError(
+                f"a tensor on {self.device} does not convert to a NumPy array "
+                f"implicitly: copy it to the host with .numpy() or .to('cpu')"
+            )
         if dtype is not None and np.dtype(dtype) != v.dtype:
             return v.astype(dtype)
         return v.copy() if copy else v
 
     def item(self):
         if self._value.size != 1:
-            raise ValueError(f"item(): only a one-element tensor converts to a Python "
-                             f"scalar, got {self.type}")
+            raise ValueError(
+                f"item(): only a one-element tensor converts to a Python scalar, got {self.type}"
+            )
         if self.requires_grad:
             _note_escape(self)
-        return self._value.reshape(()).item() if not self._dtype.is_narrow else \
-            self._value.reshape(()).astype(self._dtype.compute).item()
+        v = _host_value(self)
+        return (
+            v.reshape(()).item()
+            if not self._dtype.is_narrow
+            else v.reshape(()).astype(self._dtype.compute).item()
+        )
 
     def tolist(self):
         if self.requires_grad:
             _note_escape(self)
-        v = self._value
+        v = _host_value(self)
         if self._dtype.is_narrow:
             v = v.astype(self._dtype.compute)
         return v.tolist()
@@ -107,8 +108,10 @@ class Tensor:
 
     def __bool__(self):
         if self._value.size != 1:
-            raise ValueError(f"the truth value of a tensor with more than one element is "
-                             f"ambiguous, got {self.type}")
+            raise ValueError(
+                f"the truth value of a tensor with more than one element is "
+                f"ambiguous, got {self.type}"
+            )
         return bool(self.item())
 
     def __float__(self):
@@ -126,11 +129,12 @@ class Tensor:
         return int(self.item())
 
     def __repr__(self):
-        v = self._value
+        v = _host_value(self)  # (CUDA: an explicit copy to the host)
         if self._dtype.is_narrow and self._dtype.kind != "float":
             v = v.astype(self._dtype.compute)
         body = np.array2string(v, separator=", ", prefix="xo.tensor(", threshold=200)
-        return f"xo.tensor({body}, {self.type})"
+        where = "" if type(self._value) is np.ndarray else f", device='{self.device}'"
+        return f"xo.tensor({body}, {self.type}{where})"
 
     __str__ = __repr__
 
@@ -140,8 +144,19 @@ class Tensor:
     # x.reshape(2, 3) and x.reshape((2, 3)).
     @property
     def device(self):
-        """Where the data lives: ``xops.device.Device`` (``str`` is ``"cpu"``)."""
-        return _cpu
+        """Where the data lives: ``xops.device.Device`` (``str`` is ``"cpu"`` or
+        ``"cuda:0"``)."""
+        return _device_of(self._value)
+
+    @property
+    def __cuda_array_interface__(self):
+        """A CUDA tensor's device memory (narrow types as their integer bit patterns);
+        AttributeError on the CPU (and on numba's CUDA simulator, which has no device
+        memory)."""
+        v = self._value
+        if type(v) is np.ndarray:
+            raise AttributeError("__cuda_array_interface__: the tensor lives on the CPU")
+        return v.__cuda_array_interface__
 
     @property
     def T(self):
@@ -165,43 +180,53 @@ class Tensor:
 
     def __array_namespace__(self, /, *, api_version=None):
         if api_version not in (None, "2024.12", "2023.12", "2022.12", "2021.12"):
-            raise ValueError(f"xops.numpy implements the array API standard 2024.12, not "
-                             f"{api_version!r}")
+            raise ValueError(
+                f"xops.numpy implements the array API standard 2024.12, not {api_version!r}"
+            )
         return _xnp
 
     def to_device(self, device, /, *, stream=None):
-        """This tensor on ``device`` (a Device or ``"cpu"``; CUDA is not available yet)."""
-        from .device import as_device
-        as_device(device, "to_device")
-        return _fresh(self)
+        """This tensor on ``device`` (a Device, ``"cpu"``, ``"cuda"``): an explicit copy
+        between devices (not recorded on the tape), a new object on the same device."""
+        from .device import as_device, move
+
+        d = as_device(device, "to_device")
+        return _fresh(self) if d == self.device else move(self, d, "to_device")
 
     def to(self, target, /):
         """PyTorch's ``.to``: a device (``"cpu"``, a Device) or an element type."""
         from .device import Device, as_device
-        if isinstance(target, Device) or isinstance(target, str) and \
-                target.split(":")[0].lower() in ("cpu", "cuda", "gpu"):
-            as_device(target, "to")
-            return _fresh(self)
+
+        if (
+            isinstance(target, Device)
+            or isinstance(target, str)
+            and target.split(":")[0].lower() in ("cpu", "cuda", "gpu")
+        ):
+            d = as_device(target, "to")
+            return _fresh(self) if d == self.device else self.to_device(d)
         return _xnp.astype(self, target, copy=False)
 
     def __format__(self, spec):
         if not spec:
             return str(self)
         if self._value.ndim:
-            raise TypeError(f"unsupported format string {spec!r} for a tensor of rank "
-                            f"{self.ndim}: format specs apply to 0-d tensors (use .item())")
+            raise TypeError(
+                f"unsupported format string {spec!r} for a tensor of rank "
+                f"{self.ndim}: format specs apply to 0-d tensors (use .item())"
+            )
         return format(self.item(), spec)
 
     def __round__(self, ndigits=None):
         if ndigits is None:
             return _xnp.round(self)
-        f = 10.0 ** ndigits
+        f = 10.0**ndigits
         return _xnp.divide(_xnp.round(_xnp.multiply(self, f)), f)
 
     def reshape(self, *shape):
         """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``; -1 infers one dim."""
-        return _xnp.reshape(self, shape[0] if len(shape) == 1 and
-                            not isinstance(shape[0], int) else shape)
+        return _xnp.reshape(
+            self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        )
 
     view = reshape
 
@@ -222,15 +247,16 @@ class Tensor:
 
     def permute(self, *dims):
         """PyTorch's permute: ``x.permute(2, 0, 1)`` or ``x.permute((2, 0, 1))``."""
-        return _xnp.permute_dims(self, tuple(dims[0]) if len(dims) == 1 and
-                                 not isinstance(dims[0], int) else dims)
+        return _xnp.permute_dims(
+            self, tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else dims
+        )
 
     def flatten(self, start_dim=0, end_dim=-1):
         n = self._value.ndim
         if n == 0:
             return _xnp.reshape(self, (1,))
         s, e = start_dim % n, end_dim % n
-        shape = self.shape[:s] + (int(np.prod(self.shape[s:e + 1])),) + self.shape[e + 1:]
+        shape = self.shape[:s] + (int(np.prod(self.shape[s : e + 1])),) + self.shape[e + 1 :]
         return _xnp.reshape(self, shape)
 
     def squeeze(self, axis=None, *, dim=None):
@@ -246,29 +272,34 @@ class Tensor:
         return _xnp.expand_dims(self, dim)
 
     def sum(self, axis=None, dtype=None, keepdims=False, *, dim=None, keepdim=None):
-        if axis is None and dim is None and dtype is None and not keepdims and not keepdim \
-                and self._dtype.kind == "float":
+        if (
+            axis is None
+            and dim is None
+            and dtype is None
+            and not keepdims
+            and not keepdim
+            and self._dtype.kind == "float"
+        ):
             return _xnp._reduction.sum_all(self)  # the one-call fast path
-        return _xnp.sum(self, axis=_axis_arg(axis, dim), dtype=dtype,
-                        keepdims=bool(keepdims or keepdim))
+        return _xnp.sum(
+            self, axis=_axis_arg(axis, dim), dtype=dtype, keepdims=bool(keepdims or keepdim)
+        )
 
     def prod(self, axis=None, dtype=None, keepdims=False, *, dim=None, keepdim=None):
-        return _xnp.prod(self, axis=_axis_arg(axis, dim), dtype=dtype,
-                         keepdims=bool(keepdims or keepdim))
+        return _xnp.prod(
+            self, axis=_axis_arg(axis, dim), dtype=dtype, keepdims=bool(keepdims or keepdim)
+        )
 
     def mean(self, axis=None, dtype=None, keepdims=False, *, dim=None, keepdim=None):
         x = self if dtype is None else _xnp.astype(self, dtype)
-        return _xnp.mean(x, axis=_axis_arg(axis, dim),
-                         keepdims=bool(keepdims or keepdim))
+        return _xnp.mean(x, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
 
     def max(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """The largest value (a tensor; unlike torch, never a (values, indices) pair)."""
-        return _xnp.max(self, axis=_axis_arg(axis, dim),
-                        keepdims=bool(keepdims or keepdim))
+        return _xnp.max(self, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
 
     def min(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        return _xnp.min(self, axis=_axis_arg(axis, dim),
-                        keepdims=bool(keepdims or keepdim))
+        return _xnp.min(self, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
 
     def argmax(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         return _xnp.argmax(self, axis=_axis_arg(axis, dim), keepdims=bool(keepdims or keepdim))
@@ -279,14 +310,20 @@ class Tensor:
     def var(self, axis=None, ddof=0, keepdims=False, *, dim=None, keepdim=None, correction=None):
         """Variance with ``ddof``/``correction`` (default 0, NumPy's and the standard's;
         PyTorch's default is 1)."""
-        return _xnp.var(self, axis=_axis_arg(axis, dim),
-                        correction=ddof if correction is None else correction,
-                        keepdims=bool(keepdims or keepdim))
+        return _xnp.var(
+            self,
+            axis=_axis_arg(axis, dim),
+            correction=ddof if correction is None else correction,
+            keepdims=bool(keepdims or keepdim),
+        )
 
     def std(self, axis=None, ddof=0, keepdims=False, *, dim=None, keepdim=None, correction=None):
-        return _xnp.std(self, axis=_axis_arg(axis, dim),
-                        correction=ddof if correction is None else correction,
-                        keepdims=bool(keepdims or keepdim))
+        return _xnp.std(
+            self,
+            axis=_axis_arg(axis, dim),
+            correction=ddof if correction is None else correction,
+            keepdims=bool(keepdims or keepdim),
+        )
 
     def cumsum(self, axis=None, dtype=None, *, dim=None):
         """Cumulative sum along ``axis``; no axis: over the flattened tensor (NumPy)."""
@@ -330,8 +367,7 @@ class Tensor:
     def copy(self):
         """A tensor with its own buffer (on the tape when self is)."""
         if self.requires_grad:
-            from .ops.reduction import _alias  # the identity primitive
-            return _alias(self)
+            return _alias(self)  # the identity primitive
         return _wrap(self._value.copy(), self._dtype)
 
     clone = copy
@@ -340,8 +376,7 @@ class Tensor:
     def backward(self, gradient=None, create_graph=False):
         """Accumulate the gradient of this tensor into ``.grad`` of the leaves it was
         computed from (``gradient`` defaults to 1 for one-element tensors)."""
-        from .autodiff.tape import backward
-        backward(self, gradient, create_graph)
+        _tape.backward(self, gradient, create_graph)
 
     def detach(self):
         """The same value, cut off from the tape (never requires a gradient)."""
@@ -355,8 +390,7 @@ class Tensor:
     # -- interop (xops._interop): DLPack and NumPy's protocols ------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Export the buffer (no copy; read-only for DLPack 1.x consumers)."""
-        from ._interop import dlpack
-        return dlpack(self, stream, max_version, dl_device, copy)
+        return _interop.dlpack(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU
@@ -364,32 +398,29 @@ class Tensor:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy ufuncs on tensors (``np.sin(t)``, ``ndarray + t``) run xops.numpy's
         namesake: a Tensor, on the tape."""
-        from ._interop import array_ufunc
-        return array_ufunc(ufunc, method, *inputs, **kwargs)
+        return _interop.array_ufunc(ufunc, method, *inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions on tensors (``np.mean(t)``) run xops.numpy's counterpart."""
-        from ._interop import array_function
-        return array_function(func, types, args, kwargs)
+        return _interop.array_function(func, types, args, kwargs)
 
     # -- indexing (xops._numpy_indexing; __getitem__ is installed by xops.ops.operators) --
     def __setitem__(self, key, value):
         """``t[key] = value`` rebinds ``t`` to ``t.at[key].set(value)``: copy-on-write,
         so views, detached copies and other holders of the old buffer never change."""
-        from ._numpy_indexing import setitem
-        setitem(self, key, value)
+        _indexing.setitem(self, key, value)
 
     @property
     def at(self):
         """Functional updates as in JAX: ``t.at[idx].set(v)`` / ``.add`` / ``.multiply``
         / ``.min`` / ``.max`` / ``.get()`` return new tensors (through scatter)."""
-        from ._numpy_indexing import At
-        return At(self)
+        return _indexing.At(self)
 
     def __reduce__(self):
         # pickles value, element type (narrow and quantized too) and requires_grad; the
         # tape does not travel: an unpickled tensor is a leaf
-        return (_unpickle, (self._value, self._dtype, self.requires_grad))
+        # (a CUDA tensor pickles its host copy and unpickles on the CPU)
+        return (_unpickle, (_host_value(self), self._dtype, self.requires_grad))
 
 
 class _Escapes(threading.local):
@@ -417,16 +448,15 @@ def _fresh(t):
     (the identity primitive). Methods return it where the value is unchanged, never
     ``t`` itself: ``t[...] = v`` rebinds the object ``t``, and results computed before
     must not change with it."""
-    from .ops.reduction import _alias
     return _alias(t)
-
-
 
 
 def _wrap(value, dtype):
     """Make a Tensor around a holder array without copying or checking (internal)."""
     t = Tensor.__new__(Tensor)
     if type(value) is not np.ndarray:
+        if hasattr(value, "copy_to_host"):  # a numba device array (xops.kernels.cuda)
+            return _wrap_device(value, dtype)
         value = np.asarray(value)  # NumPy ufuncs give scalars for 0-d inputs
     value.setflags(write=False)  # (cheaper than reading and setting value.flags)
     t._value = value
@@ -435,6 +465,22 @@ def _wrap(value, dtype):
     t.grad = None
     t._node = None
     return t
+
+
+def _wrap_device(value, dtype):
+    t = Tensor.__new__(Tensor)
+    t._value = value
+    t._dtype = dtype
+    t.requires_grad = False
+    t.grad = None
+    t._node = None
+    return t
+
+
+def _host_value(t):
+    """``t``'s holder on the host (a copy for a CUDA tensor)."""
+    v = t._value
+    return v if type(v) is np.ndarray else _host_copy(v, t._dtype.np)
 
 
 def _default_dtype(value):
@@ -452,9 +498,13 @@ def _default_dtype(value):
         return as_dtype("f32")
     if k == "c":
         return as_dtype("c64")
-    raise SpecError("tensor", "", f"cannot make a tensor from {_describe(value)}: only "
-                                  f"numbers (bool, int, float, complex) and nested sequences "
-                                  f"of them are tensor data")
+    raise SpecError(
+        "tensor",
+        "",
+        f"cannot make a tensor from {_describe(value)}: only "
+        f"numbers (bool, int, float, complex) and nested sequences "
+        f"of them are tensor data",
+    )
 
 
 def _describe(data):
@@ -472,15 +522,22 @@ def _host_array(data, np_dtype=None):
         raise SpecError("tensor", "", f"{e}: integers must fit 64 bits") from None
     except (TypeError, ValueError) as e:
         if "inhomogeneous" in str(e) or "sequence" in str(e):
-            raise SpecError("tensor", "", f"ragged nested sequence (the rows must all have "
-                                          f"the same length): {_describe(data)}") from None
-        raise SpecError("tensor", "", f"cannot make a tensor from {_describe(data)}: "
-                                      f"{e}") from None
+            raise SpecError(
+                "tensor",
+                "",
+                f"ragged nested sequence (the rows must all have "
+                f"the same length): {_describe(data)}",
+            ) from None
+        raise SpecError("tensor", "", f"cannot make a tensor from {_describe(data)}: {e}") from None
     if arr.dtype == object or arr.dtype.kind in "OSUVMm":
-        raise SpecError("tensor", "", f"cannot make a tensor from {_describe(data)}: only "
-                                      f"numbers (bool, int, float, complex) and nested "
-                                      f"sequences of them are tensor data (NumPy sees "
-                                      f"dtype {arr.dtype})")
+        raise SpecError(
+            "tensor",
+            "",
+            f"cannot make a tensor from {_describe(data)}: only "
+            f"numbers (bool, int, float, complex) and nested "
+            f"sequences of them are tensor data (NumPy sees "
+            f"dtype {arr.dtype})",
+        )
     return arr
 
 
@@ -491,14 +548,19 @@ def _from_python(data, dt):
         try:
             arr = np.array(data, dtype=np.uint64 if dt.kind == "ui" else np.int64)
         except OverflowError as e:
-            raise SpecError("tensor", "", f"{e} for element type {dt.name} "
-                                          f"[{dt.min}, {dt.max}]") from None
+            raise SpecError(
+                "tensor", "", f"{e} for element type {dt.name} [{dt.min}, {dt.max}]"
+            ) from None
         except (TypeError, ValueError):
             arr = _host_array(data)
         else:
             if arr.size and dt.bits < 64 and (int(arr.min()) < dt.min or int(arr.max()) > dt.max):
-                raise SpecError("tensor", "", f"values in [{int(arr.min())}, {int(arr.max())}] do "
-                                              f"not fit element type {dt.name} [{dt.min}, {dt.max}]")
+                raise SpecError(
+                    "tensor",
+                    "",
+                    f"values in [{int(arr.min())}, {int(arr.max())}] do "
+                    f"not fit element type {dt.name} [{dt.min}, {dt.max}]",
+                )
             return arr
     else:
         arr = _host_array(data)
@@ -509,6 +571,7 @@ def _cast(arr, dt):
     """A new C-contiguous holder array of element type ``dt`` from any NumPy array:
     floats round correctly to narrow floats; integers wrap like NumPy's astype."""
     from .dtypes import from_compute, int_to_float
+
     if arr.dtype == dt.np:
         out = arr.copy()  # never alias user memory: tensors are immutable values
     elif arr.dtype == np.float64 and dt.kind == "float":
@@ -522,14 +585,15 @@ def _cast(arr, dt):
             with np.errstate(all="ignore"):
                 out = arr.astype(dt.np)
         except (TypeError, ValueError) as e:
-            raise SpecError("tensor", "", f"cannot hold {arr.dtype} data as {dt.name}: {e}") \
-                from None
+            raise SpecError(
+                "tensor", "", f"cannot hold {arr.dtype} data as {dt.name}: {e}"
+            ) from None
     if not out.flags.c_contiguous or out is arr:
         out = out.copy()  # (np.ascontiguousarray would turn 0-d into 1-d)
     return out
 
 
-def tensor(data, dtype=None, requires_grad=False):
+def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new Tensor from a Tensor, NumPy array, nested sequence or scalar.
 
     ``dtype`` is any name :func:`xops.dtypes.as_dtype` accepts. Without it NumPy arrays
@@ -537,6 +601,8 @@ def tensor(data, dtype=None, requires_grad=False):
     Python integers must fit the element type (as in NumPy 2); NumPy arrays convert
     like ``astype`` (floats round to nearest even, correctly for narrow floats;
     integers wrap). Use ``xo.convert`` for the spec's float -> int saturation.
+    ``device``: ``"cpu"``, ``"cuda"`` or a Device (default: the CPU, or the device of
+    ``with xo.default_device(...)``); a Tensor given with no device stays where it is.
 
     >>> xo.tensor([[1, 2], [3, 4]], dtype="bf16")
     xo.tensor([[1, 2],
@@ -549,25 +615,48 @@ def tensor(data, dtype=None, requires_grad=False):
         elif data.requires_grad and not requires_grad and _recording():
             out = _on_tape(data, dt)  # xo.tensor(x) inside a transform keeps the graph
         else:
+            if dt is not data._dtype and type(data._value) is not np.ndarray:
+                raise SpecError(
+                    "tensor",
+                    "",
+                    f"cannot convert a tensor on {data.device} to "
+                    f"{dt.name} here: use xo.convert(x, "
+                    f"{dt.name!r}) (on the device) or copy it "
+                    f"to the host with x.to('cpu') first",
+                )
             out = _wrap(data._value if dt is data._dtype else _cast(data._value, dt), dt)
     elif dtype is not None and as_dtype(dtype, "tensor").kind == "quant":
         out = _quantized_literal(data, as_dtype(dtype, "tensor"))
     else:
         mark = _escapes.count
         if isinstance(data, (list, tuple)) and _holds_quantized(data):
-            raise SpecError("tensor", "", "cannot stack quantized tensors with tensor() "
-                                          "(their storage integers would lose the quantized "
-                                          "type): use xo.concatenate, or give the storage "
-                                          "values with dtype=<the quantized type>")
+            raise SpecError(
+                "tensor",
+                "",
+                "cannot stack quantized tensors with tensor() "
+                "(their storage integers would lose the quantized "
+                "type): use xo.concatenate, or give the storage "
+                "values with dtype=<the quantized type>",
+            )
         dt = as_dtype(dtype, "tensor") if dtype is not None else _default_dtype(data)
         if isinstance(data, (np.ndarray, np.generic)):
             arr = _cast(np.asarray(data), dt)
         else:
             arr = _cast(_from_python(data, dt), dt)
         out = _wrap(arr, dt)
-        if _escapes.count != mark and not requires_grad and isinstance(data, (list, tuple)) \
-                and _recording():
+        if (
+            _escapes.count != mark
+            and not requires_grad
+            and isinstance(data, (list, tuple))
+            and _recording()
+        ):
             out = _from_tensors(data, dt)  # tensors that require a gradient inside
+    if device is not None or _dev._default.device is not _dev.cpu and not isinstance(data, Tensor):
+        target = (
+            _dev.as_device(device, "tensor") if device is not None else _dev.get_default_device()
+        )
+        if target != out.device:
+            out = _dev.move(out, target, "tensor")
     if requires_grad:
         _check_grad_dtype(out, True)
         out.requires_grad = True
@@ -590,36 +679,42 @@ def _holds_quantized(data):
 
 
 def _recording():
-    from .autodiff.tape import is_grad_enabled
-    return is_grad_enabled()
+    return _tape.is_grad_enabled()
 
 
 def _on_tape(t, dt):
     """``t`` as element type ``dt``, recorded (a new Tensor object in either case)."""
-    from .ops.conversion import convert
-    from .ops.movement import reshape
-    return reshape(t, t.shape) if dt is t._dtype else convert(t, dt)
+    return _op.reshape(t, t.shape) if dt is t._dtype else _op.convert(t, dt)
 
 
 def _from_tensors(data, dt):
     """``tensor(data)`` for nested lists holding tensors that require a gradient: built
     with reshape + concatenate (and convert), so the result stays on the tape."""
-    from .ops.movement import concatenate, reshape
+    concatenate, reshape = _op.concatenate, _op.reshape
 
     def build(x):
         if isinstance(x, Tensor):
             if x._dtype.quantized:
-                raise SpecError("tensor", "", f"cannot stack quantized {x.type} with "
-                                              f"tensor(); use xo.concatenate")
+                raise SpecError(
+                    "tensor",
+                    "",
+                    f"cannot stack quantized {x.type} with tensor(); use xo.concatenate",
+                )
             return _on_tape(x, dt) if x.requires_grad else tensor(x, dt)
-        if isinstance(x, (list, tuple)) and len(x) and \
-                any(isinstance(v, (Tensor, list, tuple)) for v in x):
+        if (
+            isinstance(x, (list, tuple))
+            and len(x)
+            and any(isinstance(v, (Tensor, list, tuple)) for v in x)
+        ):
             parts = [build(v) for v in x]
             if len({p.shape for p in parts}) > 1:
-                raise TypeError(f"cannot make a tensor from ragged data: parts of shapes "
-                                f"{[p.shape for p in parts]}")
+                raise TypeError(
+                    f"cannot make a tensor from ragged data: parts of shapes "
+                    f"{[p.shape for p in parts]}"
+                )
             return concatenate([reshape(p, (1,) + p.shape) for p in parts], 0)
         return tensor(x, dt)
+
     watch = _escapes.watch
     if watch is not None:  # these conversions were ours, not the user's
         inside = {id(t) for t in _leaves(data)}
@@ -655,14 +750,22 @@ def _quantized_literal(data, qt):
         if data._dtype == qt:
             return _wrap(data._value, data._dtype)
         if data._dtype.kind == "quant" or qt.kind != "quant":
-            raise SpecError("tensor", "", f"cannot change {data._dtype.name} into {qt.name} "
-                                          f"with tensor(): use xo.uniform_quantize / "
-                                          f"xo.uniform_dequantize / xo.bitcast_convert")
+            raise SpecError(
+                "tensor",
+                "",
+                f"cannot change {data._dtype.name} into {qt.name} "
+                f"with tensor(): use xo.uniform_quantize / "
+                f"xo.uniform_dequantize / xo.bitcast_convert",
+            )
     if not isinstance(data, Tensor) and not _integer_data(data):
-        raise SpecError("tensor", "C1", f"a quantized literal holds integers of the storage "
-                                        f"type {qt.storage_type.name} (the spec's "
-                                        f"has_syntax), got {np.asarray(data).dtype} data; "
-                                        f"use xo.uniform_quantize for real values")
+        raise SpecError(
+            "tensor",
+            "C1",
+            f"a quantized literal holds integers of the storage "
+            f"type {qt.storage_type.name} (the spec's "
+            f"has_syntax), got {np.asarray(data).dtype} data; "
+            f"use xo.uniform_quantize for real values",
+        )
     storage = tensor(data, qt.storage_type)
     qt.check_shape("tensor", storage.shape)
     return _wrap(storage._value, qt)
@@ -670,8 +773,11 @@ def _quantized_literal(data, qt):
 
 def _check_grad_dtype(t, flag):
     if flag and t._dtype.kind not in ("float", "complex"):
-        raise SpecError("tensor", "", f"only floating-point and complex tensors can require "
-                                      f"gradients, got {t.type}")
+        raise SpecError(
+            "tensor",
+            "",
+            f"only floating-point and complex tensors can require gradients, got {t.type}",
+        )
 
 
 # The operators are attached by xops.ops.operators (imported by xops/__init__).
@@ -684,4 +790,10 @@ def _axis_arg(axis, dim):
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-_xnp = None  # xops.numpy, bound by xops.ops.operators._install (it sits above this layer)
+# The layers above this one that Tensor's methods reach. This module imports none of them
+# (they are built on it); xops/__init__ binds them once they are loaded.
+_xnp = None  # xops.numpy: the methods (reshape, sum, astype, ...)
+_tape = None  # xops.autodiff.tape: backward, grad mode, Tensor(t) of a tensor on the tape
+_interop = None  # xops._interop: DLPack, __array_ufunc__, __array_function__
+_indexing = None  # xops._numpy_indexing: t[key] = v, t.at
+_alias = None  # xops.autodiff.local.alias, the identity primitive: copy, _fresh

@@ -5,5 +5,14 @@
 xops ops beside each op (``@primitive`` / ``.defvjp``), so they are recorded too when
 a higher-order gradient is asked for.
 """
-from .tape import (backward, enable_grad, grad, is_grad_enabled, no_grad, primitive,  # noqa: F401
-                   value_and_grad, vjp)
+
+from .tape import (
+    backward,
+    enable_grad,
+    grad,
+    is_grad_enabled,
+    no_grad,
+    primitive,  # noqa: F401
+    value_and_grad,
+    vjp,
+)

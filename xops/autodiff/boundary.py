@@ -15,11 +15,13 @@
   those converted tensors was computed from it raises an error naming the conversion,
   instead of returning a zero gradient that is not the true one.
 """
+
 import numbers
 
 import numpy as np
 
 from ..errors import SpecError
+from ..registry import op as _op  # ops by name, at call time: they sit above the tape
 from ..tensor import Tensor, _escapes, _leaves
 
 _NUMBER = (bool, int, float, complex, np.number, np.bool_)
@@ -61,6 +63,7 @@ def as_primal(x, op="grad"):
     """A primal leaf as a Tensor of a float or complex type (else a clear error)."""
     from ..ops._core import as_tensor
     from ..tensor import tensor
+
     if isinstance(x, Tensor):
         t = x
     elif isinstance(x, (list, tuple)):
@@ -68,33 +71,47 @@ def as_primal(x, op="grad"):
     else:
         t = as_tensor(x, op=op, name="input")
     if t._dtype.kind not in ("float", "complex"):
-        what = f"Python {type(x).__name__} {x!r:.40}" if not isinstance(x, (Tensor, np.ndarray)) \
+        what = (
+            f"Python {type(x).__name__} {x!r:.40}"
+            if not isinstance(x, (Tensor, np.ndarray))
             else type(x).__name__
-        raise SpecError(op, "", f"cannot differentiate with respect to a {t.type} input "
-                                f"({what}): only float and complex inputs have "
-                                f"gradients; pass floats (e.g. 3.0, not 3) or convert with "
-                                f"xo.convert(x, 'f32')")
+        )
+        raise SpecError(
+            op,
+            "",
+            f"cannot differentiate with respect to a {t.type} input "
+            f"({what}): only float and complex inputs have "
+            f"gradients; pass floats (e.g. 3.0, not 3) or convert with "
+            f"xo.convert(x, 'f32')",
+        )
     return t
 
 
 def as_cotangent(c, like, op):
     """Cotangent ``c`` (Tensor, array, list, scalar) for output ``like``."""
     from ..tensor import tensor
+
     if not isinstance(c, Tensor):
         if c is None or isinstance(c, (str, bytes, dict)):
-            raise SpecError(op, "", f"a cotangent must be a tensor, array or number, got "
-                                    f"{type(c).__name__} for output {like.type}")
-        c = tensor(np.broadcast_to(np.asarray(c), like.shape) if np.ndim(c) == 0 else c,
-                   like._dtype)
+            raise SpecError(
+                op,
+                "",
+                f"a cotangent must be a tensor, array or number, got "
+                f"{type(c).__name__} for output {like.type}",
+            )
+        c = tensor(
+            np.broadcast_to(np.asarray(c), like.shape) if np.ndim(c) == 0 else c, like._dtype
+        )
     if c.shape != like.shape:
-        raise SpecError(op, "", f"the cotangent {c.type} must have the shape of the output "
-                                f"{like.type}")
+        raise SpecError(
+            op, "", f"the cotangent {c.type} must have the shape of the output {like.type}"
+        )
     if c._dtype is not like._dtype:
-        from ..ops.conversion import convert
         if c._dtype.kind not in ("float", "complex"):
-            raise SpecError(op, "", f"the cotangent {c.type} must be floating-point like the "
-                                    f"output {like.type}")
-        c = convert(c, like._dtype)
+            raise SpecError(
+                op, "", f"the cotangent {c.type} must be floating-point like the output {like.type}"
+            )
+        c = _op.convert(c, like._dtype)
     return c
 
 
@@ -130,8 +147,6 @@ def _ancestors(tensors):
     return seen
 
 
-
-
 def check_connected(missing, escaped, op="grad"):
     """Raise if an input without a gradient (``missing``: (position, Tensor) pairs) is
     an ancestor of a tensor that was converted to NumPy / Python while f ran."""
@@ -141,9 +156,13 @@ def check_connected(missing, escaped, op="grad"):
     for where, t in missing:
         if id(t) in reach:
             via = next(e for e in escaped if id(t) in _ancestors([e]))
-            raise SpecError(op, "", f"input {where} ({t.type}) gets no gradient because f "
-                                    f"converted a tensor computed from it ({via.type}) to "
-                                    f"NumPy or Python (np.asarray, .numpy(), .tolist(), "
-                                    f"float(), .item()), which the tape cannot follow; keep "
-                                    f"the computation in xops (xops.numpy functions, "
-                                    f"operators, NumPy ufuncs on tensors)")
+            raise SpecError(
+                op,
+                "",
+                f"input {where} ({t.type}) gets no gradient because f "
+                f"converted a tensor computed from it ({via.type}) to "
+                f"NumPy or Python (np.asarray, .numpy(), .tolist(), "
+                f"float(), .item()), which the tape cannot follow; keep "
+                f"the computation in xops (xops.numpy functions, "
+                f"operators, NumPy ufuncs on tensors)",
+            )

@@ -19,6 +19,7 @@ one entry per parameter — a cotangent Tensor, None (no gradient), or a list of
 for a parameter that takes a sequence of tensors; a shorter tuple means None for the
 rest.
 """
+
 import bisect
 import functools
 import inspect
@@ -28,23 +29,37 @@ import weakref
 
 import numpy as np
 
+from .. import registry as _registry
 from ..errors import SpecError
 from ..limits import config as _config
+from ..registry import op as _op  # ops by name, at call time: they sit above the tape
 from ..tensor import Tensor, _leaves, _wrap
 from . import boundary as _boundary
+from .helpers import ones_like as _ones_like, zeros_like as _zeros_like
 
-__all__ = ["primitive", "no_grad", "enable_grad", "is_grad_enabled", "backward", "grad",
-           "value_and_grad", "vjp"]
+__all__ = [
+    "primitive",
+    "keep",
+    "no_grad",
+    "enable_grad",
+    "is_grad_enabled",
+    "backward",
+    "grad",
+    "value_and_grad",
+    "vjp",
+]
 
 
 class _Mode(threading.local):
     enabled = True
+    kept = None  # while a recorded op runs: op name -> its canonical attributes
 
 
 _mode = _Mode()
 
 
 def is_grad_enabled():
+    """Whether ops record on the tape now (False inside ``xo.no_grad()``)."""
     return _mode.enabled
 
 
@@ -67,6 +82,7 @@ class no_grad:
         def wrapped(*args, **kwargs):
             with type(self)():
                 return fn(*args, **kwargs)
+
         return wrapped
 
 
@@ -94,7 +110,6 @@ class Node:
         return [t for t in _leaves(self.args) if t.requires_grad]
 
 
-
 def _wants_grad(args, kwargs):
     """True when a tensor argument requires a gradient *or is quantized*: both leave the
     fast path of :func:`primitive` (one scan of the arguments serves both)."""
@@ -110,8 +125,9 @@ def _wants_grad(args, kwargs):
         if isinstance(a, Tensor):
             if a.requires_grad or a._dtype.quantized:
                 return True
-        elif isinstance(a, (list, tuple)) and any(t.requires_grad or t._dtype.quantized
-                                                  for t in _leaves(a)):
+        elif isinstance(a, (list, tuple)) and any(
+            t.requires_grad or t._dtype.quantized for t in _leaves(a)
+        ):
             return True
     return False
 
@@ -129,11 +145,18 @@ def _differentiable(t):
     return isinstance(t, Tensor) and t._dtype.kind in ("float", "complex")
 
 
-def primitive(name):
-    """Decorator: make op ``fn`` (spec name ``name``) record itself on the tape.
+def primitive(name, **declaration):
+    """Decorator: make op ``fn`` (spec name ``name``) record itself on the tape, and
+    declare it in :mod:`xops.registry` (``declaration``: the keywords of
+    :class:`xops.registry.OpDef`, e.g. ``quantized="dequantize"``).
 
     Attach its gradient rule right below the op with ``@op.defvjp``. An op whose rule is
     missing still runs; asking for a gradient through it raises a SpecError naming it.
+
+    Devices: the op's CPU implementation is ``fn``; once a tensor lives on another
+    device (:func:`xops.registry.use_device`), every call picks the kernel registered for
+    its operands' device in the op's ``kernels`` slot, or raises a SpecError naming the op
+    and the device (no hidden copy to the host).
 
     Dispatch fast path: ``op._fast`` (set by e.g. :func:`xops.ops._core.fast_binary`) is
     tried first on calls with positional arguments only while no debug flag is set. It
@@ -142,6 +165,7 @@ def primitive(name):
     as the op's body would), and None for everything else, which then takes the full
     path below: every check, every error message unchanged.
     """
+
     def decorate(fn):
         sig = inspect.signature(fn)
 
@@ -152,20 +176,27 @@ def primitive(name):
                 out = fast(args)
                 if out is not None:
                     return out
+            impl = fn
+            if _registry.devices_in_use:  # a tensor lives off the CPU: that device's kernel
+                impl = _registry.kernel(op, args, kwargs)
             if not _wants_grad(args, kwargs):
-                out = fn(*args, **kwargs)
+                out = impl(*args, **kwargs)
             elif quantized_dispatch is not None and _any_quantized(args, kwargs):
-                out = quantized_dispatch(name, op, fn, args, kwargs)
+                out = quantized_dispatch(name, op, impl, args, kwargs)
             elif not _mode.enabled:
-                out = fn(*args, **kwargs)
+                out = impl(*args, **kwargs)
             else:
                 _mode.enabled = False  # the op's own implementation records nothing
+                _mode.kept = kept = {}  # filled by keep(): the op's parsed attributes
                 try:
-                    out = fn(*args, **kwargs)
+                    out = impl(*args, **kwargs)
                 finally:
                     _mode.enabled = True
+                    _mode.kept = None
                 bound = sig.bind(*args, **kwargs)
                 bound.apply_defaults()
+                if name in kept:  # rules get the canonical attributes, never re-parse
+                    bound.arguments.update(kept[name])
                 out = _record(name, op._vjp, tuple(bound.arguments.values()), out)
             if _config.check_finite:  # xops.config.debug_nans: off = this one flag test
                 _check_finite(name, out, args, kwargs)
@@ -174,13 +205,27 @@ def primitive(name):
         op._vjp = None
         op._fast = None
         op.op_name = name
+        op.kernels = {"cpu": fn}  # device kind -> implementation (the device seam)
+        _registry.register(name, op, primitive=True, **declaration)  # see xops.registry
 
         def defvjp(rule):
             op._vjp = rule
             return rule
+
         op.defvjp = defvjp
         return op
+
     return decorate
+
+
+def keep(op, **attributes):
+    """Called by op ``op`` once it has parsed its attributes: if the call is being
+    recorded, its tape node stores these canonical values (same parameter names) in place
+    of the arguments as given, so the gradient rule reads them without parsing again.
+    The first call for ``op`` wins (an op that calls itself inside keeps the outer call's)."""
+    kept = _mode.kept
+    if kept is not None and op not in kept:
+        kept[op] = attributes
 
 
 def _restructure(x, fn):
@@ -202,6 +247,7 @@ def _user_frame():
     """(file, line) of the innermost caller outside the xops package (where the user
     called the op), for messages; None if there is none."""
     import sys
+
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
         f = f.f_back
@@ -212,17 +258,28 @@ def _check_finite(name, out, args, kwargs):
     """The NaN/Inf check of xops.config.debug_nans / debug_infs (on only when asked)."""
     from ..dtypes import to_compute
     from ..limits import NonFiniteError, config
+
     for i, o in enumerate(_leaves(out)):
         if o._dtype.kind not in ("float", "complex") or o._dtype.quantized:
             continue
         v = to_compute(o._value, o._dtype)
-        bad = [w for w, hit in (("NaN", config.debug_nans and np.isnan(v).any()),
-                                ("inf", config.debug_infs and np.isinf(v).any())) if hit]
+        bad = [
+            w
+            for w, hit in (
+                ("NaN", config.debug_nans and np.isnan(v).any()),
+                ("inf", config.debug_infs and np.isinf(v).any()),
+            )
+            if hit
+        ]
         if bad:
             ins = [t.type for t in _leaves(list(args) + list(kwargs.values()))]
-            raise NonFiniteError(name, "debug_nans", f"result #{i} ({o.type}) holds "
-                                                     f"{' and '.join(bad)} (operands: "
-                                                     f"{', '.join(ins) or 'none'})")
+            raise NonFiniteError(
+                name,
+                "debug_nans",
+                f"result #{i} ({o.type}) holds "
+                f"{' and '.join(bad)} (operands: "
+                f"{', '.join(ins) or 'none'})",
+            )
 
 
 def _record(name, rule, args, out):
@@ -238,6 +295,7 @@ def _record(name, rule, args, out):
             t = _wrap(t._value, t._dtype)
         seen.add(id(t))
         return t
+
     outs = _restructure(out, fresh)
     node = Node(name, rule, args, outs, isinstance(out, tuple))
     for o in node.flat:
@@ -250,6 +308,7 @@ def _record(name, rule, args, out):
 # ---------------------------------------------------------------------------------------
 # The backward walk
 # ---------------------------------------------------------------------------------------
+
 
 def _topological(roots):
     """Nodes reachable from ``roots``, each after every node that consumes its outputs
@@ -273,24 +332,20 @@ def _topological(roots):
     return order[::-1]  # consumers first
 
 
-def _zeros_like(t):
-    from ..ops.movement import constant
-    from ..ops.movement import broadcast_in_dim
-    return broadcast_in_dim(constant(0, t._dtype), [], t.shape)
-
-
 def _accumulate(grads, keep, t, g):
-    from ..ops.elementwise import add
     if g is None:
         return
     if not isinstance(g, Tensor):
-        raise SpecError("backward", "", f"a gradient rule returned {type(g).__name__}, not a Tensor")
+        raise SpecError(
+            "backward", "", f"a gradient rule returned {type(g).__name__}, not a Tensor"
+        )
     if g.shape != t.shape or g._dtype is not t._dtype:
-        raise SpecError("backward", "", f"a gradient rule returned {g.type} for an operand of "
-                                        f"type {t.type}")
+        raise SpecError(
+            "backward", "", f"a gradient rule returned {g.type} for an operand of type {t.type}"
+        )
     k = id(t)
     if k in grads:
-        grads[k] = add(grads[k], g)
+        grads[k] = _op.add(grads[k], g)
     else:
         grads[k] = g
         keep[k] = t
@@ -299,15 +354,23 @@ def _accumulate(grads, keep, t, g):
 def _run_rule(node, cts):
     """Apply the node's rule to the cotangents of its (flattened) outputs."""
     if node.rule is None:
-        raise SpecError(node.op, "grad", f"no gradient rule for {node.op}: it is not "
-                                         f"differentiable in xops (see docs/autodiff.md)")
+        raise SpecError(
+            node.op,
+            "grad",
+            f"no gradient rule for {node.op}: it is not "
+            f"differentiable in xops (see docs/autodiff.md)",
+        )
     try:
         if node.multi:
-            filled = iter([c if c is not None else (_zeros_like(o) if _differentiable(o)
-                                                    else None)
-                           for c, o in zip(cts, node.flat)])
-            res = node.rule(_restructure(node.outputs, lambda t: next(filled)), node.outputs,
-                            *node.args)
+            filled = iter(
+                [
+                    c if c is not None else (_zeros_like(o) if _differentiable(o) else None)
+                    for c, o in zip(cts, node.flat)
+                ]
+            )
+            res = node.rule(
+                _restructure(node.outputs, lambda t: next(filled)), node.outputs, *node.args
+            )
         else:
             res = node.rule(cts[0], node.outputs, *node.args)
     except Exception as e:
@@ -346,7 +409,7 @@ def _backprop(roots, cotangents, create_graph):
     grads, keep = {}, {}
     for r, c in zip(roots, cotangents):
         _accumulate(grads, keep, r, c)
-    with (enable_grad() if create_graph else no_grad()):
+    with enable_grad() if create_graph else no_grad():
         for node in _topological(roots):
             cts = [grads.get(id(o)) for o in node.flat]
             if all(c is None for c in cts):
@@ -360,11 +423,6 @@ def _backprop(roots, cotangents, create_graph):
     return grads, keep
 
 
-def _ones_like(t):
-    from ..ops.movement import broadcast_in_dim, constant
-    return broadcast_in_dim(constant(1, t._dtype), [], t.shape)
-
-
 def backward(tensor, gradient=None, create_graph=False):
     """Accumulate d(tensor)/d(leaf) into ``.grad`` of every leaf that requires a gradient.
 
@@ -372,17 +430,24 @@ def backward(tensor, gradient=None, create_graph=False):
     tensors, as in PyTorch).
     """
     if not tensor.requires_grad:
-        raise SpecError("backward", "", "this tensor does not require a gradient: no op "
-                                        "on its way had an input with requires_grad=True")
+        raise SpecError(
+            "backward",
+            "",
+            "this tensor does not require a gradient: no op "
+            "on its way had an input with requires_grad=True",
+        )
     if gradient is None:
         if tensor.size != 1:
-            raise SpecError("backward", "", f"gradient can be left out only for one-element "
-                                            f"tensors, got {tensor.type}")
+            raise SpecError(
+                "backward",
+                "",
+                f"gradient can be left out only for one-element tensors, got {tensor.type}",
+            )
         gradient = _ones_like(tensor)
     else:  # arrays, lists and numbers too (xops.autodiff.boundary)
         gradient = _boundary.as_cotangent(gradient, tensor, "backward")
     grads, keep = _backprop([tensor], [gradient], create_graph)
-    from ..ops.elementwise import add
+    add = _op.add
     for k, t in keep.items():
         if t._node is None and t.requires_grad:  # a leaf
             g = grads[k] if create_graph else _wrap(grads[k]._value, grads[k]._dtype)
@@ -392,6 +457,7 @@ def backward(tensor, gradient=None, create_graph=False):
 # ---------------------------------------------------------------------------------------
 # Functional API
 # ---------------------------------------------------------------------------------------
+
 
 def _flatten(tree):
     if isinstance(tree, Tensor):
@@ -417,10 +483,15 @@ def _as_input(x):
     """A primal as a differentiable input. A primal already on a tape (inside an outer
     transform) is used as is, so the outer transform sees through the inner one."""
     from ..ops._core import as_tensor
+
     t = as_tensor(x) if not isinstance(x, Tensor) else x
     if not _differentiable(t):
-        raise SpecError("grad", "", f"cannot differentiate with respect to a {t.type} "
-                                    f"input: only float and complex tensors have gradients")
+        raise SpecError(
+            "grad",
+            "",
+            f"cannot differentiate with respect to a {t.type} "
+            f"input: only float and complex tensors have gradients",
+        )
     if t.requires_grad:
         return t
     t = _wrap(t._value, t._dtype)
@@ -433,8 +504,9 @@ def vjp(f, *primals):
     (pytrees of tensors in, pytrees out, as ``jax.vjp``). Primals and cotangents may be
     arrays, numbers and nested lists too (see :mod:`xops.autodiff.boundary`)."""
     nested = any(isinstance(t, Tensor) and t.requires_grad for t in _flatten(primals))
-    xs = tuple(_boundary.map_primals(p, lambda x: _as_input(_boundary.as_primal(x)))
-               for p in primals)
+    xs = tuple(
+        _boundary.map_primals(p, lambda x: _as_input(_boundary.as_primal(x))) for p in primals
+    )
     with enable_grad(), _boundary.watch_escapes() as escaped:
         out = f(*xs)
     outs = _flatten(out)
@@ -446,6 +518,7 @@ def vjp(f, *primals):
         missing = [(i, t) for i, t in enumerate(_flatten(xs)) if id(t) not in grads]
         _boundary.check_connected(missing, escaped.tensors)
         return _map(xs, lambda t: grads.get(id(t)) if id(t) in grads else _zeros_like(t))
+
     return out, vjp_fn
 
 
@@ -464,13 +537,15 @@ def _cotangents(cotangent, out, outs):
                 walk(c[k], o[k])
         elif _flatten(o):
             raise ValueError
+
     try:
         walk(cotangent, out)
     except ValueError:  # another structure with as many tensors (as before)
         cts = _flatten(cotangent)
         if len(cts) != len(outs):
-            raise SpecError("vjp", "", f"the cotangent has {len(cts)} tensors for "
-                                       f"{len(outs)} outputs") from None
+            raise SpecError(
+                "vjp", "", f"the cotangent has {len(cts)} tensors for {len(outs)} outputs"
+            ) from None
         pairs = list(zip(cts, outs))
     return [_boundary.as_cotangent(c, o, "vjp") for c, o in pairs]
 
@@ -490,14 +565,20 @@ def value_and_grad(f, argnums=0, has_aux=False):
             for i, d in zip(nums, diff):
                 call[i] = d
             return f(*call)
+
         out, fn = vjp(inner, *[args[i] for i in nums])
         value, aux = (out[0], out[1]) if has_aux else (out, None)
         if not isinstance(value, Tensor) or value.size != 1:
-            raise SpecError("grad", "", f"f must return a one-element tensor, got "
-                                        f"{getattr(value, 'type', type(value).__name__)}")
+            raise SpecError(
+                "grad",
+                "",
+                f"f must return a one-element tensor, got "
+                f"{getattr(value, 'type', type(value).__name__)}",
+            )
         cts = fn((_ones_like(value), _map(aux, _zeros_like)) if has_aux else _ones_like(value))
         g = cts[0] if single else tuple(cts)
         return ((value, aux), g) if has_aux else (value, g)
+
     return wrapped
 
 
@@ -509,6 +590,7 @@ def grad(f, argnums=0, has_aux=False):
     def wrapped(*args):
         (value, g) = vg(*args)
         return (g, value[1]) if has_aux else g
+
     return wrapped
 
 
@@ -526,6 +608,7 @@ def grad(f, argnums=0, has_aux=False):
 # the cotangent flows into the old history), which is the true gradient. Where no such
 # Tensor exists (``no_grad`` assignments, ``assign_``, or it was freed because nothing
 # on the tape held it), backward raises, as PyTorch does.
+
 
 class _Assignments:
     epoch = 0  # bumped by every rebinding
@@ -576,6 +659,7 @@ def version(t):
 def _fix_versions(node):
     """Point the node's arguments that were rebound after it ran at the Tensors holding
     the values it saw (where they still exist); _check_versions raises for the rest."""
+
     def swap(a):
         entry = _entry(a)
         if entry is None or entry[1][-1] <= node.epoch:
@@ -584,6 +668,7 @@ def _fix_versions(node):
         ref = entry[2][i]
         held = ref() if ref is not None else None
         return a if held is None else held
+
     if any(_entry(a) is not None for a in _leaves(node.args)):
         node.args = _restructure(node.args, swap)
 
@@ -593,12 +678,16 @@ def _check_versions(node):
         epochs = _epochs(t)
         if epochs and epochs[-1] > node.epoch:
             saved = sum(1 for e in epochs if e <= node.epoch)
-            raise SpecError("backward", "", f"one of the tensors needed for gradient "
-                                            f"computation has been modified by an assignment: "
-                                            f"{node.op} saved {t.type} at version {saved}, now "
-                                            f"version {len(epochs)}. Compute the gradient "
-                                            f"before assigning (t[...] = v, assign_), or use "
-                                            f"t.at[...].set(v), which returns a new tensor")
+            raise SpecError(
+                "backward",
+                "",
+                f"one of the tensors needed for gradient "
+                f"computation has been modified by an assignment: "
+                f"{node.op} saved {t.type} at version {saved}, now "
+                f"version {len(epochs)}. Compute the gradient "
+                f"before assigning (t[...] = v, assign_), or use "
+                f"t.at[...].set(v), which returns a new tensor",
+            )
 
 
 def _replace_output(node, old, new):
@@ -621,10 +710,14 @@ def rebind(t, make, op="setitem"):
         raise TypeError(f"{op}: expected a Tensor, got {type(t).__name__}")
     recording = _mode.enabled
     if recording and t.requires_grad and t._node is None:
-        raise SpecError(op, "", f"a leaf tensor that requires a gradient ({t.type}) cannot "
-                                f"be assigned to in place while gradients are recorded; use "
-                                f"t.at[...].set(v) (a new tensor), or assign under "
-                                f"xo.no_grad()")
+        raise SpecError(
+            op,
+            "",
+            f"a leaf tensor that requires a gradient ({t.type}) cannot "
+            f"be assigned to in place while gradients are recorded; use "
+            f"t.at[...].set(v) (a new tensor), or assign under "
+            f"xo.no_grad()",
+        )
     if not recording:  # nothing is recorded: only the value (and the version) changes
         bump_version(t)
         new = make(_wrap(t._value, t._dtype))

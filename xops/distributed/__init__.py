@@ -9,6 +9,7 @@
 The collective ops themselves are ``xo.all_reduce``, ``xo.all_gather``, ... (see
 ``xops/ops/collectives.py`` and docs/distributed.md).
 """
+
 from .context import (
     CollectiveError,
     CollectiveTimeout,
@@ -66,6 +67,7 @@ def barrier():
     from ..ops.collectives import all_reduce
     from ..ops.elementwise import add
     from ..tensor import tensor
+
     all_reduce(tensor(np.zeros(0, np.int32)), [list(range(world_size()))], 1, True, add)
 
 

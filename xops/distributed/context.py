@@ -18,6 +18,7 @@ overrides the bulk operations (all-reduce, all-gather, all-to-all, broadcast, pe
 with MPI's own. The flattened id of a process is ``replica_id * num_partitions +
 partition_id`` (the spec's ``flattened_ids``); under MPI it is the rank.
 """
+
 import collections
 import os
 import threading
@@ -63,8 +64,8 @@ def set_default_timeout(seconds):
 
 
 def types_of(arrays):
-    """(shape, dtype name) per array: what every member of a group must agree on."""
-    return tuple((tuple(a.shape), str(a.dtype)) for a in arrays)
+    """(shape, NumPy dtype) per array: what every member of a group must agree on."""
+    return tuple((a.shape, a.dtype) for a in arrays)
 
 
 def check_agreement(op, what, group, headers):
@@ -73,10 +74,13 @@ def check_agreement(op, what, group, headers):
     first = headers[0]
     for pid, h in zip(group, headers):
         if h != first:
-            raise CollectiveError(op, "process grid",
-                                  f"the processes of group {list(group)} disagree: process "
-                                  f"{group[0]} has {_describe(first)} but process {pid} has "
-                                  f"{_describe(h)} ({what})")
+            raise CollectiveError(
+                op,
+                "process grid",
+                f"the processes of group {list(group)} disagree: process "
+                f"{group[0]} has {_describe(first)} but process {pid} has "
+                f"{_describe(h)} ({what})",
+            )
 
 
 def _describe(header):
@@ -94,7 +98,7 @@ class Context:
         self.num_replicas, self.num_partitions = int(num_replicas), int(num_partitions)
         self.replica_id, self.partition_id = int(replica_id), int(partition_id)
         self.timeout = default_timeout() if timeout is None else float(timeout)
-        self.infeed = collections.deque()   # the host fills it, infeed pops from it
+        self.infeed = collections.deque()  # the host fills it, infeed pops from it
         self.outfeed = collections.deque()  # outfeed appends, the host drains it
 
     # -- the grid ---------------------------------------------------------------------
@@ -111,8 +115,10 @@ class Context:
         return pid[0] * self.num_partitions + pid[1]
 
     def __repr__(self):
-        return (f"<{type(self).__name__} process {self.process_id} of "
-                f"{self.num_replicas}x{self.num_partitions}>")
+        return (
+            f"<{type(self).__name__} process {self.process_id} of "
+            f"{self.num_replicas}x{self.num_partitions}>"
+        )
 
     # -- transport primitives ---------------------------------------------------------
     def my_group(self, op, groups):
@@ -120,8 +126,11 @@ class Context:
         for g in groups:
             if self.process_id in g:
                 return tuple(g)
-        raise CollectiveError(op, "process grid", f"process {self.process_id} is in no "
-                                                  f"process group of {[list(g) for g in groups]}")
+        raise CollectiveError(
+            op,
+            "process grid",
+            f"process {self.process_id} is in no process group of {[list(g) for g in groups]}",
+        )
 
     def exchange(self, op, key, groups, arrays):
         """Every member's ``arrays`` (a list of NumPy arrays), in the order of this
@@ -150,7 +159,7 @@ class Context:
         me = self.my_group(op, groups).index(self.process_id)
         got = self.exchange(op, key, groups, [a for p in parts for a in p])
         n = len(parts[0])
-        return [member[me * n:(me + 1) * n] for member in got]
+        return [member[me * n : (me + 1) * n] for member in got]
 
     def broadcast(self, op, key, groups, arrays, root=0):
         """The root member's arrays; None for a process in no group."""
@@ -165,9 +174,13 @@ class Context:
 
     def pop_infeed(self, op):
         if not self.infeed:
-            raise CollectiveError(op, "infeed queue", f"the infeed queue of process "
-                                                      f"{self.process_id} is empty (fill it "
-                                                      f"with xops.distributed.put_infeed)")
+            raise CollectiveError(
+                op,
+                "infeed queue",
+                f"the infeed queue of process "
+                f"{self.process_id} is empty (fill it "
+                f"with xops.distributed.put_infeed)",
+            )
         return self.infeed.popleft()
 
 
@@ -194,9 +207,13 @@ class SingleProcess(Context):
     def recv(self, op, channel_id):
         q = self._channels.get(channel_id)
         if not q:
-            raise CollectiveError(op, "channel", f"nothing was sent on channel {channel_id} "
-                                                 f"(a single process: only its own sends "
-                                                 f"arrive)")
+            raise CollectiveError(
+                op,
+                "channel",
+                f"nothing was sent on channel {channel_id} "
+                f"(a single process: only its own sends "
+                f"arrive)",
+            )
         return q.popleft()
 
 
@@ -217,15 +234,25 @@ def current():
     ctx = _local.ctx or _process[0]
     if ctx is not None:
         return ctx
-    if _auto[0] is None:
-        from .mpi import init, launched_by_mpi
-        _auto[0] = launched_by_mpi()
-        if _auto[0]:
-            return init()
+    if _auto[0] is None and _launchers:
+        _auto[0] = False
+        for detect, start in _launchers:
+            if detect():
+                _auto[0] = True
+                return start()
     return _single
 
 
-_auto = [None]  # whether an MPI launch was detected (checked once)
+_auto = [None]  # whether a launch by mpiexec/srun was detected (checked once)
+_launchers = []  # (detect, start) of the transports that start on first use
+
+
+def add_launcher(detect, start):
+    """Register a transport that starts itself on the first collective: ``detect()``
+    says whether this process was launched for it, ``start()`` makes and installs its
+    context and returns it (``xops/distributed/mpi.py`` registers MPI's, so that this
+    module needs no import of it)."""
+    _launchers.append((detect, start))
 
 
 def set_thread_context(ctx):
@@ -234,4 +261,3 @@ def set_thread_context(ctx):
 
 def set_process_context(ctx):
     _process[0] = ctx
-

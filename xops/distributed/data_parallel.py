@@ -19,6 +19,7 @@ and then the usual ``opt.zero_grad(); loss.backward(); opt.step()``. What it doe
 With one process (no ``mpiexec``, no grid) ``DataParallel`` changes nothing: ``shard``
 returns the whole batch, ``mean`` is the plain mean and the model runs as is.
 """
+
 import numpy as np
 
 from ..autodiff.tape import is_grad_enabled, no_grad, primitive
@@ -37,6 +38,7 @@ def _all_sum(x):
     """all_reduce(add) of ``x`` over every process of the grid (flattened ids)."""
     from ..ops.collectives import all_reduce
     from ..ops.elementwise import add
+
     _ctx, groups = _everyone()
     return all_reduce(x, groups, 1, True, add)
 
@@ -45,10 +47,12 @@ def _all_sum(x):
 # The global mean
 # ---------------------------------------------------------------------------------------
 
+
 @primitive("global_mean")
 def _global_mean(values, count):
     from ..nn.functional import sum as _sum
     from ..ops.elementwise import divide
+
     total = _all_sum(_sum(values))
     return divide(total, float(count) if values.dtype.kind == "float" else count)
 
@@ -57,6 +61,7 @@ def _global_mean(values, count):
 def _global_mean_vjp(g, out, values, count):
     from ..ops.elementwise import divide
     from ..ops.movement import broadcast_in_dim
+
     return (broadcast_in_dim(divide(g, float(count)), [], values.shape),)
 
 
@@ -68,8 +73,10 @@ def global_mean(values):
 
     >>> run_parallel(lambda v: xops.distributed.global_mean(v),
     ...              [[xo.tensor([1.0, 2.0])], [xo.tensor([6.0])]])   # each: 3.0
+    [[xo.tensor(3., f32[])], [xo.tensor(3., f32[])]]
     """
     from ..nn.functional import mean
+
     ctx = current()
     if ctx.num_processes == 1:
         return mean(values)
@@ -82,6 +89,7 @@ def global_mean(values):
 # Synchronised batch norm
 # ---------------------------------------------------------------------------------------
 
+
 def _sync_batch_norm(bn, x):
     """Batch norm of ``x`` with the statistics of the global batch (two all_reduces)."""
     from ..nn.functional import sum as _sum
@@ -89,6 +97,7 @@ def _sync_batch_norm(bn, x):
     from ..ops.elementwise import add, divide, multiply, rsqrt, subtract
     from ..ops.movement import broadcast_in_dim, concatenate
     from ..ops.movement import slice as slice_
+
     c = x.shape[1]
     axes = [a for a in range(x.ndim) if a != 1]
     if x.dtype.name in ("f32", "f64"):
@@ -102,11 +111,14 @@ def _sync_batch_norm(bn, x):
         with no_grad():
             n = int(_all_sum(tensor(np.array(x.size // c, np.int64))).item())
     if n <= 1:
-        raise ValueError(f"SyncBatchNorm: training needs more than one value per channel "
-                         f"over all processes, got {n}")
+        raise ValueError(
+            f"SyncBatchNorm: training needs more than one value per channel "
+            f"over all processes, got {n}"
+        )
 
     def per_channel(v):
         return broadcast_in_dim(v, [1], x.shape)
+
     mean = divide(slice_(sums, [0], [c], [1]), float(n))
     d = subtract(x, per_channel(mean))
     var = divide(_all_sum(_sum(multiply(d, d), axes)), float(n))
@@ -117,11 +129,11 @@ def _sync_batch_norm(bn, x):
         assign_(bn.num_batches_tracked, tensor(int(bn.num_batches_tracked) + 1, "i64"))
         m = bn.momentum if bn.momentum is not None else 1.0 / int(bn.num_batches_tracked)
         with no_grad():
-            assign_(bn.running_mean, add(multiply(bn.running_mean, 1 - m),
-                                         multiply(mean.detach(), m)))
+            assign_(
+                bn.running_mean, add(multiply(bn.running_mean, 1 - m), multiply(mean.detach(), m))
+            )
             unbiased = multiply(var.detach(), n / (n - 1))
-            assign_(bn.running_var, add(multiply(bn.running_var, 1 - m),
-                                        multiply(unbiased, m)))
+            assign_(bn.running_var, add(multiply(bn.running_var, 1 - m), multiply(unbiased, m)))
     return out
 
 
@@ -132,6 +144,7 @@ class SyncBatchNorm:
     @staticmethod
     def convert(model):
         from ..nn.modules import _BatchNorm
+
         for m in model.modules():
             if isinstance(m, _BatchNorm) and not getattr(m, "_synced", False):
                 object.__setattr__(m, "_synced", True)
@@ -146,12 +159,14 @@ def _synced_forward(bn, plain):
                 return plain(x)  # (its own error message)
             return _sync_batch_norm(bn, x)
         return plain(x)
+
     return forward
 
 
 # ---------------------------------------------------------------------------------------
 # Gradient synchronisation: identity forward, one all_reduce of all gradients backward
 # ---------------------------------------------------------------------------------------
+
 
 @primitive("sync_gradients")
 def _sync_params(params):
@@ -164,6 +179,7 @@ def _sync_params_vjp(g, out, params):
     buffer per element type (one MPI Allreduce per step for an f32 model)."""
     from ..ops.collectives import all_reduce
     from ..ops.elementwise import add
+
     _ctx, groups = _everyone()
     res = [None] * len(params)
     by_type = {}
@@ -175,7 +191,7 @@ def _sync_params_vjp(g, out, params):
         at = 0
         for i in idx:
             n = g[i].size
-            res[i] = _wrap(summed[at:at + n].reshape(g[i].shape), dt)
+            res[i] = _wrap(summed[at : at + n].reshape(g[i].shape), dt)
             at += n
     return (res,)
 
@@ -197,6 +213,7 @@ class DataParallel:
     def _broadcast_state(self):
         from ..nn.parameter import assign_
         from ..ops.collectives import collective_broadcast
+
         replicas = [list(range(current().num_replicas))]
         with no_grad():  # each partition's replicas take replica 0's values
             for _, t in sorted(self.module.state_dict().items()):
@@ -226,9 +243,12 @@ class DataParallel:
         m = self.module
         if self._n == 1 or not is_grad_enabled() or not m.training:
             return m(*args, **kwargs)
-        slots = [(owner, name, p) for owner in m.modules()
-                 for name in list(getattr(owner, "_param_names", ()))
-                 if isinstance(p := getattr(owner, name, None), Tensor) and p.requires_grad]
+        slots = [
+            (owner, name, p)
+            for owner in m.modules()
+            for name in list(getattr(owner, "_param_names", ()))
+            if isinstance(p := getattr(owner, name, None), Tensor) and p.requires_grad
+        ]
         if not slots:
             return m(*args, **kwargs)
         synced = _sync_params([p for _, _, p in slots])
@@ -245,4 +265,3 @@ class DataParallel:
 
     def __repr__(self):
         return f"DataParallel({self.module!r}, processes={self._n})"
-

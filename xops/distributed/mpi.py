@@ -5,22 +5,27 @@ k % num_partitions)``. How each collective maps onto MPI:
 
 * a process group -> a communicator from ``COMM_WORLD.Split`` (cached per set of process
   groups, so a training loop splits once);
-* every collective first agrees on a header (op, attributes, operand types) with a
-  non-blocking ``Iallgather`` polled against the deadline: a rank that never comes gives
-  :class:`CollectiveTimeout`, ranks that disagree (different replica groups, shapes or
-  element types) all raise the same :class:`CollectiveError`. Only then does the payload
-  move, with the blocking call, which cannot hang any more since every rank is there;
-* ``all_reduce`` with an add/max/min body on an MPI-native element type -> ``Allreduce``
+* every collective checks in: a non-blocking ``Iallgather`` over all ranks of a digest
+  of its signature (process groups, op attributes, operand types), polled against the
+  deadline: a rank that never comes gives :class:`CollectiveTimeout`, ranks that
+  disagree (different replica groups, shapes or element types) all raise the same
+  :class:`CollectiveError`. The first call of a signature moves its payload only after
+  the check-in; a repeated one posts payload and check-in together, the payload on a
+  communicator of that signature's own (see :meth:`MPIContext._run`: one
+  synchronisation per call, still no hang and no wrong result when the ranks disagree).
+  Payloads use the non-blocking calls (``Iallreduce``, ...), polled against the deadline;
+* ``all_reduce`` with an add/max/min body on an MPI-native element type -> ``Iallreduce``
   (MPI's reduction order; exact for integers, max and min; for floats see
-  :func:`set_deterministic`); any other body -> ``Allgather`` and the spec's fold in
+  :func:`set_deterministic`); any other body -> ``Iallgather`` and the spec's fold in
   group order, identical on every rank;
-* ``all_gather`` -> ``Allgather``, ``all_to_all`` -> ``Alltoall``,
-  ``collective_broadcast`` -> ``Bcast`` (raw bytes: any element type);
+* ``all_gather`` -> ``Iallgather``, ``all_to_all`` -> ``Ialltoall``,
+  ``collective_broadcast`` -> ``Ibcast`` (raw bytes: any element type);
 * ``collective_permute`` -> point-to-point sends and receives, the receive polled
   against the deadline;
 * ``send`` / ``recv`` -> point-to-point messages on a duplicated communicator, tag =
   channel id, routed by :func:`connect` (an unknown channel id is an error).
 """
+
 import hashlib
 import os
 import pickle
@@ -34,18 +39,22 @@ from .context import (
     CollectiveError,
     CollectiveTimeout,
     Context,
+    add_launcher,
     check_agreement,
+    current,
     set_process_context,
     types_of,
 )
 
 __all__ = ["MPIContext", "connect", "init", "launched_by_mpi", "set_deterministic"]
 
-_NATIVE = {np.dtype(t) for t in ("f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8",
-                                  "c8", "c16")}
+_NATIVE = {
+    np.dtype(t) for t in ("f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "c8", "c16")
+}
 _DETERMINISTIC = [False]
-_BLOCKING_BYTES = 1 << 16  # payloads from this size on move with blocking calls
-_SPIN_S = 2e-3  # a wait spins this long before it starts to sleep
+_SPIN_S = 2e-3  # a wait spins this long (a payload's: plus 1 ns per byte) before it sleeps
+_KNOWN_MAX = 128  # signatures a context makes known (each holds a communicator; a
+# dropped one's stays unusable, so this counts them too); further ones always check in first
 
 
 def set_deterministic(flag=True):
@@ -59,12 +68,14 @@ def set_deterministic(flag=True):
 def launched_by_mpi():
     """Whether this process was started by ``mpiexec``/``srun`` with more than one rank
     (from the launcher's environment; MPI itself is not initialised here)."""
-    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS",
-                "SLURM_NTASKS"):
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS"):
         v = os.environ.get(var)
-        if v and v.isdigit() and int(v) > 1 and (var != "SLURM_NTASKS" or
-                                                  "PMI_RANK" in os.environ or
-                                                  "PMIX_RANK" in os.environ):
+        if (
+            v
+            and v.isdigit()
+            and int(v) > 1
+            and (var != "SLURM_NTASKS" or "PMI_RANK" in os.environ or "PMIX_RANK" in os.environ)
+        ):
             return True
     return False
 
@@ -73,8 +84,9 @@ def _mpi():
     try:
         from mpi4py import MPI
     except ImportError as e:  # pragma: no cover - depends on the install
-        raise SpecError("distributed", "", f"MPI needs mpi4py and an MPI library: pip install "
-                                           f"'xops[mpi]' ({e})") from None
+        raise SpecError(
+            "distributed", "", f"MPI needs mpi4py and an MPI library: pip install 'xops[mpi]' ({e})"
+        ) from None
     return MPI
 
 
@@ -85,8 +97,21 @@ def _bytes(a):
 
 
 def _from_bytes(buf, like):
-    return buf.view(like.dtype).reshape(like.shape) if like.size else np.empty(like.shape,
-                                                                              like.dtype)
+    return (
+        buf.view(like.dtype).reshape(like.shape) if like.size else np.empty(like.shape, like.dtype)
+    )
+
+
+class _Signature:
+    """A collective signature every rank checked in with once: its digest, this rank's
+    group communicator and group, and a communicator of its own (a ``Dup`` of the group's)
+    that carries this signature's payloads and nothing else."""
+
+    __slots__ = ("comm", "digest", "everyone", "group", "sub")
+
+    def __init__(self, digest, sub, group, comm, size):
+        self.digest, self.sub, self.group, self.comm = digest, sub, group, comm
+        self.everyone = digest.tobytes() * size  # the check-in's result when all agree
 
 
 class MPIContext(Context):
@@ -98,71 +123,156 @@ class MPIContext(Context):
         self.comm = comm if comm is not None else MPI.COMM_WORLD
         size, rank = self.comm.Get_size(), self.comm.Get_rank()
         if num_partitions < 1 or size % num_partitions:
-            raise SpecError("distributed", "", f"num_partitions={num_partitions} must divide "
-                                               f"the number of ranks {size}")
-        super().__init__(size // num_partitions, num_partitions, rank // num_partitions,
-                         rank % num_partitions, timeout)
+            raise SpecError(
+                "distributed",
+                "",
+                f"num_partitions={num_partitions} must divide the number of ranks {size}",
+            )
+        super().__init__(
+            size // num_partitions,
+            num_partitions,
+            rank // num_partitions,
+            rank % num_partitions,
+            timeout,
+        )
         self.rank, self.size = rank, size
-        self._channels = self.comm.Dup()   # send/recv: tags are channel ids
-        self._p2p = self.comm.Dup()        # collective_permute
+        self._channels = self.comm.Dup()  # send/recv: tags are channel ids
+        self._p2p = self.comm.Dup()  # collective_permute
+        self._checkin = self.comm.Dup()  # every collective's check-in, and nothing else
+        self._got = np.zeros(size, np.int64)  # the check-in's receive buffer
         self._splits = {}
+        self._known = {}  # header -> _Signature: signatures every rank checked in with
+        self._digests = {}  # digest -> header, for the signatures in _known
+        self._orphans = []  # payloads posted on a dropped signature's communicator
+        self._made = 0  # signatures made known (dropped ones included)
+        self._broken = None  # why no collective may run any more (a timeout)
         self._routes = {}
         self._permutes = 0
 
     # -- waiting ----------------------------------------------------------------------
-    def _poll(self, test, op, what):
-        """Call ``test()`` until it is true; CollectiveTimeout at the deadline.
+    def _poll(self, test, op, what, spin=_SPIN_S):
+        """Call ``test()`` until it is true; CollectiveTimeout at the deadline (``what``:
+        what it waits for, a string or a function that makes one).
 
-        For the first ``_SPIN_S`` it spins, yielding the core between tests (MPI makes
-        progress inside Test; a rank that slept would wait a whole scheduler time slice
-        to get its core back on a loaded machine); after that it sleeps up to 0.2 ms
-        between tests, leaving the core to the rank it waits for."""
+        For the first ``spin`` seconds it spins, yielding the core between tests (MPI
+        makes progress inside Test, and moves a large message in chunks that both sides
+        copy there; a rank that slept would wait a whole scheduler time slice to get its
+        core back on a loaded machine); after that it sleeps up to 0.2 ms between tests,
+        leaving the core to the rank it waits for. (Spinning *without* yielding measured
+        3x faster than this on 2 loaded cores in some runs and 10x slower in others,
+        presumably with both ranks on one core; MPI's blocking Allreduce measured like
+        this loop.) A timeout
+        leaves an MPI operation pending that the other ranks may still match later, so
+        it also ends this context's collectives (see :meth:`_run`)."""
         start = time.monotonic()
         deadline = start + self.timeout
         pause = 0.0
         while not test():
             now = time.monotonic()
             if now > deadline:
-                raise CollectiveTimeout(op, "timeout", f"rank {self.rank} (process "
-                                        f"{self.process_id}) waited {self.timeout:g} s for "
-                                        f"{what}: a rank never came — do all ranks call the "
-                                        f"same collectives with the same replica groups?")
-            if now - start < _SPIN_S:
+                what = what() if callable(what) else what
+                self._broken = f"rank {self.rank} timed out in {op} waiting for {what}"
+                raise CollectiveTimeout(
+                    op,
+                    "timeout",
+                    f"rank {self.rank} (process "
+                    f"{self.process_id}) waited {self.timeout:g} s for "
+                    f"{what}: a rank never came — do all ranks call the "
+                    f"same collectives with the same replica groups?",
+                )
+            if now - start < spin:
                 os.sched_yield()
             else:
                 pause = min(2e-4, pause * 2 or 1e-5)
                 time.sleep(pause)
 
-    def _wait(self, req, op, what):
-        self._poll(req.Test, op, what)
+    # -- the check-in -------------------------------------------------------------------
+    def _run(self, op, key, groups, arrays, payload=None, nbytes=0):
+        """One collective: every rank checks in, then ``payload(comm)`` posts this rank's
+        non-blocking payload calls on ``comm`` (a communicator of this rank's group) and
+        returns their requests, which are waited for against the deadline. Returns
+        (communicator of this rank's group or None when it is in no group, the group).
 
-    def _call(self, opname, sub, name, nbytes, *args, **kwargs):
-        """The payload call ``sub.<name>``, after the check-in (every rank is there).
-        Small payloads use the non-blocking form, polled with short sleeps: a blocking
-        MPI call busy-waits, which on a shared or oversubscribed machine takes the core
-        from the rank it waits for. Large ones use the blocking call (MPI moves them
-        faster when it drives its progress engine without pauses)."""
-        if nbytes >= _BLOCKING_BYTES:
-            getattr(sub, name)(*args, **kwargs)
-        else:
-            self._wait(getattr(sub, "I" + name[0].lower() + name[1:])(*args, **kwargs),
-                       opname, f"the other members of the group to finish {opname}")
+        The check-in is one non-blocking ``Iallgather`` over all ranks, on a communicator
+        of its own, of a digest of (process groups, op attributes, operand types). Any
+        difference anywhere makes *every* rank raise the same error (so no rank goes on to
+        a call the others never make); a rank that never comes is a timeout.
 
-    # -- groups -------------------------------------------------------------------------
-    def _agree(self, op, key, groups, arrays):
-        """Every rank checks in for this collective: one Iallgather over all ranks of a
-        digest of (process groups, op attributes, operand types), polled against the
-        deadline. Any difference anywhere makes *every* rank raise the same error (so no
-        rank goes on to a call the others never make). Returns (communicator of this
-        rank's group or None, the group), the split cached per set of groups."""
+        The first time a signature is seen, the payload is posted only after the
+        check-in has shown that every rank makes the same call. Every rank then knows the
+        signature (the ranks' tables of known signatures change identically, since every
+        rank sees every digest), and the payloads of a known signature travel on a
+        communicator that only that signature uses. A repeated call therefore posts its
+        payload *together with* its check-in and waits for both at once: one
+        synchronisation instead of two. It stays safe when the ranks disagree only on a
+        later call: payloads of different signatures are on different communicators, so
+        MPI never matches one with another (no wrong result); the check-in shows the
+        difference to every rank, which raise the same error, drop the signatures
+        involved (their communicators, where an unmatched payload now waits forever, are
+        never used again) and stay in step for the next call."""
+        self._usable(op)
         gkey = tuple(tuple(self.flat(p) for p in g) for g in groups)
         header = (gkey, key, types_of(arrays))
+        got = self._got
+
+        def what():
+            return f"every rank to reach {op} over process groups {[list(g) for g in groups]}"
+
+        sig = self._known.get(header)
+        reqs = ()
+        spin = _SPIN_S + nbytes * 1e-9  # (a payload's wait: see _poll)
+        try:
+            if sig is not None:  # known: payload and check-in at once
+                if payload is not None and sig.comm is not None:
+                    reqs = payload(sig.comm)
+                self._poll(self._checkin.Iallgather(sig.digest, got).Test, op, what, spin)
+                if got.tobytes() != sig.everyone:
+                    self._orphans.append((reqs, payload))  # (MPI may still use them)
+                    self._disagreement(op, groups, header, got)
+                sub, group = sig.sub, sig.group
+            else:
+                sub, group, reqs = self._first(op, header, groups, payload, what)
+            if reqs:
+                Testall = self.MPI.Request.Testall
+                test = reqs[0].Test if len(reqs) == 1 else lambda: Testall(reqs)
+                self._poll(test, op, lambda: f"the other members of the group to finish {op}", spin)
+        except CollectiveTimeout:
+            self._orphans.append((reqs, payload))  # pending: keep their buffers alive
+            raise
+        return sub, group
+
+    def _first(self, op, header, groups, payload, what):
+        """The check-in of a signature this context does not know yet; then the payload."""
+        got = self._got
         digest = np.frombuffer(hashlib.sha256(repr(header).encode()).digest()[:8], np.int64)
-        got = np.zeros(self.size, np.int64)
-        self._wait(self.comm.Iallgather(digest, got), op,
-                   f"every rank to reach {op} over process groups {[list(g) for g in groups]}")
+        self._poll(self._checkin.Iallgather(digest, got).Test, op, what)
         if np.any(got != got[0]):
-            self._disagreement(op, groups, gkey, self.comm.allgather(header))
+            self._disagreement(op, groups, header, got)
+        sub, group = self._split(header[0], groups)
+        own = sub
+        if self._made < _KNOWN_MAX:  # (the same decision on every rank)
+            self._made += 1
+            own = sub.Dup() if sub is not None else None
+            self._known[header] = _Signature(digest, sub, group, own, self.size)
+            self._digests[int(digest[0])] = header
+        return sub, group, payload(own) if payload is not None and own is not None else ()
+
+    def _usable(self, op):
+        if self._broken is not None:
+            raise CollectiveError(
+                op,
+                "process grid",
+                f"an earlier collective failed "
+                f"({self._broken}): its MPI operation "
+                f"is still pending, so the ranks are "
+                f"out of step and no collective can "
+                f"run safely any more (restart the "
+                f"job)",
+            )
+
+    def _split(self, gkey, groups):
+        """(communicator of this rank's group or None, the group), cached per set of
+        groups (``COMM_WORLD.Split``: a training loop splits once)."""
         hit = self._splits.get(gkey)
         if hit is None:
             color, index, group = self.MPI.UNDEFINED, 0, None
@@ -174,99 +284,135 @@ class MPIContext(Context):
             self._splits[gkey] = hit
         return hit
 
-    def _disagreement(self, op, groups, gkey, headers):
+    def _disagreement(self, op, groups, header, digests):
+        """Every rank saw the same differing ``digests``: forget the known signatures
+        among them, then raise the error (the same on every rank)."""
+        for d in set(digests.tolist()):
+            h = self._digests.pop(d, None)
+            if h is not None:
+                self._known.pop(h, None)
+        gkey = header[0]
+        headers = self.comm.allgather(header)
         for rank, h in enumerate(headers):
             if h[0] != gkey:
-                raise CollectiveError(op, "process grid", f"the ranks disagree on the process "
-                                                          f"groups: rank {self.rank} has "
-                                                          f"{[list(g) for g in groups]}, rank "
-                                                          f"{rank} has {[list(g) for g in h[0]]}"
-                                                          f" (flattened ids)")
+                raise CollectiveError(
+                    op,
+                    "process grid",
+                    f"the ranks disagree on the process "
+                    f"groups: rank {self.rank} has "
+                    f"{[list(g) for g in groups]}, rank "
+                    f"{rank} has {[list(g) for g in h[0]]}"
+                    f" (flattened ids)",
+                )
         for g in groups:  # the first group whose members disagree, seen from every rank
             members = [headers[self.flat(p)][1:] for p in g]
             check_agreement(op, "operand types and attributes", tuple(g), members)
         raise CollectiveError(op, "process grid", "the ranks disagree on the collective")
 
-    def _group_comm(self, op, key, groups, arrays):
-        sub, group = self._agree(op, key, groups, arrays)
-        if sub is None:
-            raise CollectiveError(op, "process grid", f"process {self.process_id} is in no "
-                                                      f"process group of {groups}")
-        return sub, group
+    def _group_run(self, op, key, groups, arrays, payload, nbytes):
+        if not any(self.process_id in g for g in groups):
+            self._run(op, key, groups, arrays)  # (check in, so no rank waits for this one)
+            raise CollectiveError(
+                op, "process grid", f"process {self.process_id} is in no process group of {groups}"
+            )
+        return self._run(op, key, groups, arrays, payload, nbytes)
 
     # -- the bulk operations ------------------------------------------------------------
     def exchange(self, op, key, groups, arrays):
-        sub, _group = self._group_comm(op, key, groups, arrays)
-        n = sub.Get_size()
-        out = [[None] * len(arrays) for _ in range(n)]
-        for i, a in enumerate(arrays):
-            src = _bytes(a)
-            buf = _empty((n * src.size,), np.uint8)
-            self._call(op, sub, "Allgather", src.nbytes, src, buf)
-            for j in range(n):
-                out[j][i] = _from_bytes(buf[j * src.size:(j + 1) * src.size], a)
-        return out
+        srcs = [_bytes(a) for a in arrays]
+        n = len(self.my_group(op, groups)) if any(self.process_id in g for g in groups) else 0
+        bufs = [_empty((n * s.size,), np.uint8) for s in srcs]
+
+        def payload(comm):
+            return [comm.Iallgather(s, b) for s, b in zip(srcs, bufs)]
+
+        self._group_run(op, key, groups, arrays, payload, sum(b.nbytes for b in bufs))
+        return [
+            [
+                _from_bytes(b[j * s.size : (j + 1) * s.size], a)
+                for s, b, a in zip(srcs, bufs, arrays)
+            ]
+            for j in range(n)
+        ]
 
     def all_gather(self, op, key, groups, arrays):
         return self.exchange(op, key, groups, arrays)
 
     def all_reduce(self, op, key, groups, arrays, fold, native=None):
-        ok = native is not None and all(a.dtype in _NATIVE for a in arrays) and \
-            not (native != "sum" and any(a.dtype.kind == "c" for a in arrays)) and \
-            not (_DETERMINISTIC[0] and any(a.dtype.kind in "fc" for a in arrays))
+        ok = (
+            native is not None
+            and all(a.dtype in _NATIVE for a in arrays)
+            and not (native != "sum" and any(a.dtype.kind == "c" for a in arrays))
+            and not (_DETERMINISTIC[0] and any(a.dtype.kind in "fc" for a in arrays))
+        )
         if not ok:
             return fold(self.exchange(op, key, groups, arrays))
-        sub, _ = self._group_comm(op, key, groups, arrays)
         mop = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[native]
-        out = []
-        for a in arrays:
-            a = np.asarray(a, order="C")
-            r = _empty(a.shape, a.dtype)  # (recycled memory: no page faults)
-            self._call(op, sub, "Allreduce", a.nbytes, a, r, op=mop)
-            out.append(r)
-        return out
+        srcs = [np.asarray(a, order="C") for a in arrays]
+        outs = [_empty(a.shape, a.dtype) for a in srcs]  # (recycled memory: no page faults)
+
+        def payload(comm):
+            return [comm.Iallreduce(a, r, op=mop) for a, r in zip(srcs, outs)]
+
+        # (the payload's kind is part of the signature: a rank that folds instead, e.g.
+        # after set_deterministic on it alone, is a disagreement, not a mismatched call)
+        self._group_run(
+            op, f"{key} by MPI {native}", groups, arrays, payload, sum(a.nbytes for a in srcs)
+        )
+        return outs
 
     def all_to_all(self, op, key, groups, parts):
         flat = [a for p in parts for a in p]
-        sub, _group = self._group_comm(op, key, groups, flat)
         n, m = len(parts), len(parts[0])
+        sends = [np.concatenate([_bytes(parts[j][i]) for j in range(n)]) for i in range(m)]
+        recvs = [_empty(s.shape, np.uint8) for s in sends]
+
+        def payload(comm):
+            return [comm.Ialltoall(s, r) for s, r in zip(sends, recvs)]
+
+        self._group_run(op, key, groups, flat, payload, sum(s.nbytes for s in sends))
         out = [[None] * m for _ in range(n)]
         for i in range(m):
-            send = np.concatenate([_bytes(parts[j][i]) for j in range(n)])
-            recv = _empty(send.shape, np.uint8)
-            self._call(op, sub, "Alltoall", send.nbytes, send, recv)
-            size = send.size // n
+            size = sends[i].size // n
             for j in range(n):
-                out[j][i] = _from_bytes(recv[j * size:(j + 1) * size], parts[0][i])
+                out[j][i] = _from_bytes(recvs[i][j * size : (j + 1) * size], parts[0][i])
         return out
 
     def broadcast(self, op, key, groups, arrays, root=0):
-        sub, _ = self._agree(op, key, groups, arrays)  # (every rank takes part)
-        if sub is None:
+        bufs = [_bytes(a).copy() for a in arrays]
+
+        def payload(comm):
+            return [comm.Ibcast(b, root=root) for b in bufs]
+
+        sub, _ = self._run(op, key, groups, arrays, payload, sum(b.nbytes for b in bufs))
+        if sub is None:  # (every rank takes part in the check-in)
             return None
-        out = []
-        for a in arrays:
-            buf = _bytes(a).copy()
-            self._call(op, sub, "Bcast", buf.nbytes, buf, root=root)
-            out.append(_from_bytes(buf, a))
-        return out
+        return [_from_bytes(b, a) for b, a in zip(bufs, arrays)]
 
     def permute(self, op, key, target, source, arrays):
+        self._usable(op)
         self._permutes += 1
         tag = self._permutes % 30000
         header = (key, types_of(arrays))
         req = None
         if target is not None:
-            req = self._p2p.isend((header, [np.asarray(a, order="C") for a in arrays]),
-                                  dest=self.flat(target), tag=tag)
+            req = self._p2p.isend(
+                (header, [np.asarray(a, order="C") for a in arrays]),
+                dest=self.flat(target),
+                tag=tag,
+            )
         got = None
         if source is not None:
             src = self.flat(source)
-            self._poll(lambda: self._p2p.Iprobe(source=src, tag=tag), op,
-                       f"process {source} (rank {src}) to send its {op} operand")
+            self._poll(
+                lambda: self._p2p.Iprobe(source=src, tag=tag),
+                op,
+                f"process {source} (rank {src}) to send its {op} operand",
+            )
             h, got = self._p2p.recv(source=src, tag=tag)
-            check_agreement(op, "operand types and attributes", (self.process_id, source),
-                            [header, h])
+            check_agreement(
+                op, "operand types and attributes", (self.process_id, source), [header, h]
+            )
         if req is not None:
             self._poll(req.Test, op, f"process {target} to receive its {op} operand")
         return got
@@ -278,29 +424,43 @@ class MPIContext(Context):
     def _route(self, op, channel_id):
         r = self._routes.get(int(channel_id))
         if r is None:
-            raise SpecError(op, "channel_id", f"channel {channel_id} has no route on rank "
-                                              f"{self.rank}: call xops.distributed.connect("
-                                              f"{channel_id}, source=(r, p), target=(r, p)) on "
-                                              f"every rank first")
+            raise SpecError(
+                op,
+                "channel_id",
+                f"channel {channel_id} has no route on rank "
+                f"{self.rank}: call xops.distributed.connect("
+                f"{channel_id}, source=(r, p), target=(r, p)) on "
+                f"every rank first",
+            )
         return r
 
     def send(self, op, channel_id, arrays):
         src, dst = self._route(op, channel_id)
         if src != self.rank:
-            raise SpecError(op, "channel_id", f"channel {channel_id} goes from rank {src} to "
-                                              f"rank {dst}; rank {self.rank} cannot send on it")
+            raise SpecError(
+                op,
+                "channel_id",
+                f"channel {channel_id} goes from rank {src} to "
+                f"rank {dst}; rank {self.rank} cannot send on it",
+            )
         self._channels.send(pickle.dumps(list(arrays), 5), dest=dst, tag=int(channel_id))
 
     def recv(self, op, channel_id):
         src, dst = self._route(op, channel_id)
         if dst != self.rank:
-            raise SpecError(op, "channel_id", f"channel {channel_id} goes from rank {src} to "
-                                              f"rank {dst}; rank {self.rank} cannot receive on "
-                                              f"it")
-        self._poll(lambda: self._channels.Iprobe(source=src, tag=int(channel_id)), op,
-                   f"a value on channel {channel_id} from rank {src}")
+            raise SpecError(
+                op,
+                "channel_id",
+                f"channel {channel_id} goes from rank {src} to "
+                f"rank {dst}; rank {self.rank} cannot receive on "
+                f"it",
+            )
+        self._poll(
+            lambda: self._channels.Iprobe(source=src, tag=int(channel_id)),
+            op,
+            f"a value on channel {channel_id} from rank {src}",
+        )
         return pickle.loads(self._channels.recv(source=src, tag=int(channel_id)))
-
 
 
 def init(num_partitions=1, timeout=None, comm=None):
@@ -318,11 +478,14 @@ def connect(channel_id, source, target):
     ``(replica_id, partition_id)`` pair or a flattened id) for ``send`` / ``recv`` under
     MPI. Call it on every rank with the same arguments. The in-process grid needs no
     routes (its channels are grid-wide queues)."""
-    from .context import current
     ctx = current()
     if not isinstance(ctx, MPIContext):
         return
+
     def pid(x):
-        return divmod(int(x), ctx.num_partitions) if isinstance(x, (int, np.integer)) \
-            else tuple(x)
+        return divmod(int(x), ctx.num_partitions) if isinstance(x, (int, np.integer)) else tuple(x)
+
     ctx.connect(channel_id, pid(source), pid(target))
+
+
+add_launcher(launched_by_mpi, init)  # current() starts MPI on first use

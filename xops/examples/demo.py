@@ -1,7 +1,8 @@
 """The xops demo: eager spec ops, element types, and a labelled constraint error.
 
-    python -m xops.examples.demo
+python -m xops.examples.demo
 """
+
 import numpy as np
 
 import xops as xo
@@ -19,16 +20,22 @@ def main():
     print("\n-- element types compute exactly as XLA does --")
     i4 = xo.tensor([7, -8, 3], "i4")
     print("i4:", i4, "+ 1 ->", i4 + 1, "(4-bit two's complement wraps)")
-    bf = xo.tensor([1.0, 1.0 + 2 ** -8, 3.14159], "bf16")
+    bf = xo.tensor([1.0, 1.0 + 2**-8, 3.14159], "bf16")
     print("bf16:", bf, "(rounded to nearest even)")
     f8 = xo.tensor([448.0, 1.0], "f8E4M3FN")
     print("f8E4M3FN:", f8, "* 2 ->", f8 * 2, "(no inf in E4M3FN: overflow is NaN)")
-    print("integer divide truncates:", xo.divide(xo.tensor([7, -7]), xo.tensor([2, 2])),
-          " x/0 ->", xo.divide(xo.tensor([5]), xo.tensor([0])))
+    print(
+        "integer divide truncates:",
+        xo.divide(xo.tensor([7, -7]), xo.tensor([2, 2])),
+        " x/0 ->",
+        xo.divide(xo.tensor([5]), xo.tensor([0])),
+    )
     print("shift by >= bit width:", xo.shift_left(xo.tensor([1], "i8"), xo.tensor([9], "i8")))
     nan_zero = xo.tensor([np.nan, -0.0, 0.0])
-    print("TOTALORDER -NaN/-0/+0:",
-          xo.compare(nan_zero, xo.tensor([np.nan, 0.0, 0.0]), "LT", "TOTALORDER"))
+    print(
+        "TOTALORDER -NaN/-0/+0:",
+        xo.compare(nan_zero, xo.tensor([np.nan, 0.0, 0.0]), "LT", "TOTALORDER"),
+    )
 
     print("\n-- errors name the op, the spec constraint and the actual types --")
     try:

@@ -21,6 +21,7 @@ the single-process run up to the order of floating-point sums.
 Needs the ``examples`` extra: scikit-learn (the data), tqdm (progress bars, optional),
 matplotlib (``--plot``, optional).
 """
+
 import argparse
 import sys
 import time
@@ -43,15 +44,18 @@ def _digits():
     (importing sklearn costs ~1 s, most of it scipy.stats); else ``load_digits()``."""
     import importlib.util
     import os
+
     spec = importlib.util.find_spec("sklearn")  # locates the package without importing it
     if spec is not None and spec.submodule_search_locations:
-        path = os.path.join(list(spec.submodule_search_locations)[0], "datasets", "data",
-                            "digits.csv.gz")
+        path = os.path.join(
+            list(spec.submodule_search_locations)[0], "datasets", "data", "digits.csv.gz"
+        )
         if os.path.exists(path):
             data = np.loadtxt(path, delimiter=",")
             if data.shape == (1797, 65):
                 return data[:, :64].reshape(-1, 8, 8), data[:, 64].astype(np.int64)
     from sklearn.datasets import load_digits
+
     digits = load_digits()
     return digits.images, digits.target
 
@@ -75,11 +79,17 @@ def build_model():
     # gradient that is exactly zero in theory and pure rounding noise in practice, which
     # Adam (dividing by its root mean square) would turn into a random walk
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.Conv2d(1, 16, 3, padding=1, bias=False),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
         nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1, bias=False),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
         nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 2 * 2, 10))
+        nn.Flatten(),
+        nn.Linear(32 * 2 * 2, 10),
+    )
 
 
 def evaluate(model, x, y, batch_size=32):
@@ -92,7 +102,7 @@ def evaluate(model, x, y, batch_size=32):
     preds = []
     with xo.no_grad():
         for i in range(0, len(x), batch_size):
-            logits = np.asarray(model(xo.tensor(x[i:i + batch_size])))
+            logits = np.asarray(model(xo.tensor(x[i : i + batch_size])))
             preds.append(logits.argmax(axis=1))
     model.train()
     pred = np.concatenate(preds) if preds else np.zeros(0, np.int64)
@@ -103,8 +113,10 @@ def _progress(iterable, total, desc, enabled):
     if enabled:
         try:
             from tqdm import tqdm
-            return tqdm(iterable, total=total, desc=desc, leave=False, file=sys.stderr,
-                        dynamic_ncols=True)
+
+            return tqdm(
+                iterable, total=total, desc=desc, leave=False, file=sys.stderr, dynamic_ncols=True
+            )
         except ImportError:
             pass
     return iterable
@@ -119,6 +131,7 @@ def _blas_threads(n):
     work they also wait for each other. Measured on the 2-core machine under load:
     4 epochs in 11.6 s with OpenBLAS's 2 threads, 1.5 s with 1."""
     import contextlib
+
     if n is None:
         return contextlib.nullcontext()
     try:
@@ -128,8 +141,18 @@ def _blas_threads(n):
     return threadpool_limits(limits=n, user_api="blas")
 
 
-def train(epochs=8, batch_size=32, lr=0.01, seed=0, save=None, plot=None, progress=True,
-          log=print, limit=None, blas_threads=1):
+def train(
+    epochs=8,
+    batch_size=32,
+    lr=0.01,
+    seed=0,
+    save=None,
+    plot=None,
+    progress=True,
+    log=print,
+    limit=None,
+    blas_threads=1,
+):
     """Train and evaluate; returns a dict with the per-step and per-epoch losses, the
     per-epoch test accuracies, the final accuracy, the model and the timings.
     ``limit`` caps the number of training images (for quick tests); ``blas_threads``
@@ -140,8 +163,9 @@ def train(epochs=8, batch_size=32, lr=0.01, seed=0, save=None, plot=None, progre
 
 def _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit):
     if epochs < 1 or batch_size < 2:
-        raise ValueError(f"train: needs epochs >= 1 and batch_size >= 2, got {epochs} and "
-                         f"{batch_size}")
+        raise ValueError(
+            f"train: needs epochs >= 1 and batch_size >= 2, got {epochs} and {batch_size}"
+        )
     t_start = time.perf_counter()
     x_train, y_train, x_test, y_test = load_data()
     if limit is not None:
@@ -164,7 +188,7 @@ def _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit):
         total, seen = 0.0, 0
         bar = _progress(starts, len(starts), f"epoch {epoch + 1}/{epochs}", progress)
         for i in bar:
-            idx = order[i:i + batch_size]
+            idx = order[i : i + batch_size]
             xb, yb = net.shard(x_train[idx]), net.shard(y_train[idx])  # this rank's part
             loss = net.mean(F.softmax_cross_entropy(net(xb), yb, reduction="none"))
             opt.zero_grad()
@@ -180,39 +204,52 @@ def _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit):
         epoch_losses.append(total / max(seen, 1))
         acc, pred = evaluate(model, x_test, y_test, batch_size)
         accuracies.append(acc)
-        log(f"epoch {epoch + 1:2d}/{epochs}  train loss {epoch_losses[-1]:.4f}  "
-            f"test accuracy {100 * acc:6.2f}%  ({time.perf_counter() - t0:.1f} s)")
+        log(
+            f"epoch {epoch + 1:2d}/{epochs}  train loss {epoch_losses[-1]:.4f}  "
+            f"test accuracy {100 * acc:6.2f}%  ({time.perf_counter() - t0:.1f} s)"
+        )
     final = accuracies[-1]
     seconds = time.perf_counter() - t_start
-    log(f"test accuracy {100 * final:.2f}% on {len(y_test)} held-out images; "
-        f"{seconds:.1f} s in all")
+    log(
+        f"test accuracy {100 * final:.2f}% on {len(y_test)} held-out images; {seconds:.1f} s in all"
+    )
     if save:
         nn.save(model, save)
         log(f"weights saved to {save}")
     if plot:
         if _plot(plot, step_losses, epoch_losses, x_test, y_test, pred):
             log(f"plot saved to {plot}")
-    return dict(model=model, step_losses=step_losses, epoch_losses=epoch_losses,
-                accuracies=accuracies, accuracy=final, seconds=seconds)
+    return dict(
+        model=model,
+        step_losses=step_losses,
+        epoch_losses=epoch_losses,
+        accuracies=accuracies,
+        accuracy=final,
+        seconds=seconds,
+    )
 
 
 def _plot(path, step_losses, epoch_losses, x_test, y_test, pred):
     """Loss curve and a grid of misclassified test digits; False without matplotlib."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("--plot needs matplotlib (pip install matplotlib); no plot written",
-              file=sys.stderr)
+        print("--plot needs matplotlib (pip install matplotlib); no plot written", file=sys.stderr)
         return False
     wrong = np.flatnonzero(pred != y_test)[:16]
     fig = plt.figure(figsize=(10, 4.5))
     ax = fig.add_subplot(1, 2, 1)
     ax.plot(np.arange(1, len(step_losses) + 1), step_losses, lw=0.7, alpha=0.6, label="batch")
     steps_per_epoch = len(step_losses) / max(len(epoch_losses), 1)
-    ax.plot(steps_per_epoch * np.arange(1, len(epoch_losses) + 1), epoch_losses, "o-",
-            label="epoch mean")
+    ax.plot(
+        steps_per_epoch * np.arange(1, len(epoch_losses) + 1),
+        epoch_losses,
+        "o-",
+        label="epoch mean",
+    )
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("softmax cross-entropy")
@@ -224,8 +261,10 @@ def _plot(path, step_losses, epoch_losses, x_test, y_test, pred):
         a.imshow(x_test[i, 0], cmap="gray_r")
         a.set_title(f"{y_test[i]} -> {pred[i]}", fontsize=8, color="crimson")
         a.axis("off")
-    fig.suptitle(f"{len(np.flatnonzero(pred != y_test))} of {len(y_test)} test digits "
-                 f"misclassified (true -> predicted)")
+    fig.suptitle(
+        f"{len(np.flatnonzero(pred != y_test))} of {len(y_test)} test digits "
+        f"misclassified (true -> predicted)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -233,8 +272,9 @@ def _plot(path, step_losses, epoch_losses, x_test, y_test, pred):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m xops.examples.train_digits",
-                                description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m xops.examples.train_digits", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.01, help="Adam's learning rate (cosine decay)")
@@ -242,17 +282,35 @@ def main(argv=None):
     p.add_argument("--save", metavar="PATH", help="write the trained weights (.npz)")
     p.add_argument("--plot", metavar="PNG", help="loss curve + misclassified digits")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
-    p.add_argument("--limit", type=int, default=None, metavar="N",
-                   help="train on the first N training images only (quick checks)")
-    p.add_argument("--blas-threads", type=int, default=1, metavar="N",
-                   help="BLAS threads while training (default 1: the matrices are small; "
-                        "0 leaves BLAS's default)")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train on the first N training images only (quick checks)",
+    )
+    p.add_argument(
+        "--blas-threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="BLAS threads while training (default 1: the matrices are small; "
+        "0 leaves BLAS's default)",
+    )
     args = p.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 2 or not args.lr > 0:
         p.error("--epochs must be >= 1, --batch-size >= 2 and --lr > 0")
-    train(args.epochs, args.batch_size, args.lr, args.seed, args.save, args.plot,
-          progress=not args.no_progress, limit=args.limit,
-          blas_threads=args.blas_threads or None)
+    train(
+        args.epochs,
+        args.batch_size,
+        args.lr,
+        args.seed,
+        args.save,
+        args.plot,
+        progress=not args.no_progress,
+        limit=args.limit,
+        blas_threads=args.blas_threads or None,
+    )
     return 0
 
 

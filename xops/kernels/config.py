@@ -11,6 +11,7 @@
   inputs with at least ``PARALLEL_THRESHOLD`` elements run the ``prange`` variant.
   Both variants compile lazily, on first use, so ``import xops`` stays fast.
 """
+
 import glob
 import hashlib
 import os
@@ -56,13 +57,15 @@ def _drop_stale_cache():
 
 def _dispatcher(fn, parallel):
     import numba
+
     if parallel:
         # a distinct function object and qualified name: Numba names the cache file after
         # the function's __qualname__ (taken from the original, not from the code object,
         # so kernels made from one code object under several names stay distinct)
         qualname = fn.__qualname__
-        fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_parallel",
-                                fn.__defaults__, fn.__closure__)
+        fn = types.FunctionType(
+            fn.__code__, fn.__globals__, fn.__name__ + "_parallel", fn.__defaults__, fn.__closure__
+        )
         fn.__qualname__ = qualname + "_parallel"
     disp = numba.njit(parallel=parallel, **_OPTIONS)(fn)
     if CACHE:
@@ -130,6 +133,7 @@ _layer_threadsafe = False
 def _note_layer():
     global _layer_threadsafe
     import numba
+
     try:
         _layer_threadsafe = numba.threading_layer() in ("omp", "tbb")
     except ValueError:  # not initialised (cannot happen after a launch)
@@ -144,4 +148,5 @@ def kernel(py_func):
 def scalar(py_func):
     """Decorator for scalar helpers called from kernels (compiled into their callers)."""
     import numba
+
     return numba.njit(inline="always", **_OPTIONS)(py_func)

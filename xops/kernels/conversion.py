@@ -7,6 +7,7 @@ The loop is **output-parallel**: iteration ``i`` reads ``x[i]`` and writes only
 ``out[i]``, so results never depend on the thread count. It is compiled for float32
 and float64 arrays only (narrow floats arrive as their exact float32 values).
 """
+
 import math
 
 import numpy as np
@@ -16,8 +17,9 @@ from .config import kernel
 
 
 @kernel
-def reduce_precision(x, out, mantissa_bits, round_mantissa, min_exponent, clamp,
-                     smallest_normal, overflow):
+def reduce_precision(
+    x, out, mantissa_bits, round_mantissa, min_exponent, clamp, smallest_normal, overflow
+):
     """Output-parallel. Round ``x`` to ``mantissa_bits`` explicit mantissa bits, ties to
     even, then (if ``clamp``) flush magnitudes below ``smallest_normal`` to +-0 and send
     those at or above ``overflow`` to +-inf.

@@ -7,7 +7,9 @@ Integer kernels take int64 or uint64 arrays (the caller widens narrower types an
 wraps the result back to the type's width), so each kernel has two specialisations
 instead of eight; ``bits`` is the element type's width, ``signed`` its signedness.
 """
+
 import contextvars
+import math
 import os
 import threading
 
@@ -106,28 +108,31 @@ def int_power(x, y, out, signed):
         out[i] = r
 
 
+@scalar
+def _logical_shift(v, amount, bits, right):
+    """``v`` shifted left (or, if ``right``, logically right) in its ``bits``-wide
+    pattern; ``amount`` is read as unsigned and amounts >= bits give 0."""
+    mask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - bits)
+    s = _as_u64(amount) & mask
+    if s >= np.uint64(bits):
+        return np.uint64(0)
+    if right:
+        return (_as_u64(v) & mask) >> s
+    return _as_u64(v) << s
+
+
 @kernel
 def shift_left(x, y, out, bits):
     """Output-parallel. The shift amount is read as unsigned: amounts >= bits give 0."""
-    mask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - bits)
     for i in prange(out.size):
-        s = _as_u64(y[i]) & mask
-        if s >= np.uint64(bits):
-            out[i] = 0
-        else:
-            out[i] = _as_u64(x[i]) << s
+        out[i] = _logical_shift(x[i], y[i], bits, False)
 
 
 @kernel
 def shift_right_logical(x, y, out, bits):
     """Output-parallel. Unsigned shift of the ``bits``-wide pattern; amounts >= bits give 0."""
-    mask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - bits)
     for i in prange(out.size):
-        s = _as_u64(y[i]) & mask
-        if s >= np.uint64(bits):
-            out[i] = 0
-        else:
-            out[i] = (_as_u64(x[i]) & mask) >> s
+        out[i] = _logical_shift(x[i], y[i], bits, True)
 
 
 @kernel
@@ -156,32 +161,40 @@ def count_leading_zeros(x, out, bits):
         out[i] = n - (64 - bits)
 
 
+@scalar
+def ieee_maximum(a, b):
+    """IEEE 754-2019 maximum (as xo.maximum): NaN if either is NaN (a + b, a quiet NaN),
+    and +0 > -0; plain max for integers."""
+    if a != a or b != b:
+        return a + b
+    if a == b:
+        return b if math.copysign(1.0, a) < 0.0 else a
+    return a if a > b else b
+
+
+@scalar
+def ieee_minimum(a, b):
+    """IEEE 754-2019 minimum (as xo.minimum): NaN if either is NaN (a + b), and -0 < +0;
+    plain min for integers."""
+    if a != a or b != b:
+        return a + b
+    if a == b:
+        return a if math.copysign(1.0, a) < 0.0 else b
+    return a if a < b else b
+
+
 @kernel
 def float_maximum(x, y, out):
     """Output-parallel. IEEE 754-2019 maximum: NaN if either is NaN, and +0 > -0."""
     for i in prange(out.size):
-        a = x[i]
-        b = y[i]
-        if a != a or b != b:
-            out[i] = a + b  # a NaN (quiet)
-        elif a == b:
-            out[i] = b if np.signbit(a) else a
-        else:
-            out[i] = a if a > b else b
+        out[i] = ieee_maximum(x[i], y[i])
 
 
 @kernel
 def float_minimum(x, y, out):
     """Output-parallel. IEEE 754-2019 minimum: NaN if either is NaN, and -0 < +0."""
     for i in prange(out.size):
-        a = x[i]
-        b = y[i]
-        if a != a or b != b:
-            out[i] = a + b
-        elif a == b:
-            out[i] = a if np.signbit(a) else b
-        else:
-            out[i] = a if a < b else b
+        out[i] = ieee_minimum(x[i], y[i])
 
 
 @kernel
@@ -239,6 +252,7 @@ _pool_lock = threading.Lock()
 
 def _threads():
     import numba
+
     return numba.get_num_threads()
 
 
@@ -247,8 +261,11 @@ def _get_pool(workers):
     with _pool_lock:
         if _pool is None or _pool[0] != os.getpid() or _pool[1]._max_workers < workers:
             from concurrent.futures import ThreadPoolExecutor
-            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=workers,
-                                                     thread_name_prefix="xops-ufunc"))
+
+            _pool = (
+                os.getpid(),
+                ThreadPoolExecutor(max_workers=workers, thread_name_prefix="xops-ufunc"),
+            )
         return _pool[1]
 
 
@@ -258,17 +275,23 @@ def threaded_unary(ufunc, a):
     each); the same bits as ``ufunc(a)``."""
     n = a.size
     threads = _threads() if n >= THREADED_THRESHOLD else 1
-    if threads < 2 or ufunc not in THREADED_UFUNCS or a.dtype.kind != "f" \
-            or not a.flags.c_contiguous:
+    if (
+        threads < 2
+        or ufunc not in THREADED_UFUNCS
+        or a.dtype.kind != "f"
+        or not a.flags.c_contiguous
+    ):
         return ufunc(a)
     flat = a.reshape(-1)
     out = np.empty_like(flat)
     step = -(-n // threads // _BLOCK) * _BLOCK  # a whole number of blocks per thread
     bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
     pool = _get_pool(len(bounds) - 1)
-    jobs = [pool.submit(contextvars.copy_context().run, ufunc, flat[lo:hi], out=out[lo:hi])
-            for lo, hi in bounds[1:]]
-    ufunc(flat[:bounds[0][1]], out=out[:bounds[0][1]])
+    jobs = [
+        pool.submit(contextvars.copy_context().run, ufunc, flat[lo:hi], out=out[lo:hi])
+        for lo, hi in bounds[1:]
+    ]
+    ufunc(flat[: bounds[0][1]], out=out[: bounds[0][1]])
     for job in jobs:
         job.result()
     return out.reshape(a.shape)

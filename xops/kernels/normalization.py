@@ -35,6 +35,7 @@ rounding to f32, a few units in the last place at most).
 Each kernel's prange loop only calls a compiled per-tile body (``_tile_body``): the
 parallel variants then compile in about half the time.
 """
+
 import functools
 
 import numpy as np
@@ -93,8 +94,9 @@ def _run_tiles(outer, C, inner):
     if inner > TILE_ELEMS:  # pieces of one run
         n_p = -(-inner // TILE_ELEMS)
         o, c, p = (a.reshape(-1) for a in np.indices((outer, C, n_p), dtype=np.int64))
-        return np.stack([o, o + 1, c, c + 1, p * TILE_ELEMS,
-                         np.minimum(inner, (p + 1) * TILE_ELEMS)], axis=1)
+        return np.stack(
+            [o, o + 1, c, c + 1, p * TILE_ELEMS, np.minimum(inner, (p + 1) * TILE_ELEMS)], axis=1
+        )
     nf = min(C, TILE_ELEMS // inner)
     if nf == C:  # whole outer slices
         ob = max(1, TILE_ELEMS // (C * inner))
@@ -103,8 +105,7 @@ def _run_tiles(outer, C, inner):
         t[:, O0], t[:, O1], t[:, RC1], t[:, I1] = o, np.minimum(outer, o + ob), C, inner
         return t
     o, g = (a.reshape(-1) for a in np.indices((outer, -(-C // nf)), dtype=np.int64))
-    return np.stack([o, o + 1, g * nf, np.minimum(C, (g + 1) * nf), 0 * o, 0 * o + inner],
-                    axis=1)
+    return np.stack([o, o + 1, g * nf, np.minimum(C, (g + 1) * nf), 0 * o, 0 * o + inner], axis=1)
 
 
 def _row_tiles(outer, C, inner):
@@ -148,19 +149,27 @@ def plan(outer, C, inner):
         return Plan(_empty(6), _empty(6), np.zeros(0, np.int64), _empty(3))
     if inner >= LONG_RUN:
         runs = _run_tiles(outer, C, inner)
-        parts = np.stack([runs[:, RC0], runs[:, RC1] - runs[:, RC0],
-                          (runs[:, O1] - runs[:, O0]) * (runs[:, I1] - runs[:, I0])], axis=1)
+        parts = np.stack(
+            [
+                runs[:, RC0],
+                runs[:, RC1] - runs[:, RC0],
+                (runs[:, O1] - runs[:, O0]) * (runs[:, I1] - runs[:, I0]),
+            ],
+            axis=1,
+        )
         return Plan(runs, _empty(6), np.zeros(0, np.int64), parts)
     tiles, starts = _row_tiles(outer, C, inner)
     per_row = tiles[:, W] // (tiles[:, FB] * tiles[:, IW]) * tiles[:, IW]
-    parts = np.stack([tiles[:, C0], tiles[:, FB], (tiles[:, ROW1] - tiles[:, ROW0]) * per_row],
-                     axis=1)
+    parts = np.stack(
+        [tiles[:, C0], tiles[:, FB], (tiles[:, ROW1] - tiles[:, ROW0]) * per_row], axis=1
+    )
     return Plan(_empty(6), tiles, starts, parts)
 
 
 # ---------------------------------------------------------------------------------------
 # Helpers: scalar ones are inlined; a tile's body is a compiled function of its own
 # ---------------------------------------------------------------------------------------
+
 
 def _tile_body(py_func):
     """One tile's (or run piece's) work: compiled once per signature, serial and cached
@@ -183,6 +192,27 @@ def _fold(a, base, n):
             a[base + i] += a[off + i]
         n -= h
     return a[base]
+
+
+@scalar
+def _row6(table, t):
+    """Row t of a six-column tile table, as a tuple."""
+    return table[t, 0], table[t, 1], table[t, 2], table[t, 3], table[t, 4], table[t, 5]
+
+
+@scalar
+def _piece(u, nch, C, inner):
+    """Piece u of the runs (``nch`` pieces of RUN_CHUNK per run): its feature and its
+    element range ``[k0, k1)``."""
+    run = u // nch
+    k0 = run * inner + (u % nch) * RUN_CHUNK
+    return run % C, k0, min(run * inner + inner, k0 + RUN_CHUNK)
+
+
+@scalar
+def _four(a, b0, b1, b2, b3, n):
+    """The views ``a[b:b + n]`` for the four starts (four runs or rows a step reads)."""
+    return a[b0 : b0 + n], a[b1 : b1 + n], a[b2 : b2 + n], a[b3 : b3 + n]
 
 
 @scalar
@@ -217,35 +247,45 @@ def _feature_columns(vec, w, c0, fb, iw, col):
                 j += 1
 
 
+@scalar
+def _feature_column(vec, w, c0, fb, iw, like):
+    """A new column array in ``like``'s element type, filled by :func:`_feature_columns`
+    (the mean, scale and offset columns of a row tile stay in the operand's type: half
+    the L1 traffic for f32)."""
+    col = np.empty(w, like.dtype)
+    _feature_columns(vec, w, c0, fb, iw, col)
+    return col
+
+
 # ---------------------------------------------------------------------------------------
 # Statistics (batch_norm_training)
 # ---------------------------------------------------------------------------------------
+
 
 @_tile_body
 def _moments_run_tile(x, C, inner, runs, t, psum, pm2):
     """tile_moments for run tile t."""
     L = LONG_RUN
-    o0, o1, c0, c1, i0, i1 = (runs[t, 0], runs[t, 1], runs[t, 2], runs[t, 3],
-                              runs[t, 4], runs[t, 5])
+    o0, o1, c0, c1, i0, i1 = _row6(runs, t)
     n = i1 - i0
     acc = np.zeros((c1 - c0) * L)
     for o in range(o0, o1):
         for c in range(c0, c1):
-            a = acc[(c - c0) * L:(c - c0 + 1) * L]
+            a = acc[(c - c0) * L : (c - c0 + 1) * L]
             base = (o * C + c) * inner + i0
             k = 0
             while k + 4 * L <= n:  # four chunks per step: a quarter of the acc traffic
-                x0 = x[base + k:base + k + L]
-                x1 = x[base + k + L:base + k + 2 * L]
-                x2 = x[base + k + 2 * L:base + k + 3 * L]
-                x3 = x[base + k + 3 * L:base + k + 4 * L]
+                x0, x1, x2, x3 = _four(
+                    x, base + k, base + k + L, base + k + 2 * L, base + k + 3 * L, L
+                )
                 for j in range(L):
-                    a[j] += ((np.float64(x0[j]) + np.float64(x1[j]))
-                             + (np.float64(x2[j]) + np.float64(x3[j])))
+                    a[j] += (np.float64(x0[j]) + np.float64(x1[j])) + (
+                        np.float64(x2[j]) + np.float64(x3[j])
+                    )
                 k += 4 * L
             while k < n:
                 m = min(L, n - k)
-                x0 = x[base + k:base + k + m]
+                x0 = x[base + k : base + k + m]
                 for j in range(m):
                     a[j] += x0[j]
                 k += m
@@ -254,15 +294,14 @@ def _moments_run_tile(x, C, inner, runs, t, psum, pm2):
     acc[:] = 0.0
     for o in range(o0, o1):
         for c in range(c0, c1):
-            a = acc[(c - c0) * L:(c - c0 + 1) * L]
+            a = acc[(c - c0) * L : (c - c0 + 1) * L]
             mu = psum[t, c - c0] / cnt
             base = (o * C + c) * inner + i0
             k = 0
             while k + 4 * L <= n:
-                x0 = x[base + k:base + k + L]
-                x1 = x[base + k + L:base + k + 2 * L]
-                x2 = x[base + k + 2 * L:base + k + 3 * L]
-                x3 = x[base + k + 3 * L:base + k + 4 * L]
+                x0, x1, x2, x3 = _four(
+                    x, base + k, base + k + L, base + k + 2 * L, base + k + 3 * L, L
+                )
                 for j in range(L):
                     d0 = x0[j] - mu
                     d1 = x1[j] - mu
@@ -272,7 +311,7 @@ def _moments_run_tile(x, C, inner, runs, t, psum, pm2):
                 k += 4 * L
             while k < n:
                 m = min(L, n - k)
-                x0 = x[base + k:base + k + m]
+                x0 = x[base + k : base + k + m]
                 for j in range(m):
                     d0 = x0[j] - mu
                     a[j] += d0 * d0
@@ -283,21 +322,18 @@ def _moments_run_tile(x, C, inner, runs, t, psum, pm2):
 @_tile_body
 def _moments_row_tile(x, tiles, starts, t, psum, pm2):
     """tile_moments for row tile t."""
-    r0, r1, w, c0, fb, iw = (tiles[t, 0], tiles[t, 1], tiles[t, 2], tiles[t, 3],
-                             tiles[t, 4], tiles[t, 5])
+    r0, r1, w, _c0, fb, iw = _row6(tiles, t)
     acc = np.zeros(w)
     r = r0
     while r + 4 <= r1:
-        x0 = x[starts[r]:starts[r] + w]
-        x1 = x[starts[r + 1]:starts[r + 1] + w]
-        x2 = x[starts[r + 2]:starts[r + 2] + w]
-        x3 = x[starts[r + 3]:starts[r + 3] + w]
+        x0, x1, x2, x3 = _four(x, starts[r], starts[r + 1], starts[r + 2], starts[r + 3], w)
         for j in range(w):
-            acc[j] += ((np.float64(x0[j]) + np.float64(x1[j]))
-                       + (np.float64(x2[j]) + np.float64(x3[j])))
+            acc[j] += (np.float64(x0[j]) + np.float64(x1[j])) + (
+                np.float64(x2[j]) + np.float64(x3[j])
+            )
         r += 4
     while r < r1:
-        x0 = x[starts[r]:starts[r] + w]
+        x0 = x[starts[r] : starts[r] + w]
         for j in range(w):
             acc[j] += x0[j]
         r += 1
@@ -308,10 +344,7 @@ def _moments_row_tile(x, tiles, starts, t, psum, pm2):
     acc[:] = 0.0
     r = r0
     while r + 4 <= r1:
-        x0 = x[starts[r]:starts[r] + w]
-        x1 = x[starts[r + 1]:starts[r + 1] + w]
-        x2 = x[starts[r + 2]:starts[r + 2] + w]
-        x3 = x[starts[r + 3]:starts[r + 3] + w]
+        x0, x1, x2, x3 = _four(x, starts[r], starts[r + 1], starts[r + 2], starts[r + 3], w)
         for j in range(w):
             mu = mcol[j]
             d0 = x0[j] - mu
@@ -321,7 +354,7 @@ def _moments_row_tile(x, tiles, starts, t, psum, pm2):
             acc[j] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
         r += 4
     while r < r1:
-        x0 = x[starts[r]:starts[r] + w]
+        x0 = x[starts[r] : starts[r] + w]
         for j in range(w):
             d0 = x0[j] - mcol[j]
             acc[j] += d0 * d0
@@ -374,45 +407,49 @@ def merge_moments(parts, psum, pm2, mean, var):
 # Gradient sums (batch_norm_grad)
 # ---------------------------------------------------------------------------------------
 
+
+@scalar
+def _grad_terms4(x0, x1, x2, x3, g0, g1, g2, g3, j, mu):
+    """Element j of four runs (or rows): ``sum g`` and ``sum g * (x - mu)`` in float64,
+    in a fixed pairwise order."""
+    h0 = np.float64(g0[j])
+    h1 = np.float64(g1[j])
+    h2 = np.float64(g2[j])
+    h3 = np.float64(g3[j])
+    return (
+        (h0 + h1) + (h2 + h3),
+        (h0 * (x0[j] - mu) + h1 * (x1[j] - mu)) + (h2 * (x2[j] - mu) + h3 * (x3[j] - mu)),
+    )
+
+
 @_tile_body
 def _grad_sums_run_tile(x, g, C, inner, runs, t, mean, psg, psgc):
     """tile_grad_sums for run tile t."""
     L = LONG_RUN
-    o0, o1, c0, c1, i0, i1 = (runs[t, 0], runs[t, 1], runs[t, 2], runs[t, 3],
-                              runs[t, 4], runs[t, 5])
+    o0, o1, c0, c1, i0, i1 = _row6(runs, t)
     n = i1 - i0
     acc_g = np.zeros((c1 - c0) * L)
     acc_c = np.zeros((c1 - c0) * L)
     for o in range(o0, o1):
         for c in range(c0, c1):
-            ag = acc_g[(c - c0) * L:(c - c0 + 1) * L]
-            ac = acc_c[(c - c0) * L:(c - c0 + 1) * L]
+            ag = acc_g[(c - c0) * L : (c - c0 + 1) * L]
+            ac = acc_c[(c - c0) * L : (c - c0 + 1) * L]
             mu = mean[c]
             base = (o * C + c) * inner + i0
             k = 0
             while k + 4 * L <= n:  # four chunks per step: a quarter of the acc traffic
                 b = base + k
-                x0 = x[b:b + L]
-                x1 = x[b + L:b + 2 * L]
-                x2 = x[b + 2 * L:b + 3 * L]
-                x3 = x[b + 3 * L:b + 4 * L]
-                g0 = g[b:b + L]
-                g1 = g[b + L:b + 2 * L]
-                g2 = g[b + 2 * L:b + 3 * L]
-                g3 = g[b + 3 * L:b + 4 * L]
+                x0, x1, x2, x3 = _four(x, b, b + L, b + 2 * L, b + 3 * L, L)
+                g0, g1, g2, g3 = _four(g, b, b + L, b + 2 * L, b + 3 * L, L)
                 for j in range(L):
-                    h0 = np.float64(g0[j])
-                    h1 = np.float64(g1[j])
-                    h2 = np.float64(g2[j])
-                    h3 = np.float64(g3[j])
-                    ag[j] += (h0 + h1) + (h2 + h3)
-                    ac[j] += ((h0 * (x0[j] - mu) + h1 * (x1[j] - mu))
-                              + (h2 * (x2[j] - mu) + h3 * (x3[j] - mu)))
+                    sg, sc = _grad_terms4(x0, x1, x2, x3, g0, g1, g2, g3, j, mu)
+                    ag[j] += sg
+                    ac[j] += sc
                 k += 4 * L
             while k < n:
                 m = min(L, n - k)
-                x0 = x[base + k:base + k + m]
-                g0 = g[base + k:base + k + m]
+                x0 = x[base + k : base + k + m]
+                g0 = g[base + k : base + k + m]
                 for j in range(m):
                     h0 = np.float64(g0[j])
                     ag[j] += h0
@@ -425,37 +462,24 @@ def _grad_sums_run_tile(x, g, C, inner, runs, t, mean, psg, psgc):
 @_tile_body
 def _grad_sums_row_tile(x, g, tiles, starts, t, mean, psg, psgc):
     """tile_grad_sums for row tile t."""
-    r0, r1, w, c0, fb, iw = (tiles[t, 0], tiles[t, 1], tiles[t, 2], tiles[t, 3],
-                             tiles[t, 4], tiles[t, 5])
-    mcol = np.empty(w, x.dtype)  # the given mean: exact in x's type
-    _feature_columns(mean, w, c0, fb, iw, mcol)
+    r0, r1, w, c0, fb, iw = _row6(tiles, t)
+    mcol = _feature_column(mean, w, c0, fb, iw, x)  # the given mean: exact in x's type
     acc_g = np.zeros(w)
     acc_c = np.zeros(w)
     r = r0
     while r + 4 <= r1:
         a0, a1, a2, a3 = starts[r], starts[r + 1], starts[r + 2], starts[r + 3]
-        x0 = x[a0:a0 + w]
-        x1 = x[a1:a1 + w]
-        x2 = x[a2:a2 + w]
-        x3 = x[a3:a3 + w]
-        g0 = g[a0:a0 + w]
-        g1 = g[a1:a1 + w]
-        g2 = g[a2:a2 + w]
-        g3 = g[a3:a3 + w]
+        x0, x1, x2, x3 = _four(x, a0, a1, a2, a3, w)
+        g0, g1, g2, g3 = _four(g, a0, a1, a2, a3, w)
         for j in range(w):
-            mu = mcol[j]
-            h0 = np.float64(g0[j])
-            h1 = np.float64(g1[j])
-            h2 = np.float64(g2[j])
-            h3 = np.float64(g3[j])
-            acc_g[j] += (h0 + h1) + (h2 + h3)
-            acc_c[j] += ((h0 * (x0[j] - mu) + h1 * (x1[j] - mu))
-                         + (h2 * (x2[j] - mu) + h3 * (x3[j] - mu)))
+            sg, sc = _grad_terms4(x0, x1, x2, x3, g0, g1, g2, g3, j, mcol[j])
+            acc_g[j] += sg
+            acc_c[j] += sc
         r += 4
     while r < r1:
         a0 = starts[r]
-        x0 = x[a0:a0 + w]
-        g0 = g[a0:a0 + w]
+        x0 = x[a0 : a0 + w]
+        g0 = g[a0 : a0 + w]
         for j in range(w):
             h0 = np.float64(g0[j])
             acc_g[j] += h0
@@ -495,13 +519,11 @@ def merge_sums(parts, p, out):
 # Elementwise results
 # ---------------------------------------------------------------------------------------
 
+
 @_tile_body
 def _normalize_piece(x, C, inner, u, nch, mean, a, b, out):
     """normalize for piece u of the runs (``nch`` pieces per run)."""
-    run = u // nch
-    c = run % C
-    k0 = run * inner + (u % nch) * RUN_CHUNK
-    k1 = min(run * inner + inner, k0 + RUN_CHUNK)
+    c, k0, k1 = _piece(u, nch, C, inner)
     m = mean[c]
     s = a[c]
     f = b[c]
@@ -514,17 +536,13 @@ def _normalize_piece(x, C, inner, u, nch, mean, a, b, out):
 @_tile_body
 def _normalize_row_tile(x, tiles, starts, t, mean, a, b, out):
     """normalize for row tile t."""
-    r0, r1, w, c0, fb, iw = (tiles[t, 0], tiles[t, 1], tiles[t, 2], tiles[t, 3],
-                             tiles[t, 4], tiles[t, 5])
-    mcol = np.empty(w, x.dtype)  # in x's type: half the L1 traffic for f32
-    acol = np.empty(w, x.dtype)
-    bcol = np.empty(w, x.dtype)
-    _feature_columns(mean, w, c0, fb, iw, mcol)
-    _feature_columns(a, w, c0, fb, iw, acol)
-    _feature_columns(b, w, c0, fb, iw, bcol)
+    r0, r1, w, c0, fb, iw = _row6(tiles, t)
+    mcol = _feature_column(mean, w, c0, fb, iw, x)
+    acol = _feature_column(a, w, c0, fb, iw, x)
+    bcol = _feature_column(b, w, c0, fb, iw, x)
     for r in range(r0, r1):
-        xr = x[starts[r]:starts[r] + w]
-        yr = out[starts[r]:starts[r] + w]
+        xr = x[starts[r] : starts[r] + w]
+        yr = out[starts[r] : starts[r] + w]
         for j in range(w):
             yr[j] = (xr[j] - mcol[j]) * acol[j] + bcol[j]
 
@@ -550,10 +568,7 @@ def normalize(x, C, inner, tiles, starts, mean, a, b, out):
 @_tile_body
 def _grad_operand_piece(x, g, C, inner, u, nch, mean, mg, k, kc, out):
     """grad_operand for piece u of the runs (``nch`` pieces per run)."""
-    run = u // nch
-    c = run % C
-    k0 = run * inner + (u % nch) * RUN_CHUNK
-    k1 = min(run * inner + inner, k0 + RUN_CHUNK)
+    c, k0, k1 = _piece(u, nch, C, inner)
     m = mean[c]
     p = mg[c]
     s = k[c]
@@ -568,20 +583,15 @@ def _grad_operand_piece(x, g, C, inner, u, nch, mean, mg, k, kc, out):
 @_tile_body
 def _grad_operand_row_tile(x, g, tiles, starts, t, mean, mg, k, kc, out):
     """grad_operand for row tile t."""
-    r0, r1, w, c0, fb, iw = (tiles[t, 0], tiles[t, 1], tiles[t, 2], tiles[t, 3],
-                             tiles[t, 4], tiles[t, 5])
-    mcol = np.empty(w, x.dtype)  # in x's type: half the L1 traffic for f32
-    pcol = np.empty(w, x.dtype)
-    scol = np.empty(w, x.dtype)
-    vcol = np.empty(w, x.dtype)
-    _feature_columns(mean, w, c0, fb, iw, mcol)
-    _feature_columns(mg, w, c0, fb, iw, pcol)
-    _feature_columns(k, w, c0, fb, iw, scol)
-    _feature_columns(kc, w, c0, fb, iw, vcol)
+    r0, r1, w, c0, fb, iw = _row6(tiles, t)
+    mcol = _feature_column(mean, w, c0, fb, iw, x)
+    pcol = _feature_column(mg, w, c0, fb, iw, x)
+    scol = _feature_column(k, w, c0, fb, iw, x)
+    vcol = _feature_column(kc, w, c0, fb, iw, x)
     for r in range(r0, r1):
-        xr = x[starts[r]:starts[r] + w]
-        gr = g[starts[r]:starts[r] + w]
-        yr = out[starts[r]:starts[r] + w]
+        xr = x[starts[r] : starts[r] + w]
+        gr = g[starts[r] : starts[r] + w]
+        yr = out[starts[r] : starts[r] + w]
         for j in range(w):
             yr[j] = scol[j] * (gr[j] - pcol[j]) - vcol[j] * (xr[j] - mcol[j])
 

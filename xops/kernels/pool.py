@@ -38,6 +38,7 @@ smaller ones are cheap for malloc) are pooled; a buffer is reused only for the s
 byte size; free buffers total at most ``MAX_FREE_BYTES`` (env ``XOPS_POOL_BYTES``,
 256 MiB; 0 turns the pool off), the least recently used size dropped first.
 """
+
 import collections
 import os
 import threading
@@ -50,7 +51,7 @@ MAX_FREE_BYTES = int(os.environ.get("XOPS_POOL_BYTES", 1 << 28))
 _lock = threading.Lock()
 _free = collections.OrderedDict()  # nbytes -> [buffers]; least recently used size first
 _free_bytes = 0
-_returned = collections.deque()    # buffers whose lease died, not yet in _free
+_returned = collections.deque()  # buffers whose lease died, not yet in _free
 _stats = {"hits": 0, "misses": 0}
 
 
@@ -62,8 +63,12 @@ class _Lease:
 
     def __init__(self, buf):
         self._buf = buf
-        self.__array_interface__ = {"shape": (buf.nbytes,), "typestr": "|u1", "version": 3,
-                                    "data": (buf.ctypes.data, False)}
+        self.__array_interface__ = {
+            "shape": (buf.nbytes,),
+            "typestr": "|u1",
+            "version": 3,
+            "data": (buf.ctypes.data, False),
+        }
 
     def __del__(self):
         try:
@@ -120,7 +125,7 @@ def _new(nbytes):
     into a page, so 64-byte rows would straddle two lines)."""
     raw = np.empty(nbytes + 64, np.uint8)
     skip = -raw.ctypes.data % 64
-    return raw[skip:skip + nbytes]
+    return raw[skip : skip + nbytes]
 
 
 def empty(shape, dtype):
@@ -151,8 +156,9 @@ def clear():
 
 def stats():
     """{'hits', 'misses', 'free_buffers', 'free_bytes'}: for tests and benchmarks."""
-    return dict(_stats, free_buffers=sum(len(b) for b in list(_free.values())),
-                free_bytes=_free_bytes)
+    return dict(
+        _stats, free_buffers=sum(len(b) for b in list(_free.values())), free_bytes=_free_bytes
+    )
 
 
 def _after_fork():

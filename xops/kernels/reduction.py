@@ -30,6 +30,7 @@ Note for editors: ``xops/kernels/windows.py`` compiles ``combine`` and
 ``select_keeps`` into its kernels. Numba's cache does not notice edits made here from
 there: clear ``xops/kernels/__pycache__`` after changing them.
 """
+
 import types as _pytypes
 
 import numpy as np
@@ -57,46 +58,57 @@ def combine(a, b, op):
     raise NotImplementedError("combine is only callable from Numba kernels")
 
 
+@scalar
+def _float_pick(a, b, op):
+    """IEEE 754-2019 maximum (op MAX) or minimum (else) of floats: NaN if either is NaN,
+    -0 < +0."""
+    if op == MAX:
+        if a > b:
+            return a
+        if b > a:
+            return b
+        if a == b:  # equal, or +-0: +0 wins
+            return b if np.signbit(a) else a
+        return a + b  # a NaN is involved: a quiet NaN
+    if a < b:  # MIN
+        return a
+    if b < a:
+        return b
+    if a == b:
+        return a if np.signbit(a) else b
+    return a + b
+
+
+@scalar
+def _int_pick(a, b, op):
+    """maximum, minimum, bitwise and / or of integers (booleans too)."""
+    if op == MAX:
+        return a if a > b else b
+    if op == MIN:
+        return a if a < b else b
+    if op == AND:
+        return a & b
+    return a | b
+
+
 @overload(combine)
 def _combine_typed(a, b, op):
+    # the ops other than add and multiply by type: AND/OR do not compile for floats
     if isinstance(a, types.Float):
-        def float_combine(a, b, op):
-            if op == ADD:
-                return a + b
-            if op == MUL:
-                return a * b
-            if op == MAX:
-                if a > b:
-                    return a
-                if b > a:
-                    return b
-                if a == b:  # equal, or +-0: +0 wins
-                    return b if np.signbit(a) else a
-                return a + b  # a NaN is involved: a quiet NaN
-            if a < b:  # MIN
-                return a
-            if b < a:
-                return b
-            if a == b:
-                return a if np.signbit(a) else b
-            return a + b
-        return float_combine
+        pick = _float_pick
+    elif isinstance(a, (types.Integer, types.Boolean)):
+        pick = _int_pick
+    else:
+        return None
 
-    if isinstance(a, (types.Integer, types.Boolean)):
-        def int_combine(a, b, op):
-            if op == ADD:
-                return a + b
-            if op == MUL:
-                return a * b
-            if op == MAX:
-                return a if a > b else b
-            if op == MIN:
-                return a if a < b else b
-            if op == AND:
-                return a & b
-            return a | b
-        return int_combine
-    return None
+    def typed_combine(a, b, op):
+        if op == ADD:
+            return a + b
+        if op == MUL:
+            return a * b
+        return pick(a, b, op)
+
+    return typed_combine
 
 
 @scalar
@@ -127,8 +139,13 @@ def per_op(py_func, name="OP", codes=OP_CODES):
         renamed = py_func.__code__.replace(co_name=variant)
         if hasattr(renamed, "co_qualname"):  # Python >= 3.11
             renamed = renamed.replace(co_qualname=variant)
-        fn = _pytypes.FunctionType(renamed, {**py_func.__globals__, name: code}, variant,
-                                   py_func.__defaults__, py_func.__closure__)
+        fn = _pytypes.FunctionType(
+            renamed,
+            {**py_func.__globals__, name: code},
+            variant,
+            py_func.__defaults__,
+            py_func.__closure__,
+        )
         fn.__qualname__ = variant
         fn.__doc__ = py_func.__doc__
         out[code] = kernel(fn)
@@ -194,7 +211,7 @@ def _fold_lanes(row, acc, op):
     for j in range(_LANES):
         acc[j] = row[j]
     for i in range(1, nb):
-        blk = row[i * _LANES:(i + 1) * _LANES]
+        blk = row[i * _LANES : (i + 1) * _LANES]
         for j in range(_LANES):
             acc[j] = combine(acc[j], blk[j], op)
     v = acc[0]
@@ -227,7 +244,7 @@ def fold(x, out, init, with_init, blocked, chunk):
             o = t // nc
             c = t - o * nc
             lo = c * chunk
-            row = x2[o, lo:min(r, lo + chunk)]
+            row = x2[o, lo : min(r, lo + chunk)]
             if blocked:
                 v = _fold_blocks(row, OP)
             else:
@@ -241,11 +258,11 @@ def fold(x, out, init, with_init, blocked, chunk):
         o = t // nb
         b = t - o * nb
         lo = b * chunk
-        acc = out[o, lo:min(n_i, lo + chunk)]  # 1-D views: the inner loop vectorises
+        acc = out[o, lo : min(n_i, lo + chunk)]  # 1-D views: the inner loop vectorises
         for i in range(acc.shape[0]):
             acc[i] = init
         for k in range(r):
-            xk = x[o, k, lo:min(n_i, lo + chunk)]
+            xk = x[o, k, lo : min(n_i, lo + chunk)]
             for i in range(acc.shape[0]):
                 acc[i] = combine(acc[i], xk[i], OP)
 

@@ -11,6 +11,7 @@ uint32 + uint32 anyway, and uint64 op int64 would unify to float64: every consta
 here is an np.uint64). How XLA lays counters and keys out over an output shape lives
 in ``xops.ops.rng``; the NumPy references beside these kernels are there too.
 """
+
 import numpy as np
 from numba import prange
 

@@ -25,13 +25,22 @@ Race-free patterns:
   rows together with the operand rows they cover (each operand element lies in at
   most one window, so these blocks are disjoint).
 """
+
 import numpy as np
 from numba import prange
 
 from .config import scalar
 
-from .reduction import (MAX, MIN, OP, SEL, SELECT_CODES, combine, per_op,  # noqa: F401
-                        select_keeps)
+from .reduction import (
+    MAX,
+    MIN,
+    OP,
+    SEL,
+    SELECT_CODES,
+    combine,
+    per_op,  # noqa: F401
+    select_keeps,
+)
 
 
 @scalar
@@ -47,11 +56,25 @@ def _row_index(r, d1, d2):
     return r // (d1 * d2), (r // d2) % d1, r % d2
 
 
+@scalar
+def _carry_row(i0, i1, i2, d1, d2):
+    """The row coordinates (i0, i1, i2), with i2 just stepped, brought back in range: i2
+    == d2 carries into i1, and i1 == d1 into i0 (no divisions per row)."""
+    if i2 == d2:
+        i2 = 0
+        i1 += 1
+        if i1 == d1:
+            i1 = 0
+            i0 += 1
+    return i0, i1, i2
+
+
 # Arrays come as 2-D row matrices: x[(s0, s1, s2) row, s3], out[(i0, i1, i2) row, i3].
 # Inner loops index row views from 0 up (acc = out[r], xv = x[row][start:]), so every
 # index is provably non-negative: Numba then emits no negative-index wraparound and
 # LLVM vectorises the constant-stride loops (an index like row_offset + i, whose sign
 # LLVM cannot know, would cost a wraparound select per access and a scalar loop).
+
 
 def reduce_window4(x, xshape, out, oshape, t0, t1, t2, t3, run3, init):
     """Output-parallel: each iteration owns a block of whole output rows
@@ -69,12 +92,7 @@ def reduce_window4(x, xshape, out, oshape, t0, t1, t2, t3, run3, init):
     for task in prange((n_rows + per - 1) // per):
         i0, i1, i2 = _row_index(task * per, o1, o2)
         for r in range(task * per, min(n_rows, (task + 1) * per)):
-            if i2 == o2:  # next row: carry into i1, i0 (no divisions per row)
-                i2 = 0
-                i1 += 1
-                if i1 == o1:
-                    i1 = 0
-                    i0 += 1
+            i0, i1, i2 = _carry_row(i0, i1, i2, o1, o2)
             acc = out[r]
             for i3 in range(o3):
                 acc[i3] = init
@@ -85,7 +103,7 @@ def reduce_window4(x, xshape, out, oshape, t0, t1, t2, t3, run3, init):
                     for w2 in range(w2n):
                         s2 = t2[w2, i2]
                         if s0 < 0 or s1 < 0 or s2 < 0:  # a whole window row of padding
-                            for w3 in range(w3n):
+                            for _w3 in range(w3n):
                                 for i3 in range(o3):
                                     acc[i3] = combine(acc[i3], init, OP)
                             continue
@@ -98,7 +116,7 @@ def reduce_window4(x, xshape, out, oshape, t0, t1, t2, t3, run3, init):
                                 acc[i3] = combine(acc[i3], v, OP)
                             if b > a:
                                 run = acc[a:b]
-                                xv = xrow[base + a * step:]
+                                xv = xrow[base + a * step :]
                                 if step == 1:
                                     for k in range(b - a):
                                         run[k] = combine(run[k], xv[k], OP)
@@ -133,12 +151,7 @@ def select_windows4(x, xshape, sel, oshape, t0, t1, t2, t3, dummy):
         pick = np.empty(o3, x.dtype)
         i0, i1, i2 = _row_index(task * per, o1, o2)
         for r in range(task * per, min(n_rows, (task + 1) * per)):
-            if i2 == o2:
-                i2 = 0
-                i1 += 1
-                if i1 == o1:
-                    i1 = 0
-                    i0 += 1
+            i0, i1, i2 = _carry_row(i0, i1, i2, o1, o2)
             best = sel[r]
             for i3 in range(o3):
                 best[i3] = -1
@@ -218,6 +231,7 @@ def scatter_selected4(source, sel, sshape, out, pshape, c0, c1, c2, init, rows_p
 # windows at a time (the i3 loops), with no index tables, so they vectorise. The
 # helpers take the op / select codes as arguments: ``OP`` and ``SEL`` are bound per
 # variant in the kernels' globals only (a helper's own globals keep the placeholders).
+
 
 @scalar
 def _combine_blend(a, b, op):
@@ -352,7 +366,10 @@ def select_scatter_tiles(x, source, out, k2, k3, init):
 REDUCE_WINDOW4 = per_op(reduce_window4)
 REDUCE_WINDOW_TILES = per_op(reduce_window_tiles)
 # one variant per (select code, scatter op code): both are compile-time constants
-SELECT_SCATTER_TILES = {(sel, op): k for op, base in per_op(select_scatter_tiles).items()
-                        for sel, k in per_op(base.py_func, "SEL", SELECT_CODES).items()}
+SELECT_SCATTER_TILES = {
+    (sel, op): k
+    for op, base in per_op(select_scatter_tiles).items()
+    for sel, k in per_op(base.py_func, "SEL", SELECT_CODES).items()
+}
 SELECT_WINDOWS4 = per_op(select_windows4, "SEL", SELECT_CODES)
 SCATTER_SELECTED4 = per_op(scatter_selected4)

@@ -23,6 +23,7 @@ cross_entropy                  log_softmax + one-hot (compare with iota) + reduc
 mse_loss                       subtract, multiply, reduce add
 =============================  ==============================================================
 """
+
 import math
 
 import numpy as np
@@ -30,22 +31,54 @@ import numpy as np
 from ..autodiff.tape import no_grad
 from ..ops.conversion import convert
 from ..ops.convolution import convolution
-from ..ops.elementwise import (add, compare, divide, erf, exponential, log, multiply,
-                               negate, select, subtract, tanh)
+from ..ops.elementwise import (
+    add,
+    compare,
+    divide,
+    erf,
+    exponential,
+    log,
+    multiply,
+    negate,
+    select,
+    subtract,
+    tanh,
+)
 from ..ops.elementwise import maximum as _maximum
 from ..ops.indexing import gather
 from ..ops.linalg import dot_general
 from ..ops.movement import broadcast_in_dim, iota, reshape
 from ..ops.normalization import batch_norm_inference, batch_norm_training
-from ..ops.reduction import reduce, reduce_window
+from ..ops.reduction import reduce
+from ..ops.windows import reduce_window
 from ..ops.rng import rng_uniform
 from ..tensor import Tensor, tensor
 from .parameter import assign_
 
-__all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv1d", "conv2d",
-           "max_pool2d", "avg_pool2d", "batch_norm", "dropout", "embedding", "flatten",
-           "one_hot", "cross_entropy", "softmax_cross_entropy", "nll_loss", "mse_loss", "mse",
-           "sum", "mean"]
+__all__ = [
+    "relu",
+    "gelu",
+    "sigmoid",
+    "softmax",
+    "log_softmax",
+    "linear",
+    "conv1d",
+    "conv2d",
+    "max_pool2d",
+    "avg_pool2d",
+    "batch_norm",
+    "dropout",
+    "embedding",
+    "flatten",
+    "one_hot",
+    "cross_entropy",
+    "softmax_cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "mse",
+    "sum",
+    "mean",
+]
 
 _builtin_sum = sum
 
@@ -53,6 +86,7 @@ _builtin_sum = sum
 # ---------------------------------------------------------------------------------------
 # Small helpers: reductions that keep their dims, axis normalisation
 # ---------------------------------------------------------------------------------------
+
 
 def _axes(axis, ndim):
     """``axis`` (int, sequence or None = all) as a sorted list of non-negative dims."""
@@ -96,6 +130,7 @@ def _max_const(x, axes):
 # Activations
 # ---------------------------------------------------------------------------------------
 
+
 def relu(x):
     """max(x, 0) as ``select(x <= 0, 0, x)``: NaN propagates (as ``torch.relu``), and the
     gradient is 1 where x > 0 and 0 elsewhere, x = 0 included (PyTorch's convention;
@@ -121,7 +156,9 @@ def gelu(x, approximate="none"):
 
 
 def sigmoid(x):
+    """1 / (1 + exp(-x)) element-wise: the spec's ``logistic`` (``xo.logistic``)."""
     from ..ops.elementwise import logistic
+
     return logistic(x)
 
 
@@ -144,14 +181,16 @@ def log_softmax(x, axis=-1):
 # Linear and convolution layers
 # ---------------------------------------------------------------------------------------
 
+
 def _add_channel_bias(y, bias, dim):
     return add(y, broadcast_in_dim(bias, [dim], y.shape))
 
 
 def linear(x, weight, bias=None):
     """``x @ weight.T + bias`` over x's last dim: weight is (out_features, in_features)."""
-    y = dot_general(x, weight, lhs_contracting_dimensions=[x.ndim - 1],
-                    rhs_contracting_dimensions=[1])
+    y = dot_general(
+        x, weight, lhs_contracting_dimensions=[x.ndim - 1], rhs_contracting_dimensions=[1]
+    )
     return y if bias is None else _add_channel_bias(y, bias, y.ndim - 1)
 
 
@@ -190,16 +229,23 @@ def _conv_padding(padding, kernel, dilation, n):
 
 def _conv(x, weight, bias, stride, padding, dilation, groups, n):
     if x.ndim != n + 2 or weight.ndim != n + 2:
-        raise ValueError(f"conv{n}d: input and weight must have rank {n + 2}, got "
-                         f"{x.type} and {weight.type}")
+        raise ValueError(
+            f"conv{n}d: input and weight must have rank {n + 2}, got {x.type} and {weight.type}"
+        )
     stride = _tuple(stride, n, "stride")
     dilation = _tuple(dilation, n, "dilation")
     if isinstance(padding, str) and padding == "same" and any(s != 1 for s in stride):
         raise ValueError(f"conv{n}d: padding='same' needs stride 1, got {stride}")
     pads = _conv_padding(padding, weight.shape[2:], dilation, n)
-    y = convolution(x, weight, window_strides=list(stride), padding=pads,
-                    rhs_dilation=list(dilation), dimension_numbers=_CONV_LAYOUT[n],
-                    feature_group_count=int(groups))
+    y = convolution(
+        x,
+        weight,
+        window_strides=list(stride),
+        padding=pads,
+        rhs_dilation=list(dilation),
+        dimension_numbers=_CONV_LAYOUT[n],
+        feature_group_count=int(groups),
+    )
     return y if bias is None else _add_channel_bias(y, bias, 1)
 
 
@@ -220,6 +266,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 # Pooling
 # ---------------------------------------------------------------------------------------
 
+
 def _pool_args(x, kernel_size, stride, padding, dilation, name):
     if x.ndim not in (3, 4):
         raise ValueError(f"{name}: input must be (N, C, H, W) or (C, H, W), got {x.type}")
@@ -230,8 +277,12 @@ def _pool_args(x, kernel_size, stride, padding, dilation, name):
     if any(2 * pi > ki for pi, ki in zip(p, k)):
         raise ValueError(f"{name}: padding {p} must be at most half the kernel size {k}")
     lead = x.ndim - 2
-    return ([1] * lead + list(k), [1] * lead + list(s),
-            [(0, 0)] * lead + [(pi, pi) for pi in p], [1] * lead + list(d))
+    return (
+        [1] * lead + list(k),
+        [1] * lead + list(s),
+        [(0, 0)] * lead + [(pi, pi) for pi in p],
+        [1] * lead + list(d),
+    )
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
@@ -259,14 +310,23 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True):
 # Normalisation and dropout
 # ---------------------------------------------------------------------------------------
 
+
 def _feature_vector(v, n, dt, fill):
     if v is None:
         return tensor(np.full(n, fill, dt.compute), dt)
     return v
 
 
-def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
-               training=False, momentum=0.1, eps=1e-5):
+def batch_norm(
+    x,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-5,
+):
     """Batch normalization over every dim but dim 1 (the channels).
 
     ``training=True``: ``xo.batch_norm_training`` (batch mean and *biased* variance
@@ -294,13 +354,16 @@ def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
     if running_mean is not None or running_var is not None:
         n = x.size // c
         if n <= 1:
-            raise ValueError(f"batch_norm: training needs more than one value per channel, "
-                             f"got input {x.type}")
+            raise ValueError(
+                f"batch_norm: training needs more than one value per channel, got input {x.type}"
+            )
         with no_grad():
             m = float(momentum)
             if running_mean is not None:
-                assign_(running_mean, add(multiply(running_mean, 1 - m),
-                                          multiply(batch_mean.detach(), m)))
+                assign_(
+                    running_mean,
+                    add(multiply(running_mean, 1 - m), multiply(batch_mean.detach(), m)),
+                )
             if running_var is not None:
                 unbiased = multiply(batch_var.detach(), n / (n - 1))
                 assign_(running_var, add(multiply(running_var, 1 - m), multiply(unbiased, m)))
@@ -333,13 +396,14 @@ def dropout(x, p=0.5, training=True, generator=None):
 # Shapes, embeddings
 # ---------------------------------------------------------------------------------------
 
+
 def flatten(x, start_dim=1, end_dim=-1):
     """Merge dims start_dim..end_dim into one (``xo.reshape``)."""
     s = start_dim + x.ndim if start_dim < 0 else start_dim
     e = end_dim + x.ndim if end_dim < 0 else end_dim
     if not 0 <= s <= e < max(x.ndim, 1):
         raise ValueError(f"flatten: dims {start_dim}..{end_dim} out of range for {x.type}")
-    shape = list(x.shape[:s]) + [math.prod(x.shape[s:e + 1])] + list(x.shape[e + 1:])
+    shape = list(x.shape[:s]) + [math.prod(x.shape[s : e + 1])] + list(x.shape[e + 1 :])
     return x if tuple(shape) == x.shape else reshape(x, shape)
 
 
@@ -351,8 +415,15 @@ def embedding(indices, weight):
     if indices.dtype.kind not in ("si", "ui"):
         raise ValueError(f"embedding: indices must be integers, got {indices.type}")
     r = indices.ndim
-    return gather(weight, indices, offset_dims=[r], collapsed_slice_dims=[0],
-                  start_index_map=[0], index_vector_dim=r, slice_sizes=[1, weight.shape[1]])
+    return gather(
+        weight,
+        indices,
+        offset_dims=[r],
+        collapsed_slice_dims=[0],
+        start_index_map=[0],
+        index_vector_dim=r,
+        slice_sizes=[1, weight.shape[1]],
+    )
 
 
 def one_hot(labels, num_classes, dtype="f32", dim=-1):
@@ -372,6 +443,7 @@ def one_hot(labels, num_classes, dtype="f32", dim=-1):
 # Losses
 # ---------------------------------------------------------------------------------------
 
+
 def _reduce_loss(per_item, reduction, name):
     if reduction == "mean":
         return mean(per_item)
@@ -389,12 +461,15 @@ def _labels(labels, logits, name):
         raise ValueError(f"{name}: labels must be integers (class indices), got {labels.type}")
     want = (logits.shape[0],) + logits.shape[2:]
     if labels.shape != want:
-        raise ValueError(f"{name}: labels must have shape {want} for logits {logits.type}, "
-                         f"got {labels.type}")
+        raise ValueError(
+            f"{name}: labels must have shape {want} for logits {logits.type}, got {labels.type}"
+        )
     v = np.asarray(labels)
     if v.size and (v.min() < 0 or v.max() >= logits.shape[1]):
-        raise ValueError(f"{name}: labels must be class indices in [0, {logits.shape[1]}), "
-                         f"got values in [{v.min()}, {v.max()}]")
+        raise ValueError(
+            f"{name}: labels must be class indices in [0, {logits.shape[1]}), "
+            f"got values in [{v.min()}, {v.max()}]"
+        )
     return labels
 
 
@@ -431,8 +506,9 @@ def softmax_cross_entropy(logits, labels, reduction="mean"):
 def mse_loss(input, target, reduction="mean"):
     """Mean squared error: (input - target)^2, reduced."""
     if input.shape != target.shape:
-        raise ValueError(f"mse_loss: input {input.type} and target {target.type} must have "
-                         f"the same shape")
+        raise ValueError(
+            f"mse_loss: input {input.type} and target {target.type} must have the same shape"
+        )
     d = subtract(input, target)
     return _reduce_loss(multiply(d, d), reduction, "mse_loss")
 

@@ -18,6 +18,7 @@ Fans follow PyTorch's convention for weights laid out (out_features, in_features
 *kernel): ``fan_in = shape[1] * prod(kernel)``, ``fan_out = shape[0] * prod(kernel)``
 (a Linear weight is (out, in), a Conv2d weight OIHW).
 """
+
 import math
 
 import numpy as np
@@ -27,14 +28,32 @@ from ..ops.rng import rng_bit_generator, rng_normal, rng_uniform
 from ..tensor import Tensor, tensor
 from .parameter import assign_
 
-__all__ = ["Generator", "calculate_gain", "calculate_fan_in_and_fan_out",
-           "uniform", "normal", "zeros", "ones", "constant",
-           "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal",
-           "uniform_", "normal_", "zeros_", "ones_", "constant_",
-           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+__all__ = [
+    "Generator",
+    "calculate_gain",
+    "calculate_fan_in_and_fan_out",
+    "uniform",
+    "normal",
+    "zeros",
+    "ones",
+    "constant",
+    "xavier_uniform",
+    "xavier_normal",
+    "kaiming_uniform",
+    "kaiming_normal",
+    "uniform_",
+    "normal_",
+    "zeros_",
+    "ones_",
+    "constant_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+]
 
 _M64 = (1 << 64) - 1
-_TWO_M53 = 2.0 ** -53
+_TWO_M53 = 2.0**-53
 
 
 class Generator:
@@ -43,7 +62,11 @@ class Generator:
 
     >>> g = xo.nn.Generator(0)
     >>> g.uniform([2, 3])            # f32[2,3] in [0, 1)
-    >>> xo.nn.init.kaiming_normal([16, 1, 3, 3], generator=g)
+    xo.tensor(..., f32[2,3])
+    >>> xo.nn.init.kaiming_normal([16, 1, 3, 3], generator=g).shape
+    (16, 1, 3, 3)
+    >>> bool((xo.nn.Generator(0).uniform([5]) == xo.nn.Generator(0).uniform([5])).all())
+    True
     """
 
     def __init__(self, seed=0):
@@ -94,6 +117,7 @@ class Generator:
 # Fans and gains (PyTorch's conventions)
 # ---------------------------------------------------------------------------------------
 
+
 def calculate_fan_in_and_fan_out(shape):
     """``(fan_in, fan_out)`` of a weight of ``shape`` = (out, in, *kernel)."""
     shape = tuple(shape)
@@ -107,8 +131,17 @@ def calculate_gain(nonlinearity, param=None):
     """The recommended gain for a nonlinearity: 1 for linear/conv/sigmoid, 5/3 for tanh,
     sqrt(2) for relu, sqrt(2 / (1 + a^2)) for leaky_relu (slope ``param``, default
     0.01), 3/4 for selu (as ``torch.nn.init.calculate_gain``)."""
-    linear = ("linear", "identity", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-              "conv_transpose2d", "conv_transpose3d", "sigmoid")
+    linear = (
+        "linear",
+        "identity",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "sigmoid",
+    )
     if nonlinearity in linear:
         return 1.0
     if nonlinearity == "tanh":
@@ -138,6 +171,7 @@ def _fan(shape, mode):
 # New tensors
 # ---------------------------------------------------------------------------------------
 
+
 def uniform(shape, low=0.0, high=1.0, dtype="f32", generator=None):
     """A new tensor, uniform on [low, high)."""
     dt = as_dtype(dtype)
@@ -161,15 +195,18 @@ def normal(shape, mean=0.0, std=1.0, dtype="f32", generator=None):
 
 
 def constant(shape, value, dtype="f32"):
+    """A new tensor of ``shape`` and element type ``dtype`` filled with ``value``."""
     dt = as_dtype(dtype)
     return tensor(np.full([int(s) for s in shape], value, dt.compute), dt)
 
 
 def zeros(shape, dtype="f32"):
+    """A new tensor of ``shape`` and element type ``dtype`` filled with 0."""
     return constant(shape, 0.0, dtype)
 
 
 def ones(shape, dtype="f32"):
+    """A new tensor of ``shape`` and element type ``dtype`` filled with 1."""
     return constant(shape, 1.0, dtype)
 
 
@@ -186,16 +223,18 @@ def xavier_normal(shape, gain=1.0, dtype="f32", generator=None):
     return normal(shape, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), dtype, generator)
 
 
-def kaiming_uniform(shape, a=0.0, mode="fan_in", nonlinearity="leaky_relu", dtype="f32",
-                    generator=None):
+def kaiming_uniform(
+    shape, a=0.0, mode="fan_in", nonlinearity="leaky_relu", dtype="f32", generator=None
+):
     """He et al. (2015): U(-b, b), b = gain * sqrt(3 / fan), gain from ``nonlinearity``
     (``a`` is leaky_relu's negative slope). PyTorch's Linear/Conv default is a=sqrt(5)."""
     b = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / _fan(shape, mode))
     return uniform(shape, -b, b, dtype, generator)
 
 
-def kaiming_normal(shape, a=0.0, mode="fan_in", nonlinearity="leaky_relu", dtype="f32",
-                   generator=None):
+def kaiming_normal(
+    shape, a=0.0, mode="fan_in", nonlinearity="leaky_relu", dtype="f32", generator=None
+):
     """He et al. (2015): N(0, std^2), std = gain / sqrt(fan)."""
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(shape, mode))
     return normal(shape, 0.0, std, dtype, generator)
@@ -205,6 +244,7 @@ def kaiming_normal(shape, a=0.0, mode="fan_in", nonlinearity="leaky_relu", dtype
 # In place (PyTorch style): fill an existing parameter, keep its identity
 # ---------------------------------------------------------------------------------------
 
+
 def _fill(param, make, *args, **kwargs):
     if not isinstance(param, Tensor):
         raise TypeError(f"expected a parameter Tensor, got {type(param).__name__}")
@@ -212,36 +252,45 @@ def _fill(param, make, *args, **kwargs):
 
 
 def uniform_(param, low=0.0, high=1.0, generator=None):
+    """Fill ``param`` in place with ``uniform`` (its shape and element type); returns it."""
     return _fill(param, uniform, low, high, generator=generator)
 
 
 def normal_(param, mean=0.0, std=1.0, generator=None):
+    """Fill ``param`` in place with ``normal`` (its shape and element type); returns it."""
     return _fill(param, normal, mean, std, generator=generator)
 
 
 def constant_(param, value):
+    """Fill ``param`` in place with ``constant`` (its shape and element type); returns it."""
     return _fill(param, constant, value)
 
 
 def zeros_(param):
+    """Fill ``param`` in place with zeros (its shape and element type); returns it."""
     return _fill(param, zeros)
 
 
 def ones_(param):
+    """Fill ``param`` in place with ones (its shape and element type); returns it."""
     return _fill(param, ones)
 
 
 def xavier_uniform_(param, gain=1.0, generator=None):
+    """Fill ``param`` in place with ``xavier_uniform`` (its shape and element type); returns it."""
     return _fill(param, xavier_uniform, gain, generator=generator)
 
 
 def xavier_normal_(param, gain=1.0, generator=None):
+    """Fill ``param`` in place with ``xavier_normal`` (its shape and element type); returns it."""
     return _fill(param, xavier_normal, gain, generator=generator)
 
 
 def kaiming_uniform_(param, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """Fill ``param`` in place with ``kaiming_uniform`` (its shape and element type); returns it."""
     return _fill(param, kaiming_uniform, a, mode, nonlinearity, generator=generator)
 
 
 def kaiming_normal_(param, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """Fill ``param`` in place with ``kaiming_normal`` (its shape and element type); returns it."""
     return _fill(param, kaiming_normal, a, mode, nonlinearity, generator=generator)

@@ -20,6 +20,7 @@ dict's keys match an equivalent xops model.
 :func:`xops.nn.assign_` (optimizers, ``load_state_dict``, running statistics), so
 the objects ``parameters()`` returns keep their identity across training.
 """
+
 import collections
 import math
 
@@ -31,10 +32,31 @@ from . import functional as F
 from . import init
 from .parameter import assign_
 
-__all__ = ["Module", "Sequential", "ModuleList", "Linear", "Conv1d", "Conv2d", "BatchNorm1d",
-           "BatchNorm2d", "MaxPool2d", "AvgPool2d", "ReLU", "GELU", "Sigmoid", "Tanh",
-           "Dropout", "Flatten", "Identity", "Embedding", "Softmax", "LogSoftmax",
-           "CrossEntropyLoss", "MSELoss", "IncompatibleKeys"]
+__all__ = [
+    "Module",
+    "Sequential",
+    "ModuleList",
+    "Linear",
+    "Conv1d",
+    "Conv2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "MaxPool2d",
+    "AvgPool2d",
+    "ReLU",
+    "GELU",
+    "Sigmoid",
+    "Tanh",
+    "Dropout",
+    "Flatten",
+    "Identity",
+    "Embedding",
+    "Softmax",
+    "LogSoftmax",
+    "CrossEntropyLoss",
+    "MSELoss",
+    "IncompatibleKeys",
+]
 
 IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -193,6 +215,7 @@ class Module:
         """Convert every floating-point parameter and buffer to ``dtype`` in place
         (identity kept; their ``.grad`` is reset); returns self."""
         from ..ops.conversion import convert
+
         dt = as_dtype(dtype)
         if dt.kind != "float":
             raise ValueError(f"Module.to: dtype must be a floating-point type, got {dt.name}")
@@ -238,16 +261,21 @@ class Module:
                 try:
                     v = tensor(arr, as_dtype(arr.dtype))
                 except TypeError:
-                    problems.append(f"{k!r}: a value of NumPy dtype {arr.dtype} is not a "
-                                    f"tensor element type")
+                    problems.append(
+                        f"{k!r}: a value of NumPy dtype {arr.dtype} is not a tensor element type"
+                    )
                     continue
             if v.shape != t.shape:
-                problems.append(f"{k!r}: shape {tuple(v.shape)} in the state dict, "
-                                f"{tuple(t.shape)} in the module")
+                problems.append(
+                    f"{k!r}: shape {tuple(v.shape)} in the state dict, "
+                    f"{tuple(t.shape)} in the module"
+                )
             elif v.dtype is not t.dtype:
-                problems.append(f"{k!r}: element type {v.dtype.name} in the state dict, "
-                                f"{t.dtype.name} in the module (convert it, or call "
-                                f"module.to({v.dtype.name!r}) first)")
+                problems.append(
+                    f"{k!r}: element type {v.dtype.name} in the state dict, "
+                    f"{t.dtype.name} in the module (convert it, or call "
+                    f"module.to({v.dtype.name!r}) first)"
+                )
             else:
                 values[k] = v
         if problems:
@@ -288,6 +316,7 @@ class Module:
 # ---------------------------------------------------------------------------------------
 # Containers
 # ---------------------------------------------------------------------------------------
+
 
 class Sequential(Module):
     """Modules applied in order; named "0", "1", ... (PyTorch's state-dict keys)."""
@@ -350,6 +379,7 @@ class ModuleList(Module):
 # Layers with parameters
 # ---------------------------------------------------------------------------------------
 
+
 def _default_init(module, weight_shape, fan_in, dtype, generator, bias):
     """PyTorch's default for Linear and Conv: weight kaiming_uniform(a=sqrt(5)), i.e.
     U(-1/sqrt(fan_in), 1/sqrt(fan_in)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
@@ -357,8 +387,11 @@ def _default_init(module, weight_shape, fan_in, dtype, generator, bias):
     module.register_parameter("weight", w.requires_grad_())
     if bias:
         bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-        b = init.uniform([weight_shape[0]], -bound, bound, dtype, generator) if bound > 0 \
+        b = (
+            init.uniform([weight_shape[0]], -bound, bound, dtype, generator)
+            if bound > 0
             else init.zeros([weight_shape[0]], dtype)
+        )
         module.register_parameter("bias", b.requires_grad_())
     else:
         module.register_parameter("bias", None)
@@ -370,34 +403,53 @@ class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, dtype="f32", generator=None):
         super().__init__()
         self.in_features, self.out_features = int(in_features), int(out_features)
-        _default_init(self, [self.out_features, self.in_features], self.in_features, dtype,
-                      generator, bias)
+        _default_init(
+            self, [self.out_features, self.in_features], self.in_features, dtype, generator, bias
+        )
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}, " \
-               f"bias={self.bias is not None}"
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class _ConvNd(Module):
     _n = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, dtype="f32", generator=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        dtype="f32",
+        generator=None,
+    ):
         super().__init__()
         n = self._n
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"{type(self).__name__}: in_channels ({in_channels}) and "
-                             f"out_channels ({out_channels}) must be divisible by groups "
-                             f"({groups})")
+            raise ValueError(
+                f"{type(self).__name__}: in_channels ({in_channels}) and "
+                f"out_channels ({out_channels}) must be divisible by groups "
+                f"({groups})"
+            )
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
         self.kernel_size = F._tuple(kernel_size, n, "kernel_size")
         self.stride = F._tuple(stride, n, "stride")
         self.dilation = F._tuple(dilation, n, "dilation")
-        self.padding = padding if isinstance(padding, (str, int, np.integer)) else \
-            tuple(tuple(p) if isinstance(p, (list, tuple)) else p for p in padding)
+        self.padding = (
+            padding
+            if isinstance(padding, (str, int, np.integer))
+            else tuple(tuple(p) if isinstance(p, (list, tuple)) else p for p in padding)
+        )
         F._conv_padding(self.padding, self.kernel_size, self.dilation, n)  # checks it early
         self.groups = int(groups)
         shape = [self.out_channels, self.in_channels // self.groups, *self.kernel_size]
@@ -405,12 +457,22 @@ class _ConvNd(Module):
         _default_init(self, shape, fan_in, dtype, generator, bias)
 
     def forward(self, x):
-        return F._conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                       self.groups, self._n)
+        return F._conv(
+            x,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
+            self._n,
+        )
 
     def extra_repr(self):
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}, padding={self.padding}")
+        s = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}, padding={self.padding}"
+        )
         if any(d != 1 for d in self.dilation):
             s += f", dilation={self.dilation}"
         if self.groups != 1:
@@ -420,20 +482,29 @@ class _ConvNd(Module):
 
 class Conv1d(_ConvNd):
     """1-D convolution: (N, C_in, L) -> (N, C_out, L'), weight (C_out, C_in/groups, K)."""
+
     _n = 1
 
 
 class Conv2d(_ConvNd):
     """2-D convolution: (N, C_in, H, W) -> (N, C_out, H', W'), weight OIHW; stride,
     padding (int, pair, pairs of (low, high), "valid", "same"), dilation and groups."""
+
     _n = 2
 
 
 class _BatchNorm(Module):
     _ranks = (4,)
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, dtype="f32"):
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        dtype="f32",
+    ):
         super().__init__()
         self.num_features, self.eps = int(num_features), float(eps)
         self.momentum = None if momentum is None else float(momentum)
@@ -455,11 +526,15 @@ class _BatchNorm(Module):
 
     def forward(self, x):
         if x.ndim not in self._ranks:
-            raise ValueError(f"{type(self).__name__}: expected input of rank "
-                             f"{' or '.join(map(str, self._ranks))}, got {x.type}")
+            raise ValueError(
+                f"{type(self).__name__}: expected input of rank "
+                f"{' or '.join(map(str, self._ranks))}, got {x.type}"
+            )
         if x.shape[1] != self.num_features:
-            raise ValueError(f"{type(self).__name__}({self.num_features}): input has "
-                             f"{x.shape[1]} channels ({x.type})")
+            raise ValueError(
+                f"{type(self).__name__}({self.num_features}): input has "
+                f"{x.shape[1]} channels ({x.type})"
+            )
         if self.training and self.track_running_stats:
             assign_(self.num_batches_tracked, tensor(int(self.num_batches_tracked) + 1, "i64"))
         # batch statistics in training mode, and in eval mode without running statistics
@@ -468,12 +543,21 @@ class _BatchNorm(Module):
         momentum = self.momentum
         if momentum is None:  # cumulative moving average over the batches seen (PyTorch)
             momentum = 1.0 / max(int(self.num_batches_tracked), 1)
-        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                            use_batch, momentum, self.eps)
+        return F.batch_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_batch,
+            momentum,
+            self.eps,
+        )
 
     def extra_repr(self):
-        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, " \
-               f"affine={self.affine}"
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}"
+        )
 
 
 class BatchNorm1d(_BatchNorm):
@@ -482,11 +566,13 @@ class BatchNorm1d(_BatchNorm):
     ``momentum`` (running_var unbiased, PyTorch's convention: see
     ``xo.nn.functional.batch_norm``; ``momentum=None``: their cumulative average);
     eval mode: ``xo.batch_norm_inference`` with them."""
+
     _ranks = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
     """Batch norm over (N, C, H, W) inputs, per channel (see BatchNorm1d)."""
+
     _ranks = (4,)
 
 
@@ -511,21 +597,28 @@ class Embedding(Module):
 # Layers without parameters
 # ---------------------------------------------------------------------------------------
 
+
 class MaxPool2d(Module):
     """Max pooling (``xo.reduce_window`` with ``xo.maximum``; gradient by
     ``select_and_scatter``). ``stride`` defaults to ``kernel_size``."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
         super().__init__()
-        self.kernel_size, self.stride, self.padding, self.dilation = \
-            kernel_size, stride, padding, dilation
+        self.kernel_size, self.stride, self.padding, self.dilation = (
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+        )
 
     def forward(self, x):
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
 
     def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, " \
-               f"padding={self.padding}"
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "
+            f"padding={self.padding}"
+        )
 
 
 class AvgPool2d(Module):
@@ -537,15 +630,18 @@ class AvgPool2d(Module):
         self.count_include_pad = count_include_pad
 
     def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
-                            self.count_include_pad)
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.count_include_pad)
 
     def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, " \
-               f"padding={self.padding}"
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "
+            f"padding={self.padding}"
+        )
 
 
 class ReLU(Module):
+    """``F.relu`` as a module: max(x, 0) element-wise."""
+
     def forward(self, x):
         return F.relu(x)
 
@@ -567,17 +663,24 @@ class GELU(Module):
 
 
 class Sigmoid(Module):
+    """``F.sigmoid`` as a module: 1 / (1 + exp(-x)) (``xo.logistic``)."""
+
     def forward(self, x):
         return F.sigmoid(x)
 
 
 class Tanh(Module):
+    """``xo.tanh`` as a module."""
+
     def forward(self, x):
         from ..ops.elementwise import tanh
+
         return tanh(x)
 
 
 class Softmax(Module):
+    """``F.softmax`` over dimension ``dim`` (default: the last) as a module."""
+
     def __init__(self, dim=-1):
         super().__init__()
         self.dim = dim
@@ -587,6 +690,8 @@ class Softmax(Module):
 
 
 class LogSoftmax(Softmax):
+    """``F.log_softmax`` over dimension ``dim`` (default: the last) as a module."""
+
     def forward(self, x):
         return F.log_softmax(x, self.dim)
 
@@ -609,6 +714,9 @@ class Dropout(Module):
 
 
 class Flatten(Module):
+    """``F.flatten`` as a module: dimensions ``start_dim`` .. ``end_dim`` (default: all but
+    the batch dimension) become one."""
+
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
@@ -618,6 +726,8 @@ class Flatten(Module):
 
 
 class Identity(Module):
+    """Returns its input unchanged (a placeholder layer)."""
+
     def forward(self, x):
         return x
 
@@ -634,6 +744,9 @@ class CrossEntropyLoss(Module):
 
 
 class MSELoss(Module):
+    """``F.mse_loss`` as a module: the squared error of ``input`` against ``target``,
+    reduced by ``reduction`` ("mean", "sum" or "none")."""
+
     def __init__(self, reduction="mean"):
         super().__init__()
         self.reduction = reduction

@@ -19,6 +19,7 @@ the parameter object: ``assign_`` advances the parameter's version, and ``backwa
 through such a tape raises instead of reading the new value. Run ``backward()`` before
 ``optimizer.step()`` (the usual loop does).
 """
+
 import numpy as np
 
 from ..tensor import Tensor, tensor
@@ -49,26 +50,36 @@ def assign_(param, value, *, allow_type_change=False):
     >>> p = xo.tensor([1.0, 2.0], requires_grad=True)
     >>> with xo.no_grad():
     ...     xo.nn.assign_(p, p - 0.1)   # p is the same object, now [0.9, 1.9]
+    xo.tensor([0.9, 1.9], f32[2])
     """
     if not isinstance(param, Tensor):
         raise TypeError(f"assign_: param must be a Tensor, got {type(param).__name__}")
     if param._node is not None:
-        raise ValueError(f"assign_: param must be a leaf tensor (one no recorded op "
-                         f"produced), got the output of {param._node.op}: {param.type}")
+        raise ValueError(
+            f"assign_: param must be a leaf tensor (one no recorded op "
+            f"produced), got the output of {param._node.op}: {param.type}"
+        )
     if not isinstance(value, Tensor):
-        value = tensor(np.asarray(value) if not isinstance(value, np.ndarray) else value,
-                       param._dtype if not allow_type_change else None)
+        value = tensor(
+            np.asarray(value) if not isinstance(value, np.ndarray) else value,
+            param._dtype if not allow_type_change else None,
+        )
     if value.shape != param.shape:
         raise ValueError(f"assign_: value has shape {value.shape}, param {param.shape}")
     if value._dtype is not param._dtype and not allow_type_change:
-        raise ValueError(f"assign_: value has element type {value._dtype.name}, param "
-                         f"{param._dtype.name} (convert with xo.convert first)")
+        raise ValueError(
+            f"assign_: value has element type {value._dtype.name}, param "
+            f"{param._dtype.name} (convert with xo.convert first)"
+        )
     if value._dtype is not param._dtype:
         if param.requires_grad and value._dtype.kind not in ("float", "complex"):
-            raise ValueError(f"assign_: a parameter that requires a gradient must stay "
-                             f"floating-point, got {value._dtype.name}")
+            raise ValueError(
+                f"assign_: a parameter that requires a gradient must stay "
+                f"floating-point, got {value._dtype.name}"
+            )
         param.grad = None  # a gradient of the old type no longer fits
     from ..autodiff.tape import bump_version
+
     bump_version(param)  # a tape that saved param now fails loudly in backward()
     param._value = value._value
     param._dtype = value._dtype

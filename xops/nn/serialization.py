@@ -19,6 +19,7 @@ is one more string array, ``__xops_tree__``, in JSON (dict keys keep their int /
 type, tuples stay tuples, floats round-trip exactly, inf and NaN included). A flat
 dict name -> tensor is written exactly as before, without the tree.
 """
+
 import collections
 import json
 import os
@@ -39,6 +40,7 @@ class CheckpointError(ValueError):
     :func:`save` (or not an ``.npz`` at all), holding pickled objects, or not matching the
     model it is loaded into (``Module.load_state_dict``). A ValueError."""
 
+
 _KEYS = "__xops_keys__"
 _DTYPES = "__xops_dtypes__"
 _TREE = "__xops_tree__"
@@ -50,8 +52,10 @@ def _state(obj):
     if hasattr(obj, "state_dict") and callable(obj.state_dict):
         obj = obj.state_dict()
     if not isinstance(obj, dict):
-        raise TypeError(f"save: expected a Module, an optimizer, a scheduler or a dict, "
-                        f"got {type(obj).__name__}")
+        raise TypeError(
+            f"save: expected a Module, an optimizer, a scheduler or a dict, "
+            f"got {type(obj).__name__}"
+        )
     return obj
 
 
@@ -65,8 +69,9 @@ def _is_flat(state):
 
 def _check_key(k):
     if not isinstance(k, str) or not k or k.startswith("__xops_"):
-        raise ValueError(f"save: keys must be non-empty strings not starting with "
-                         f"'__xops_', got {k!r}")
+        raise ValueError(
+            f"save: keys must be non-empty strings not starting with '__xops_', got {k!r}"
+        )
 
 
 def _encode(value, path, tensors):
@@ -83,24 +88,31 @@ def _encode(value, path, tensors):
         items = []
         for k, v in value.items():
             if not isinstance(k, (str, int)) or isinstance(k, bool):
-                raise TypeError(f"save: dict keys must be strings or ints, got {k!r} at "
-                                f"{path or 'the top level'}")
+                raise TypeError(
+                    f"save: dict keys must be strings or ints, got {k!r} at "
+                    f"{path or 'the top level'}"
+                )
             items.append([k, _encode(v, f"{path}.{k}" if path else str(k), tensors)])
         return {"dict": items}
     if isinstance(value, (list, tuple)):
         kind = "list" if isinstance(value, list) else "tuple"
-        return {kind: [_encode(v, f"{path}.{i}" if path else str(i), tensors)
-                       for i, v in enumerate(value)]}
+        return {
+            kind: [
+                _encode(v, f"{path}.{i}" if path else str(i), tensors) for i, v in enumerate(value)
+            ]
+        }
     if isinstance(value, _PLAIN):
         return value
-    raise TypeError(f"save: cannot store a {type(value).__name__} (at "
-                    f"{path or 'the top level'}): only tensors, arrays, dicts, lists, "
-                    f"tuples, numbers, strings, bools and None")
+    raise TypeError(
+        f"save: cannot store a {type(value).__name__} (at "
+        f"{path or 'the top level'}): only tensors, arrays, dicts, lists, "
+        f"tuples, numbers, strings, bools and None"
+    )
 
 
 def _decode(node, tensors):
     if isinstance(node, dict):
-        (kind, body), = node.items()
+        ((kind, body),) = node.items()
         if kind == "tensor":
             return tensors[body]
         if kind == "dict":
@@ -117,7 +129,9 @@ def save(obj, path):
     dicts, lists and tuples of those and plain values (a checkpoint).
 
     >>> xo.nn.save(model, "digits.npz"); model.load_state_dict(xo.nn.load("digits.npz"))
+    ... # doctest: +SKIP
     >>> xo.nn.save({"model": model.state_dict(), "optim": opt.state_dict()}, "ckpt.npz")
+    ... # doctest: +SKIP
     """
     state = _state(obj)
     if _is_flat(state):
@@ -176,22 +190,35 @@ def load(path):
         try:
             z = np.load(f, allow_pickle=False)
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-            raise CheckpointError(f"load: {path} is not a readable .npz checkpoint "
-                                  f"({type(e).__name__}: {e})") from e
+            raise CheckpointError(
+                f"load: {path} is not a readable .npz checkpoint ({type(e).__name__}: {e})"
+            ) from e
         if not isinstance(z, np.lib.npyio.NpzFile):
-            raise CheckpointError(f"load: {path} holds a single .npy array, not an .npz "
-                                  f"checkpoint written by xops.nn.save")
+            raise CheckpointError(
+                f"load: {path} holds a single .npy array, not an .npz "
+                f"checkpoint written by xops.nn.save"
+            )
         try:
             with z:
                 return _read(z, path)
         except CheckpointError:
             raise
-        except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError, SpecError,
-                zipfile.BadZipFile, json.JSONDecodeError) as e:
+        except (
+            OSError,
+            ValueError,
+            EOFError,
+            KeyError,
+            TypeError,
+            IndexError,
+            SpecError,
+            zipfile.BadZipFile,
+            json.JSONDecodeError,
+        ) as e:
             # truncated members (zlib/CRC errors), pickled objects (allow_pickle=False),
             # a missing or inconsistent type table, a damaged tree
-            raise CheckpointError(f"load: {path} is truncated or corrupt "
-                                  f"({type(e).__name__}: {e})") from e
+            raise CheckpointError(
+                f"load: {path} is truncated or corrupt ({type(e).__name__}: {e})"
+            ) from e
 
 
 def _read(z, path):
@@ -201,8 +228,7 @@ def _read(z, path):
         keys = [str(k) for k in z[_KEYS]]
         dtypes = [str(d) for d in z[_DTYPES]]
         if len(keys) != len(dtypes) or not set(keys) <= names:
-            raise CheckpointError(f"load: {path}: the type table does not match the "
-                                  f"stored arrays")
+            raise CheckpointError(f"load: {path}: the type table does not match the stored arrays")
     else:
         keys = sorted(names)
         dtypes = [None] * len(keys)
@@ -214,8 +240,9 @@ def _read(z, path):
         dt = as_dtype(name)
         if a.dtype != dt.np:
             if a.dtype.itemsize != dt.np.itemsize or a.dtype.kind not in "biu":
-                raise CheckpointError(f"load: {path}: {k!r} is stored as {a.dtype}, which "
-                                      f"cannot hold {dt.name}")
+                raise CheckpointError(
+                    f"load: {path}: {k!r} is stored as {a.dtype}, which cannot hold {dt.name}"
+                )
             a = a.view(dt.np)  # raw bits back to the ml_dtypes type
         out[k] = tensor(a, dt)
     if _TREE in names:

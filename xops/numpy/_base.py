@@ -4,6 +4,7 @@ Every xnp function and every Tensor operator goes through :func:`binary` (two
 operands) or :func:`array` (one). The fast path — two tensors of one element type and
 one shape — is two attribute checks, so ``a + b`` costs what ``xo.add(a, b)`` costs.
 """
+
 import numpy as np
 
 from .. import ops as _ops  # noqa: F401  (the spec ops are loaded)
@@ -39,7 +40,6 @@ def array(x, op="asarray"):
         except TypeError as e:
             raise SpecError(op, "", str(e)) from None
     if isinstance(x, (list, tuple)) and _holds_tensor(x):
-        from ._manipulation import stack
         return stack([array(v, op) for v in x])
     if isinstance(x, (*_PY, list, tuple)):
         try:
@@ -68,8 +68,9 @@ def to(t, dt):
 def scalar_tensor(x, dt, op):
     """A Python scalar as a 0-d tensor of ``dt`` (weak: it takes the array's type)."""
     if dt.kind in ("si", "ui") and type(x) is float:
-        raise SpecError(op, "", f"a Python float cannot meet an integer array of type "
-                                f"{dt.name} here")
+        raise SpecError(
+            op, "", f"a Python float cannot meet an integer array of type {dt.name} here"
+        )
     return _wrap(_weak_scalar(op, "scalar", x, dt), dt)
 
 
@@ -84,15 +85,24 @@ def broadcast_shapes(op, *ts):
     try:
         return np.broadcast_shapes(*(t.shape for t in ts))
     except ValueError:
-        raise SpecError(op, "", f"shapes {' and '.join(tstr(t) for t in ts)} do not "
-                                f"broadcast (NumPy rules: trailing dims equal or 1)") from None
+        raise SpecError(
+            op,
+            "",
+            f"shapes {' and '.join(tstr(t) for t in ts)} do not "
+            f"broadcast (NumPy rules: trailing dims equal or 1)",
+        ) from None
 
 
 def binary(x1, x2, op, dtype=None):
     """Promote and broadcast two operands (at least one array) to Tensors of one type
     and shape; ``dtype`` forces the computation type."""
-    if type(x1) is Tensor and type(x2) is Tensor and x1._dtype is x2._dtype \
-            and x1._value.shape == x2._value.shape and dtype is None:
+    if (
+        type(x1) is Tensor
+        and type(x2) is Tensor
+        and x1._dtype is x2._dtype
+        and x1._value.shape == x2._value.shape
+        and dtype is None
+    ):
         return x1, x2
     s1, s2 = is_scalar(x1), is_scalar(x2)
     if s1 and s2:
@@ -101,12 +111,12 @@ def binary(x1, x2, op, dtype=None):
         a = array(x1, op)
         dt = dtype or D.scalar_dtype(a._dtype, x2, op)
         a = to(a, dt)
-        return a, broadcast_to(scalar_tensor(x2, dt, op), a._value.shape)
+        return a, broadcast_to(_on_device_of(scalar_tensor(x2, dt, op), a), a._value.shape)
     if s1:
         b = array(x2, op)
         dt = dtype or D.scalar_dtype(b._dtype, x1, op)
         b = to(b, dt)
-        return broadcast_to(scalar_tensor(x1, dt, op), b._value.shape), b
+        return broadcast_to(_on_device_of(scalar_tensor(x1, dt, op), b), b._value.shape), b
     a, b = array(x1, op), array(x2, op)
     dt = dtype or D.promote_types(a._dtype, b._dtype, op)
     a, b = to(a, dt), to(b, dt)
@@ -114,6 +124,11 @@ def binary(x1, x2, op, dtype=None):
         shape = broadcast_shapes(op, a, b)
         a, b = broadcast_to(a, shape), broadcast_to(b, shape)
     return a, b
+
+
+def _on_device_of(t, ref):
+    """Tensor ``t`` (a Python scalar operand made 0-d) on ``ref``'s device."""
+    return t if type(t._value) is type(ref._value) else t.to_device(ref.device)
 
 
 def result_dtype2(x1, x2, op):
@@ -155,6 +170,27 @@ def axis1(op, axis, ndim):
     if not -ndim <= axis < ndim:
         raise AxisError(op, "", f"axis {axis} is out of bounds for an array of rank {ndim}")
     return int(axis) % ndim
+
+
+def _promote_all(ts, op):
+    dt = ts[0]._dtype
+    for t in ts[1:]:
+        dt = D.promote_types(dt, t._dtype, op)
+    return [to(t, dt) for t in ts]
+
+
+def stack(arrays, /, *, axis=0):
+    """The array API's stack (here, below :mod:`._manipulation`, which exports it:
+    :func:`array` stacks nested sequences of tensors with it)."""
+    ts = _promote_all([array(a, "stack") for a in arrays], "stack")
+    if any(t.shape != ts[0].shape for t in ts):
+        raise SpecError(
+            "stack", "", f"arrays must have one shape, got {', '.join(tstr(t) for t in ts)}"
+        )
+    ax = axis1("stack", axis, ts[0].ndim + 1)
+    shape = ts[0].shape[:ax] + (1,) + ts[0].shape[ax:]
+    parts = [_M.reshape(t, shape) for t in ts]
+    return _M.concatenate(parts, ax) if len(parts) > 1 else parts[0]
 
 
 def from_numpy(arr, dt):

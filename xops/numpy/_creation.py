@@ -4,9 +4,12 @@ Default types (the standard leaves them to the implementation): Python floats gi
 float32, ints int64, complex complex64 — as PyTorch and JAX. Pass ``dtype=`` (or
 float64 data) for double precision.
 """
+
+import functools
+
 import numpy as np
 
-from ..device import as_device
+from ..device import as_device, get_default_device, move
 from ..errors import SpecError
 from ..ops import elementwise as E
 from ..ops import movement as M
@@ -41,8 +44,11 @@ def _fill_dtype(fill_value, op):
         return D.default_float
     if isinstance(fill_value, complex):
         return D.default_complex
-    raise SpecError(op, "", f"fill_value must be a Python bool, int, float or complex, got "
-                            f"{type(fill_value).__name__}")
+    raise SpecError(
+        op,
+        "",
+        f"fill_value must be a Python bool, int, float or complex, got {type(fill_value).__name__}",
+    )
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
@@ -60,26 +66,37 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             raise ValueError("asarray: copy=False but converting the dtype needs a copy")
         return to(obj, dt)
     if copy is False:
-        raise ValueError("asarray: copy=False cannot share memory with host data (xops "
-                         "tensors own immutable buffers); use copy=None or xnp.from_dlpack")
+        raise ValueError(
+            "asarray: copy=False cannot share memory with host data (xops "
+            "tensors own immutable buffers); use copy=None or xnp.from_dlpack"
+        )
     if isinstance(obj, (memoryview, bytes, bytearray)) or (
-            not isinstance(obj, (np.ndarray, np.generic, list, tuple, bool, int, float, complex))
-            and hasattr(obj, "__array__")):
+        not isinstance(obj, (np.ndarray, np.generic, list, tuple, bool, int, float, complex))
+        and hasattr(obj, "__array__")
+    ):
         obj = np.asarray(obj)
     if dt is None or _has_t(obj):
         out = _array(obj, "asarray")
         return out if dt is None else to(out, dt)
-    if isinstance(obj, (float, complex)) and dt.kind in ("si", "ui", "bool") or \
-            isinstance(obj, complex) and dt.kind == "float":
-        raise SpecError("asarray", "", f"cannot make a {dt.name} array from the Python "
-                                       f"{type(obj).__name__} {obj!r}")
+    if (
+        isinstance(obj, (float, complex))
+        and dt.kind in ("si", "ui", "bool")
+        or isinstance(obj, complex)
+        and dt.kind == "float"
+    ):
+        raise SpecError(
+            "asarray",
+            "",
+            f"cannot make a {dt.name} array from the Python {type(obj).__name__} {obj!r}",
+        )
     try:
         return tensor(obj, dt)
     except (TypeError, ValueError, OverflowError) as e:
         if isinstance(e, SpecError):
             raise
-        raise SpecError("asarray", "", f"cannot make a {dt.name} array from {obj!r:.60}: "
-                                       f"{e}") from None
+        raise SpecError(
+            "asarray", "", f"cannot make a {dt.name} array from {obj!r:.60}: {e}"
+        ) from None
 
 
 def _has_t(x):
@@ -110,7 +127,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
         n = max(0, int(np.ceil((stop - start) / step)))
     if dt.kind in ("si", "ui", "bool") and all(isinstance(v, int) for v in vals):
         # start + i * step in wrapping 64-bit arithmetic: exact wherever the values fit
-        u = np.arange(n, dtype=np.uint64) * np.uint64(step % 2 ** 64) + np.uint64(start % 2 ** 64)
+        u = np.arange(n, dtype=np.uint64) * np.uint64(step % 2**64) + np.uint64(start % 2**64)
         out = u.view(np.int64) if dt.kind != "ui" else u
     elif dt.kind in ("si", "ui"):
         out = np.floor(start + step * np.arange(n, dtype=np.float64)).astype(np.int64)
@@ -138,6 +155,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     sharing its memory unless ``copy=True`` (:func:`xops._interop.from_dlpack`)."""
     as_device(device, "from_dlpack")
     from .._interop import from_dlpack as _from_dlpack
+
     return _from_dlpack(x, copy=copy)
 
 
@@ -165,10 +183,22 @@ def _full(shape, value, dt, op):
 
 
 def full_like(x, /, fill_value, *, dtype=None, device=None):
-    x = _array(x, "full_like")
-    as_device(device, "full_like")
-    dt = _dt(dtype, "full_like", x._dtype)
-    return _full(x.shape, fill_value, dt, "full_like")
+    return _full_like(x, fill_value, dtype, device, "full_like")
+
+
+def _full_like(x, value, dtype, device, op):
+    """``op`` (full_like, ones_like, zeros_like): x's shape filled with ``value``, in
+    ``dtype`` or x's own type."""
+    x = _array(x, op)
+    as_device(device, op)
+    return _full(x.shape, value, _dt(dtype, op, x._dtype), op)
+
+
+def _full_new(shape, value, dtype, device, op):
+    """``op`` (ones, zeros): ``shape`` filled with ``value``, in ``dtype`` or the default
+    float type."""
+    as_device(device, op)
+    return _full(_shape(shape, op), value, _dt(dtype, op, D.default_float), op)
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
@@ -177,8 +207,13 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     dt = _dt(dtype, "linspace", D.default_complex if cplx else D.default_float)
     if dt.kind not in ("float", "complex"):
         raise SpecError("linspace", "", f"dtype must be floating or complex, got {dt.name}")
-    out = np.linspace(start, stop, num, endpoint=endpoint,
-                      dtype=np.complex128 if dt.kind == "complex" else np.float64)
+    out = np.linspace(
+        start,
+        stop,
+        num,
+        endpoint=endpoint,
+        dtype=np.complex128 if dt.kind == "complex" else np.float64,
+    )
     return tensor(out, dt)
 
 
@@ -202,14 +237,11 @@ def meshgrid(*arrays, indexing="xy"):
 
 
 def ones(shape, *, dtype=None, device=None):
-    as_device(device, "ones")
-    return _full(_shape(shape, "ones"), 1, _dt(dtype, "ones", D.default_float), "ones")
+    return _full_new(shape, 1, dtype, device, "ones")
 
 
 def ones_like(x, /, *, dtype=None, device=None):
-    x = _array(x, "ones_like")
-    as_device(device, "ones_like")
-    return _full(x.shape, 1, _dt(dtype, "ones_like", x._dtype), "ones_like")
+    return _full_like(x, 1, dtype, device, "ones_like")
 
 
 def _triangle(x, k, op, lower):
@@ -231,16 +263,64 @@ def triu(x, /, *, k=0):
 
 
 def zeros(shape, *, dtype=None, device=None):
-    as_device(device, "zeros")
-    return _full(_shape(shape, "zeros"), 0, _dt(dtype, "zeros", D.default_float), "zeros")
+    return _full_new(shape, 0, dtype, device, "zeros")
 
 
 def zeros_like(x, /, *, dtype=None, device=None):
-    x = _array(x, "zeros_like")
-    as_device(device, "zeros_like")
-    return _full(x.shape, 0, _dt(dtype, "zeros_like", x._dtype), "zeros_like")
+    return _full_like(x, 0, dtype, device, "zeros_like")
 
 
-__all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full",
-           "full_like", "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros",
-           "zeros_like"]
+def _placed(fn):
+    """``fn`` with its result on ``device=`` (default: the ``*_like`` operand's device,
+    else :func:`xops.default_device`'s): an explicit copy when it was made elsewhere."""
+    like = fn.__name__.endswith("_like")
+
+    @functools.wraps(fn)
+    def placed(*args, device=None, **kwargs):
+        out = fn(*args, device=device, **kwargs)
+        if device is not None:
+            d = as_device(device, fn.__name__)
+        elif like and isinstance(args[0], Tensor):
+            d = args[0].device
+        else:
+            d = get_default_device()
+        return out if out.device == d else move(out, d, fn.__name__)
+
+    return placed
+
+
+for _name in (
+    "arange",
+    "asarray",
+    "empty",
+    "empty_like",
+    "eye",
+    "full",
+    "full_like",
+    "linspace",
+    "ones",
+    "ones_like",
+    "zeros",
+    "zeros_like",
+):
+    globals()[_name] = _placed(globals()[_name])
+del _name
+
+__all__ = [
+    "arange",
+    "asarray",
+    "empty",
+    "empty_like",
+    "eye",
+    "from_dlpack",
+    "full",
+    "full_like",
+    "linspace",
+    "meshgrid",
+    "ones",
+    "ones_like",
+    "tril",
+    "triu",
+    "zeros",
+    "zeros_like",
+]

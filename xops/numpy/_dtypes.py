@@ -18,6 +18,7 @@ xo.float32``). Promotion (used by every xnp function and every Tensor operator; 
 bf16, the f8/f6/f4 types, i2/i4/u2/u4 and quantized types promote only with themselves:
 mixing them is an error that names ``xo.convert``.
 """
+
 import builtins
 import math
 
@@ -34,10 +35,21 @@ uint8, uint16, uint32, uint64 = _D.uint8, _D.uint16, _D.uint32, _D.uint64
 float16, float32, float64 = _D.float16, _D.float32, _D.float64
 complex64, complex128 = _D.complex64, _D.complex128
 
-DTYPES = {"bool": bool, "int8": int8, "int16": int16, "int32": int32, "int64": int64,
-          "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
-          "float32": float32, "float64": float64, "complex64": complex64,
-          "complex128": complex128}
+DTYPES = {
+    "bool": bool,
+    "int8": int8,
+    "int16": int16,
+    "int32": int32,
+    "int64": int64,
+    "uint8": uint8,
+    "uint16": uint16,
+    "uint32": uint32,
+    "uint64": uint64,
+    "float32": float32,
+    "float64": float64,
+    "complex64": complex64,
+    "complex128": complex128,
+}
 _PROMOTABLE = frozenset(list(DTYPES.values()) + [float16])
 
 default_float = float32
@@ -46,8 +58,13 @@ default_complex = complex64
 default_index = int64
 
 _SIGNED = {8: int8, 16: int16, 32: int32, 64: int64}
-_COMPLEX_OF = {float16: complex64, float32: complex64, float64: complex128,
-               complex64: complex64, complex128: complex128}
+_COMPLEX_OF = {
+    float16: complex64,
+    float32: complex64,
+    float64: complex128,
+    complex64: complex64,
+    complex128: complex128,
+}
 _REAL_OF = {complex64: float32, complex128: float64}
 _CACHE = {}
 
@@ -78,11 +95,15 @@ def promote_types(a, b, op="promote"):
 
 def _promote(a, b, op):
     if a not in _PROMOTABLE or b not in _PROMOTABLE:
-        raise SpecError(op, "", f"element types {a.name} and {b.name} do not promote: "
-                                f"bf16, f8/f6/f4, i2/i4/ui2/ui4 and quantized types mix only "
-                                f"with themselves; convert one with xo.convert(x, "
-                                f"{(a if b in _PROMOTABLE else b).name!r}) or "
-                                f"x.astype(...)")
+        raise SpecError(
+            op,
+            "",
+            f"element types {a.name} and {b.name} do not promote: "
+            f"bf16, f8/f6/f4, i2/i4/ui2/ui4 and quantized types mix only "
+            f"with themselves; convert one with xo.convert(x, "
+            f"{(a if b in _PROMOTABLE else b).name!r}) or "
+            f"x.astype(...)",
+        )
     ka, kb = a.kind, b.kind
     if ka == "bool":
         return b
@@ -118,12 +139,14 @@ def scalar_dtype(dt, x, op="promote"):
             return dt
         if k == "float":
             if dt not in _COMPLEX_OF:
-                raise SpecError(op, "", f"a Python complex cannot meet a {dt.name} array; "
-                                        f"convert with xo.convert")
+                raise SpecError(
+                    op,
+                    "",
+                    f"a Python complex cannot meet a {dt.name} array; convert with xo.convert",
+                )
             return _COMPLEX_OF[dt]
         return default_complex
     raise SpecError(op, "", f"operands must be arrays or Python scalars, got {t.__name__}")
-
 
 
 def result_type(*arrays_and_dtypes):
@@ -139,8 +162,11 @@ def result_type(*arrays_and_dtypes):
         else:
             dts.append(as_dtype(x, "result_type"))
     if not dts:
-        raise SpecError("result_type", "", "needs at least one array or dtype "
-                                           "(Python scalars alone have no type)")
+        raise SpecError(
+            "result_type",
+            "",
+            "needs at least one array or dtype (Python scalars alone have no type)",
+        )
     out = dts[0]
     for d in dts[1:]:
         out = promote_types(out, d, "result_type")
@@ -174,8 +200,11 @@ class finfo_object:
 
     def __init__(self, dt):
         real = _REAL_OF.get(dt, dt)
-        fi = ml_dtypes.finfo(real.np) if real.is_narrow and real.np != np.float16 \
+        fi = (
+            ml_dtypes.finfo(real.np)
+            if real.is_narrow and real.np != np.float16
             else np.finfo(real.np)
+        )
         self.bits = real.bits
         self.eps = float(fi.eps)
         self.max = float(fi.max)
@@ -184,8 +213,10 @@ class finfo_object:
         self.dtype = real
 
     def __repr__(self):
-        return (f"finfo(bits={self.bits}, eps={self.eps}, max={self.max}, min={self.min}, "
-                f"smallest_normal={self.smallest_normal}, dtype={self.dtype.name})")
+        return (
+            f"finfo(bits={self.bits}, eps={self.eps}, max={self.max}, min={self.min}, "
+            f"smallest_normal={self.smallest_normal}, dtype={self.dtype.name})"
+        )
 
 
 class iinfo_object:
@@ -216,9 +247,15 @@ def iinfo(type, /):
     return iinfo_object(dt)
 
 
-_KINDS = {"bool": ("bool",), "signed integer": ("si",), "unsigned integer": ("ui",),
-          "integral": ("si", "ui"), "real floating": ("float",),
-          "complex floating": ("complex",), "numeric": ("si", "ui", "float", "complex")}
+_KINDS = {
+    "bool": ("bool",),
+    "signed integer": ("si",),
+    "unsigned integer": ("ui",),
+    "integral": ("si", "ui"),
+    "real floating": ("float",),
+    "complex floating": ("complex",),
+    "numeric": ("si", "ui", "float", "complex"),
+}
 
 
 def isdtype(dtype, kind):
@@ -228,8 +265,9 @@ def isdtype(dtype, kind):
         return any(isdtype(dt, k) for k in kind)
     if isinstance(kind, str):
         if kind not in _KINDS:
-            raise SpecError("isdtype", "", f"kind must be a dtype or one of {list(_KINDS)}, "
-                                           f"got {kind!r}")
+            raise SpecError(
+                "isdtype", "", f"kind must be a dtype or one of {list(_KINDS)}, got {kind!r}"
+            )
         return dt.kind in _KINDS[kind]
     return dt is as_dtype(kind, "isdtype")
 

@@ -7,6 +7,7 @@ special cases (asin, cosh, hypot, logaddexp, floor division, ...) — computed w
 NumPy inside a tape primitive whose gradient rule is written with xops ops (so second
 derivatives work).
 """
+
 import numpy as np
 
 from ..autodiff.tape import primitive
@@ -24,14 +25,20 @@ _INEXACT = (_F, _C)
 _REAL = (_SI, _UI, _F)
 _INT_BOOL = (_B, _SI, _UI)
 
-_WORDS = {_B: "boolean", _SI: "signed integer", _UI: "unsigned integer", _F: "real floating",
-          _C: "complex floating"}
+_WORDS = {
+    _B: "boolean",
+    _SI: "signed integer",
+    _UI: "unsigned integer",
+    _F: "real floating",
+    _C: "complex floating",
+}
 
 
 def _need(op, t, kinds):
     if t._dtype.kind not in kinds:
-        raise SpecError(op, "", f"needs a {' or '.join(_WORDS[k] for k in kinds)} array, "
-                                f"got {tstr(t)}")
+        raise SpecError(
+            op, "", f"needs a {' or '.join(_WORDS[k] for k in kinds)} array, got {tstr(t)}"
+        )
     return t
 
 
@@ -64,15 +71,40 @@ def _inexact(x, op, kinds=_NUM):
     return x if x._dtype.kind in _INEXACT else to(x, D.default_float)
 
 
+def _math(name, fn):
+    """The standard's one-argument math function ``name``: ``fn`` of the operand, whose
+    integers and bools are first converted to the default float."""
+
+    def f(x, /):
+        return fn(_inexact(x, name))
+
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+def _rounding(name, fn):
+    """The standard's rounding function ``name`` (real operands): ``fn`` for floats;
+    integers are returned as they are."""
+
+    def f(x, /):
+        x = _one(x, name, _REAL)
+        return fn(x) if x._dtype.kind == _F else x
+
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
 # ---------------------------------------------------------------------------------------
 # NumPy-computed primitives (accuracy and IEEE special cases), xops gradient rules
 # ---------------------------------------------------------------------------------------
+
 
 def _np_unary(name, fn):
     @primitive(name)
     def op(x):
         with np.errstate(all="ignore"):
             return result(fn(compute(x)), x._dtype)
+
     op.__name__ = name
     return op
 
@@ -82,6 +114,7 @@ def _np_binary(name, fn):
     def op(x1, x2):
         with np.errstate(all="ignore"):
             return result(fn(compute(x1), compute(x2)), x1._dtype)
+
     op.__name__ = name
     return op
 
@@ -95,8 +128,9 @@ _atan.defvjp(lambda g, out, x: E.divide(g, E.add(1.0, E.multiply(x, x))))
 _asinh = _np_unary("asinh", np.arcsinh)
 _asinh.defvjp(lambda g, out, x: E.multiply(g, E.rsqrt(E.add(E.multiply(x, x), 1.0))))
 _acosh = _np_unary("acosh", np.arccosh)
-_acosh.defvjp(lambda g, out, x: E.divide(g, E.multiply(E.sqrt(E.subtract(x, 1.0)),
-                                                       E.sqrt(E.add(x, 1.0)))))
+_acosh.defvjp(
+    lambda g, out, x: E.divide(g, E.multiply(E.sqrt(E.subtract(x, 1.0)), E.sqrt(E.add(x, 1.0))))
+)
 _atanh = _np_unary("atanh", np.arctanh)
 _atanh.defvjp(lambda g, out, x: E.divide(g, E.subtract(1.0, E.multiply(x, x))))
 _sinh = _np_unary("sinh", np.sinh)
@@ -165,6 +199,16 @@ _nextafter = _np_binary("nextafter", np.nextafter)
 _nextafter.defvjp(lambda g, out, x1, x2: (E.multiply(g, 0.0), E.multiply(g, 0.0)))
 
 
+def _floor_op(x1, x2, op, float_fn, int_ufunc):
+    """``//`` or ``%`` of real operands: the float primitive ``float_fn`` for floats,
+    NumPy's ``int_ufunc`` (its integer results, division by zero included) otherwise."""
+    a, b = _two(x1, x2, op, _REAL)
+    if a._dtype.kind == _F:
+        return float_fn(a, b)
+    with np.errstate(all="ignore"):
+        return from_numpy(int_ufunc(compute(a), compute(b)), a._dtype)
+
+
 def _signbit_t(t):
     return from_numpy(np.signbit(compute(t)), D.bool)
 
@@ -180,44 +224,37 @@ def _host(fn, t, out_dt=None):
 # The standard's element-wise functions
 # ---------------------------------------------------------------------------------------
 
+
 def abs(x, /):
     x = _one(x, "abs")
     return x if x._dtype.kind == _UI else E.abs(x)
 
 
-def acos(x, /):
-    return _acos(_inexact(x, "acos"))
-
-
-def acosh(x, /):
-    return _acosh(_inexact(x, "acosh"))
+acos = _math("acos", _acos)
+acosh = _math("acosh", _acosh)
 
 
 def add(x1, x2, /):
-    if type(x1) is Tensor and type(x2) is Tensor and x1._dtype is x2._dtype \
-            and x1._value.shape == x2._value.shape:
+    if (
+        type(x1) is Tensor
+        and type(x2) is Tensor
+        and x1._dtype is x2._dtype
+        and x1._value.shape == x2._value.shape
+    ):
         return E.add(x1, x2)
     return E.add(*_two(x1, x2, "add"))
 
 
-def asin(x, /):
-    return _asin(_inexact(x, "asin"))
-
-
-def asinh(x, /):
-    return _asinh(_inexact(x, "asinh"))
-
-
-def atan(x, /):
-    return _atan(_inexact(x, "atan"))
+asin = _math("asin", _asin)
+asinh = _math("asinh", _asinh)
+atan = _math("atan", _atan)
 
 
 def atan2(x1, x2, /):
     return E.atan2(*_two_float(x1, x2, "atan2"))
 
 
-def atanh(x, /):
-    return _atanh(_inexact(x, "atanh"))
+atanh = _math("atanh", _atanh)
 
 
 def bitwise_and(x1, x2, /):
@@ -246,9 +283,7 @@ def bitwise_xor(x1, x2, /):
     return E.xor(*_two(x1, x2, "bitwise_xor", _INT_BOOL))
 
 
-def ceil(x, /):
-    x = _one(x, "ceil", _REAL)
-    return E.ceil(x) if x._dtype.kind == _F else x
+ceil = _rounding("ceil", E.ceil)
 
 
 def clip(x, /, min=None, max=None):
@@ -282,12 +317,8 @@ def copysign(x1, x2, /):
     return _copysign(*_two_float(x1, x2, "copysign"))
 
 
-def cos(x, /):
-    return E.cosine(_inexact(x, "cos"))
-
-
-def cosh(x, /):
-    return _cosh(_inexact(x, "cosh"))
+cos = _math("cos", E.cosine)
+cosh = _math("cosh", _cosh)
 
 
 def divide(x1, x2, /):
@@ -302,26 +333,16 @@ def equal(x1, x2, /):
     return E.compare(*binary(x1, x2, "equal"), "EQ")
 
 
-def exp(x, /):
-    return E.exponential(_inexact(x, "exp"))
+exp = _math("exp", E.exponential)
+expm1 = _math("expm1", E.exponential_minus_one)
 
 
-def expm1(x, /):
-    return E.exponential_minus_one(_inexact(x, "expm1"))
-
-
-def floor(x, /):
-    x = _one(x, "floor", _REAL)
-    return E.floor(x) if x._dtype.kind == _F else x
+floor = _rounding("floor", E.floor)
 
 
 def floor_divide(x1, x2, /):
     """Floor division (``//``): rounds toward -inf, as Python and NumPy."""
-    a, b = _two(x1, x2, "floor_divide", _REAL)
-    if a._dtype.kind == _F:
-        return _float_floordiv(a, b)
-    with np.errstate(all="ignore"):
-        return from_numpy(np.floor_divide(compute(a), compute(b)), a._dtype)
+    return _floor_op(x1, x2, "floor_divide", _float_floordiv, np.floor_divide)
 
 
 def greater(x1, x2, /):
@@ -367,20 +388,10 @@ def less_equal(x1, x2, /):
     return E.compare(*_two(x1, x2, "less_equal", _REAL + (_B,)), "LE")
 
 
-def log(x, /):
-    return E.log(_inexact(x, "log"))
-
-
-def log1p(x, /):
-    return E.log_plus_one(_inexact(x, "log1p"))
-
-
-def log2(x, /):
-    return _log2(_inexact(x, "log2"))
-
-
-def log10(x, /):
-    return _log10(_inexact(x, "log10"))
+log = _math("log", E.log)
+log1p = _math("log1p", E.log_plus_one)
+log2 = _math("log2", _log2)
+log10 = _math("log10", _log10)
 
 
 def logaddexp(x1, x2, /):
@@ -418,8 +429,12 @@ def minimum(x1, x2, /):
 
 
 def multiply(x1, x2, /):
-    if type(x1) is Tensor and type(x2) is Tensor and x1._dtype is x2._dtype \
-            and x1._value.shape == x2._value.shape:
+    if (
+        type(x1) is Tensor
+        and type(x2) is Tensor
+        and x1._dtype is x2._dtype
+        and x1._value.shape == x2._value.shape
+    ):
         return E.multiply(x1, x2)
     return E.multiply(*_two(x1, x2, "multiply", _NUM + (_B,)))
 
@@ -444,8 +459,12 @@ def positive(x, /):
 def pow(x1, x2, /):
     a, b = _two(x1, x2, "pow")
     if a._dtype.kind in _INT and np.any(compute(b) < 0):
-        raise SpecError("pow", "", f"integers to negative integer powers are not allowed "
-                                   f"(as NumPy), got exponents {tstr(b)} < 0")
+        raise SpecError(
+            "pow",
+            "",
+            f"integers to negative integer powers are not allowed "
+            f"(as NumPy), got exponents {tstr(b)} < 0",
+        )
     return E.power(a, b)
 
 
@@ -462,11 +481,7 @@ def reciprocal(x, /):
 
 def remainder(x1, x2, /):
     """``%``: the remainder of floor division, with the divisor's sign (Python, NumPy)."""
-    a, b = _two(x1, x2, "remainder", _REAL)
-    if a._dtype.kind == _F:
-        return _float_mod(a, b)
-    with np.errstate(all="ignore"):
-        return from_numpy(np.remainder(compute(a), compute(b)), a._dtype)
+    return _floor_op(x1, x2, "remainder", _float_mod, np.remainder)
 
 
 def round(x, /):
@@ -493,12 +508,8 @@ def signbit(x, /):
     return _signbit_t(_one(x, "signbit", (_F,)))
 
 
-def sin(x, /):
-    return E.sine(_inexact(x, "sin"))
-
-
-def sinh(x, /):
-    return _sinh(_inexact(x, "sinh"))
+sin = _math("sin", E.sine)
+sinh = _math("sinh", _sinh)
 
 
 def square(x, /):
@@ -506,28 +517,25 @@ def square(x, /):
     return E.multiply(x, x)
 
 
-def sqrt(x, /):
-    return E.sqrt(_inexact(x, "sqrt"))
+sqrt = _math("sqrt", E.sqrt)
 
 
 def subtract(x1, x2, /):
-    if type(x1) is Tensor and type(x2) is Tensor and x1._dtype is x2._dtype \
-            and x1._value.shape == x2._value.shape:
+    if (
+        type(x1) is Tensor
+        and type(x2) is Tensor
+        and x1._dtype is x2._dtype
+        and x1._value.shape == x2._value.shape
+    ):
         return E.subtract(x1, x2)
     return E.subtract(*_two(x1, x2, "subtract"))
 
 
-def tan(x, /):
-    return E.tan(_inexact(x, "tan"))
+tan = _math("tan", E.tan)
+tanh = _math("tanh", E.tanh)
 
 
-def tanh(x, /):
-    return E.tanh(_inexact(x, "tanh"))
-
-
-def trunc(x, /):
-    x = _one(x, "trunc", _REAL)
-    return _trunc(x) if x._dtype.kind == _F else x
+trunc = _rounding("trunc", _trunc)
 
 
 __all__ = [

@@ -1,7 +1,8 @@
 """``astype``, the inspection namespace, and the extras beyond the standard (``einsum``)."""
+
 import numpy as np
 
-from ..device import as_device, cpu
+from ..device import as_device, cpu, cuda_available, get_default_device
 from ..errors import SpecError
 from ..ops import linalg as L
 from ..ops import movement as M
@@ -17,7 +18,8 @@ def astype(x, dtype, /, *, copy=True, device=None):
     """``x`` converted to ``dtype`` (xo.convert: float -> int truncates toward zero and
     saturates; complex -> real drops the imaginary part)."""
     x = array(x, "astype")
-    as_device(device, "astype")
+    if device is not None and as_device(device, "astype") != x.device:
+        x = x.to_device(device)
     dt = D.as_dtype(dtype, "astype")
     if dt is x._dtype:
         return _wrap(x._value, x._dtype) if copy and not x.requires_grad else x
@@ -30,19 +32,22 @@ class _Info:
     __module__ = "xops.numpy"
 
     def capabilities(self):
-        return {"boolean indexing": True, "data-dependent shapes": True,
-                "max dimensions": None}
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": None}
 
     def default_device(self):
-        return cpu
+        return get_default_device()
 
     def default_dtypes(self, *, device=None):
         as_device(device, "default_dtypes")
-        return {"real floating": D.default_float, "complex floating": D.default_complex,
-                "integral": D.default_int, "indexing": D.default_index}
+        return {
+            "real floating": D.default_float,
+            "complex floating": D.default_complex,
+            "integral": D.default_int,
+            "indexing": D.default_index,
+        }
 
     def devices(self):
-        return [cpu]
+        return [cpu, as_device("cuda")] if cuda_available() else [cpu]
 
     def dtypes(self, *, device=None, kind=None):
         as_device(device, "dtypes")
@@ -58,6 +63,7 @@ def __array_namespace_info__():
 # ---------------------------------------------------------------------------------------
 # einsum on dot_general
 # ---------------------------------------------------------------------------------------
+
 
 def _parse(subscripts, n):
     s = subscripts.replace(" ", "")
@@ -118,6 +124,7 @@ def einsum(subscripts, /, *operands):
 
     def needed(k):
         return set(out).union(*[set(lab) for _, lab in rest[k:]])
+
     for k, (t, lab) in enumerate(rest):
         keep = needed(k + 1)
         cur, clab = _sum_labels(cur, clab, set(clab) - keep - set(lab))
@@ -127,14 +134,24 @@ def einsum(subscripts, /, *operands):
         for c in batch + contract:
             if cur.shape[clab.index(c)] != t.shape[lab.index(c)]:
                 raise SpecError("einsum", "", f"label {c!r} has different sizes")
-        cur = L.dot_general(cur, t, [clab.index(c) for c in batch], [lab.index(c) for c in batch],
-                            [clab.index(c) for c in contract], [lab.index(c) for c in contract])
-        clab = "".join(batch) + "".join(c for c in clab if c not in batch + contract) + \
-            "".join(c for c in lab if c not in batch + contract)
+        cur = L.dot_general(
+            cur,
+            t,
+            [clab.index(c) for c in batch],
+            [lab.index(c) for c in batch],
+            [clab.index(c) for c in contract],
+            [lab.index(c) for c in contract],
+        )
+        clab = (
+            "".join(batch)
+            + "".join(c for c in clab if c not in batch + contract)
+            + "".join(c for c in lab if c not in batch + contract)
+        )
     cur, clab = _sum_labels(cur, clab, set(clab) - set(out))
     if set(out) - set(clab):
-        raise SpecError("einsum", "", f"output labels {sorted(set(out) - set(clab))} appear in "
-                                      f"no operand")
+        raise SpecError(
+            "einsum", "", f"output labels {sorted(set(out) - set(clab))} appear in no operand"
+        )
     perm = [clab.index(c) for c in out]
     return M.transpose(cur, perm) if perm != list(range(len(perm))) else cur
 
@@ -151,6 +168,7 @@ def isin(x1, x2, /, *, invert=False):
     """Whether each element of x1 is in x2 (standard 2025.12; no gradient)."""
     from ..ops._core import compute
     from ._base import from_numpy
+
     a, b = array(x1, "isin"), array(x2, "isin")
     dt = D.promote_types(a._dtype, b._dtype, "isin")
     a, b = to(a, dt), to(b, dt)

@@ -2,6 +2,7 @@
 transpose, concatenation, repetition, ``take``/``take_along_axis`` — all spec data
 movement ops (reshape, transpose, broadcast_in_dim, concatenate, reverse, slice,
 gather), so every one is differentiable."""
+
 import numpy as np
 
 from ..errors import SpecError
@@ -9,16 +10,8 @@ from ..ops import indexing as I
 from ..ops import movement as M
 from ..ops._core import tstr
 from ..tensor import Tensor, tensor
-from . import _dtypes as D
-from ._base import array, axes, axis1, broadcast_shapes, to
+from ._base import _promote_all, array, axes, axis1, broadcast_shapes, stack, to  # noqa: F401
 from ._base import broadcast_to as _bcast
-
-
-def _promote_all(ts, op):
-    dt = ts[0]._dtype
-    for t in ts[1:]:
-        dt = D.promote_types(dt, t._dtype, op)
-    return [to(t, dt) for t in ts]
 
 
 def broadcast_arrays(*arrays):
@@ -36,8 +29,9 @@ def broadcast_to(x, /, shape):
         if np.broadcast_shapes(x.shape, shape) != shape:
             raise ValueError
     except ValueError:
-        raise SpecError("broadcast_to", "", f"{tstr(x)} does not broadcast to shape "
-                                            f"{shape}") from None
+        raise SpecError(
+            "broadcast_to", "", f"{tstr(x)} does not broadcast to shape {shape}"
+        ) from None
     return _bcast(x, shape)
 
 
@@ -75,8 +69,9 @@ def moveaxis(x, source, destination, /):
     src = source if isinstance(source, tuple) else (source,)
     dst = destination if isinstance(destination, tuple) else (destination,)
     if len(src) != len(dst):
-        raise SpecError("moveaxis", "", f"source {source} and destination {destination} "
-                                        f"must have as many axes")
+        raise SpecError(
+            "moveaxis", "", f"source {source} and destination {destination} must have as many axes"
+        )
     src = [axis1("moveaxis", s, x.ndim) for s in src]
     dst = [axis1("moveaxis", d, x.ndim) for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
@@ -91,8 +86,11 @@ def permute_dims(x, /, axes):
     x = array(x, "permute_dims")
     perm = [int(a) % x.ndim if x.ndim else int(a) for a in axes]
     if sorted(perm) != list(range(x.ndim)):
-        raise SpecError("permute_dims", "", f"axes must be a permutation of "
-                                            f"{list(range(x.ndim))}, got {tuple(axes)}")
+        raise SpecError(
+            "permute_dims",
+            "",
+            f"axes must be a permutation of {list(range(x.ndim))}, got {tuple(axes)}",
+        )
     return x if perm == list(range(x.ndim)) else M.transpose(x, perm)
 
 
@@ -147,8 +145,9 @@ def _index_values(op, indices, n):
             raise SpecError(op, "", f"indices must be integers, got {v.dtype}")
         v = v.astype(np.int64)
     if v.size and (v.min() < -n or v.max() >= n):
-        raise SpecError(op, "", f"indices must be in [-{n}, {n}), got values in "
-                                f"[{v.min()}, {v.max()}]")
+        raise SpecError(
+            op, "", f"indices must be in [-{n}, {n}), got values in [{v.min()}, {v.max()}]"
+        )
     return np.where(v < 0, v + n, v)
 
 
@@ -156,16 +155,22 @@ def _take(x, idx, ax):
     """Gather ``x`` along axis ``ax`` at the host int64 indices ``idx`` (any shape)."""
     flat = idx.reshape(-1)
     r = x.ndim
-    out_shape = x.shape[:ax] + idx.shape + x.shape[ax + 1:]
+    out_shape = x.shape[:ax] + idx.shape + x.shape[ax + 1 :]
     if flat.size == 0:  # nothing to gather: an empty slice keeps the graph
         limit = list(x.shape)
         limit[ax] = 0
         return M.reshape(M.slice(x, [0] * r, limit), out_shape)
     sizes = list(x.shape)
     sizes[ax] = 1
-    out = I.gather(x, tensor(flat.reshape(-1, 1)),
-                   offset_dims=[d for d in range(r) if d != ax], collapsed_slice_dims=[ax],
-                   start_index_map=[ax], index_vector_dim=1, slice_sizes=sizes)
+    out = I.gather(
+        x,
+        tensor(flat.reshape(-1, 1)),
+        offset_dims=[d for d in range(r) if d != ax],
+        collapsed_slice_dims=[ax],
+        start_index_map=[ax],
+        index_vector_dim=1,
+        slice_sizes=sizes,
+    )
     return out if idx.ndim == 1 else M.reshape(out, out_shape)
 
 
@@ -174,11 +179,16 @@ def take_along_axis(x, indices, /, *, axis=-1):
     ax = axis1("take_along_axis", axis, x.ndim)
     ind = np.asarray(indices._value if isinstance(indices, Tensor) else indices)
     if ind.ndim != x.ndim:
-        raise SpecError("take_along_axis", "", f"indices must have x's rank {x.ndim}, "
-                                               f"got {ind.ndim}")
+        raise SpecError(
+            "take_along_axis", "", f"indices must have x's rank {x.ndim}, got {ind.ndim}"
+        )
     idx = _index_values("take_along_axis", ind, x.shape[ax])
-    shape = list(np.broadcast_shapes(tuple(s if d != ax else 1 for d, s in enumerate(x.shape)),
-                                     tuple(s if d != ax else 1 for d, s in enumerate(idx.shape))))
+    shape = list(
+        np.broadcast_shapes(
+            tuple(s if d != ax else 1 for d, s in enumerate(x.shape)),
+            tuple(s if d != ax else 1 for d, s in enumerate(idx.shape)),
+        )
+    )
     xs = list(shape)
     xs[ax] = x.shape[ax]
     ishape = list(shape)
@@ -234,20 +244,10 @@ def squeeze(x, /, axis):
     x = array(x, "squeeze")
     dims = axes("squeeze", axis, x.ndim)
     if any(x.shape[d] != 1 for d in dims):
-        raise SpecError("squeeze", "", f"can only squeeze axes of size 1, got axis {axis} of "
-                                       f"{tstr(x)}")
+        raise SpecError(
+            "squeeze", "", f"can only squeeze axes of size 1, got axis {axis} of {tstr(x)}"
+        )
     return M.reshape(x, tuple(s for d, s in enumerate(x.shape) if d not in dims))
-
-
-def stack(arrays, /, *, axis=0):
-    ts = _promote_all([array(a, "stack") for a in arrays], "stack")
-    if any(t.shape != ts[0].shape for t in ts):
-        raise SpecError("stack", "", f"arrays must have one shape, got "
-                                     f"{', '.join(tstr(t) for t in ts)}")
-    ax = axis1("stack", axis, ts[0].ndim + 1)
-    shape = ts[0].shape[:ax] + (1,) + ts[0].shape[ax:]
-    parts = [M.reshape(t, shape) for t in ts]
-    return M.concatenate(parts, ax) if len(parts) > 1 else parts[0]
 
 
 def tile(x, repetitions, /):
@@ -268,7 +268,7 @@ def tile(x, repetitions, /):
 def unstack(x, /, *, axis=0):
     x = array(x, "unstack")
     ax = axis1("unstack", axis, x.ndim)
-    shape = x.shape[:ax] + x.shape[ax + 1:]
+    shape = x.shape[:ax] + x.shape[ax + 1 :]
     out = []
     for i in range(x.shape[ax]):
         start = [0] * x.ndim

@@ -6,6 +6,7 @@ Values that carry gradients come from spec ops: sums, products, extrema through
 the host. Index and boolean results (argmax, argsort, nonzero, searchsorted, any/all,
 the indices and counts of ``unique_*``) are computed with NumPy: they have no gradient.
 """
+
 import builtins
 from collections import namedtuple
 
@@ -16,26 +17,20 @@ from ..errors import SpecError
 from ..ops import elementwise as E
 from ..ops import movement as M
 from ..ops import reduction as R
+from ..ops import windows as W
 from ..ops._core import compute, result, tstr
 from ..tensor import Tensor
 from . import _dtypes as D
-from ._base import (
-    array,
-    axes,
-    axis1,
-    binary,
-    broadcast_shapes,
-    broadcast_to,
-    from_numpy,
-    to,
-)
+from ._base import array, axes, axis1, binary, broadcast_shapes, broadcast_to, from_numpy, to
 from ._manipulation import _take, concat, take_along_axis
 
 _INITS = {}  # (dtype, which) -> cached 0-d init tensor (tensors are immutable)
 
 
-def _init(dt, which):
-    key = (dt, which)
+def _init(dt, which, like=None):
+    """The 0-d init value of reduction ``which`` in ``dt``, on ``like``'s device."""
+    device = None if like is None or type(like._value) is np.ndarray else like.device
+    key = (dt, which, device)
     t = _INITS.get(key)
     if t is None:
         if which == "sum":
@@ -47,6 +42,8 @@ def _init(dt, which):
         else:
             v = np.array(np.inf if dt.kind == "float" else dt.max, dt.compute)
         t = result(v, dt)
+        if device is not None:  # (a constant placed once per device)
+            t = t.to_device(device)
         _INITS[key] = t
     return t
 
@@ -82,7 +79,7 @@ def _fold(op, body, x, axis, dtype, keepdims):
     dims = axes(op, axis, x.ndim)
     if not dims:
         return x
-    return _keep(R.reduce(x, _init(dt, op), list(dims), body), x, dims, keepdims)
+    return _keep(R.reduce(x, _init(dt, op, x), list(dims), body), x, dims, keepdims)
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
@@ -94,7 +91,7 @@ _ALL_DIMS = [list(range(n)) for n in range(33)]
 
 def sum_all(x):
     """``x.sum()`` of a float tensor: one reduce call (the method's fast path)."""
-    return R.reduce(x, _init(x._dtype, "sum"), _ALL_DIMS[x._value.ndim], E.add)
+    return R.reduce(x, _init(x._dtype, "sum", x), _ALL_DIMS[x._value.ndim], E.add)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
@@ -105,15 +102,16 @@ def _extreme(x, axis, keepdims, which):
     x = _numeric(x, which, ("si", "ui", "float", "bool"))
     dims = axes(which, axis, x.ndim)
     if 0 in [x.shape[d] for d in dims]:
-        raise SpecError(which, "", f"zero-size reduction over axis {axis} of {tstr(x)} "
-                                   f"has no identity")
+        raise SpecError(
+            which, "", f"zero-size reduction over axis {axis} of {tstr(x)} has no identity"
+        )
     if x._dtype.kind == "bool":
         fn = np.any if which == "max" else np.all
         return from_numpy(fn(x._value, axis=dims, keepdims=keepdims), D.bool)
     if not dims:
         return x
     body = E.maximum if which == "max" else E.minimum
-    return _keep(R.reduce(x, _init(x._dtype, which), list(dims), body), x, dims, keepdims)
+    return _keep(R.reduce(x, _init(x._dtype, which, x), list(dims), body), x, dims, keepdims)
 
 
 def max(x, /, *, axis=None, keepdims=False):
@@ -150,8 +148,11 @@ def var(x, /, *, axis=None, correction=0.0, keepdims=False):
     dims = axes("var", axis, x.ndim)
     m = mean(x, axis=dims, keepdims=True)
     d = E.subtract(x, broadcast_to(m, x.shape))
-    sq = E.multiply(d, d) if x._dtype.kind != "complex" else \
-        E.add(E.multiply(E.real(d), E.real(d)), E.multiply(E.imag(d), E.imag(d)))
+    sq = (
+        E.multiply(d, d)
+        if x._dtype.kind != "complex"
+        else E.add(E.multiply(E.real(d), E.real(d)), E.multiply(E.imag(d), E.imag(d)))
+    )
     s = sum(sq, axis=dims, keepdims=keepdims)
     denom = builtins.max(float(_count(x, dims) - correction), 0.0)  # <= 0: inf/nan, as NumPy
     return E.divide(s, denom)
@@ -161,10 +162,20 @@ def std(x, /, *, axis=None, correction=0.0, keepdims=False):
     return E.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
 
 
-@primitive("cumulative_sum")
-def _cumsum(x, axis):
-    with np.errstate(all="ignore"):
-        return result(np.cumsum(compute(x), axis=axis, dtype=x._dtype.compute), x._dtype)
+def _np_cumulative(name, fn):
+    """A tape primitive ``name(x, axis)`` computed by NumPy's ``fn`` (cumsum, cumprod) in
+    x's compute type (integers wrap)."""
+
+    @primitive(name)
+    def op(x, axis):
+        with np.errstate(all="ignore"):
+            return result(fn(compute(x), axis=axis, dtype=x._dtype.compute), x._dtype)
+
+    op.__name__ = name
+    return op
+
+
+_cumsum = _np_cumulative("cumulative_sum", np.cumsum)
 
 
 @_cumsum.defvjp
@@ -172,10 +183,7 @@ def _cumsum_vjp(g, out, x, axis):
     return (M.reverse(_cumsum(M.reverse(g, [axis]), axis), [axis]), None)
 
 
-@primitive("cumulative_prod")
-def _cumprod(x, axis):
-    with np.errstate(all="ignore"):
-        return result(np.cumprod(compute(x), axis=axis, dtype=x._dtype.compute), x._dtype)
+_cumprod = _np_cumulative("cumulative_prod", np.cumprod)
 
 
 @_cumprod.defvjp
@@ -194,7 +202,7 @@ def _cumprod_exact(x, ax, dt):
     pad[ax] = (n - 1, 0)
     win = [1] * x.ndim
     win[ax] = n
-    return R.reduce_window(x, _init(dt, "prod"), win, padding=pad, body=E.multiply)
+    return W.reduce_window(x, _init(dt, "prod"), win, padding=pad, body=E.multiply)
 
 
 def _cumulative(x, axis, dtype, include_initial, op):
@@ -213,8 +221,7 @@ def _cumulative(x, axis, dtype, include_initial, op):
         out = x
     elif op == "cumulative_sum":
         out = _cumsum(x, ax)
-    elif x.requires_grad and x._dtype.kind in ("float", "complex") and \
-            not np.all(compute(x)):
+    elif x.requires_grad and x._dtype.kind in ("float", "complex") and not np.all(compute(x)):
         out = _cumprod_exact(x, ax, dt)  # zeros: the exact (slower) differentiable form
     else:
         out = _cumprod(x, ax)
@@ -306,8 +313,9 @@ def where(condition, x1, x2, /):
     c = array(condition, "where")
     a, b = binary(x1, x2, "where")
     shape = broadcast_shapes("where", c, a, b)
-    return E.select(broadcast_to(to(c, D.bool), shape), broadcast_to(a, shape),
-                    broadcast_to(b, shape))
+    return E.select(
+        broadcast_to(to(c, D.bool), shape), broadcast_to(a, shape), broadcast_to(b, shape)
+    )
 
 
 def _argsort_host(v, axis, descending, stable):
@@ -349,14 +357,19 @@ UniqueInverseResult = namedtuple("UniqueInverseResult", "values inverse_indices"
 def _unique(x, op):
     x = array(x, op)
     flat = compute(x).reshape(-1)
-    _, index, inverse, counts = np.unique(flat, return_index=True, return_inverse=True,
-                                             return_counts=True, equal_nan=False)
+    _, index, inverse, counts = np.unique(
+        flat, return_index=True, return_inverse=True, return_counts=True, equal_nan=False
+    )
     if x._dtype.kind in ("float", "complex") and x.requires_grad and index.size:
         values = _take(M.reshape(x, (x.size,)), index.astype(np.int64), 0)
     else:
         values = from_numpy(x._value.reshape(-1)[index], x._dtype)
-    return (values, from_numpy(index, D.int64), from_numpy(inverse.reshape(x.shape), D.int64),
-            from_numpy(counts, D.int64))
+    return (
+        values,
+        from_numpy(index, D.int64),
+        from_numpy(inverse.reshape(x.shape), D.int64),
+        from_numpy(counts, D.int64),
+    )
 
 
 def unique_all(x, /):

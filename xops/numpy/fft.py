@@ -2,6 +2,7 @@
 ``fft`` op (FFT, IFFT, RFFT, IRFFT over the 1 to 3 trailing dims): the transformed axes
 are moved to the end, padded or trimmed to the requested lengths, transformed in groups
 of at most three and moved back, so every function is differentiable."""
+
 import numpy as np
 
 from ..errors import SpecError
@@ -19,8 +20,9 @@ _NORMS = ("backward", "ortho", "forward")
 def _complex(x, op):
     x = array(x, op)
     if x._dtype.kind != "complex":
-        x = to(x, D.complex_of(D.float_of(x._dtype)) if x._dtype.kind == "float"
-               else D.default_complex)
+        x = to(
+            x, D.complex_of(D.float_of(x._dtype)) if x._dtype.kind == "float" else D.default_complex
+        )
     return x
 
 
@@ -85,7 +87,7 @@ def _axes_lengths(x, s, axes, op, last_default=None):
 def _c2c(x, axes, lengths, kind):
     """FFT or IFFT over ``axes`` (to the given lengths), groups of three trailing dims."""
     for start in range(0, len(axes), 3):
-        ax, ln = axes[start:start + 3], lengths[start:start + 3]
+        ax, ln = axes[start : start + 3], lengths[start : start + 3]
         for a, n in zip(ax, ln):
             x = _resize(x, a, n)
         k = len(ax)
@@ -145,8 +147,9 @@ def rfft(x, /, *, n=None, axis=-1, norm="backward"):
 
 def irfft(x, /, *, n=None, axis=-1, norm="backward"):
     x = _complex(x, "irfft")
-    axes, s = _axes_lengths(x, None if n is None else [n], [axis], "irfft",
-                            last_default=lambda m: 2 * (m - 1))
+    axes, s = _axes_lengths(
+        x, None if n is None else [n], [axis], "irfft", last_default=lambda m: 2 * (m - 1)
+    )
     return _scale(_irfft_last(x, axes[0], s[0]), s[0], norm, True, "irfft")
 
 
@@ -173,8 +176,9 @@ def _conj(x):
 def hfft(x, /, *, n=None, axis=-1, norm="backward"):
     """The FFT of a Hermitian-symmetric signal given by its first half (real result)."""
     x = _complex(x, "hfft")
-    axes, s = _axes_lengths(x, None if n is None else [n], [axis], "hfft",
-                            last_default=lambda m: 2 * (m - 1))
+    axes, s = _axes_lengths(
+        x, None if n is None else [n], [axis], "hfft", last_default=lambda m: 2 * (m - 1)
+    )
     out = _irfft_last(_conj(x), axes[0], s[0])  # = conj-FFT / n
     inv = {"backward": "forward", "forward": "backward", "ortho": "ortho"}.get(norm, norm)
     return _scale(out, s[0], inv, True, "hfft")
@@ -190,6 +194,7 @@ def ihfft(x, /, *, n=None, axis=-1, norm="backward"):
 
 def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
     from ..device import as_device
+
     as_device(device, "fftfreq")
     dt = D.default_float if dtype is None else D.as_dtype(dtype, "fftfreq")
     return from_numpy(np.fft.fftfreq(n, d), dt)
@@ -197,6 +202,7 @@ def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
 
 def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
     from ..device import as_device
+
     as_device(device, "rfftfreq")
     dt = D.default_float if dtype is None else D.as_dtype(dtype, "rfftfreq")
     return from_numpy(np.fft.rfftfreq(n, d), dt)
@@ -204,8 +210,11 @@ def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
 
 def _shift(x, axes, op, sign):
     x = array(x, op)
-    axes = tuple(range(x.ndim)) if axes is None else \
-        ((axes,) if isinstance(axes, int) else tuple(axes))
+    axes = (
+        tuple(range(x.ndim))
+        if axes is None
+        else ((axes,) if isinstance(axes, int) else tuple(axes))
+    )
     shifts = tuple(sign * (x.shape[axis1(op, a, x.ndim)] // 2) for a in axes)
     return roll(x, shifts, axis=axes) if axes else x
 

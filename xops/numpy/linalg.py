@@ -8,6 +8,7 @@ xops ops (as JAX's): svd (reduced, real), eigh (real symmetric; the gradient is
 symmetrised), qr (reduced, m >= n, real), solve, inv, det, slogdet. ``svdvals``,
 ``eigvalsh``, ``pinv``, ``matrix_norm`` and ``matrix_rank`` differentiate through them.
 """
+
 from collections import namedtuple
 
 import numpy as np
@@ -22,15 +23,7 @@ from ..ops._core import compute, result, tstr
 from ..tensor import tensor
 from . import _dtypes as D
 from . import _reduction as R
-from ._base import (
-    array,
-    axes,
-    axis1,
-    binary,
-    broadcast_to,
-    from_numpy,
-    to,
-)
+from ._base import array, axes, axis1, binary, broadcast_to, from_numpy, to
 from ._manipulation import _take, matrix_transpose
 
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
@@ -65,8 +58,10 @@ def _diag_embed(v):
     """(..., k) -> (..., k, k) with v on the diagonal."""
     k = v.shape[-1]
     eye = tensor(np.eye(k), v._dtype)
-    return E.multiply(M.broadcast_in_dim(v, list(range(v.ndim)), v.shape + (k,)),
-                      broadcast_to(eye, v.shape + (k,)))
+    return E.multiply(
+        M.broadcast_in_dim(v, list(range(v.ndim)), v.shape + (k,)),
+        broadcast_to(eye, v.shape + (k,)),
+    )
 
 
 def _host(fn, *ts):
@@ -76,8 +71,10 @@ def _host(fn, *ts):
 
 # -- matrix products (also in the main namespace) ---------------------------------------
 
+
 def matmul(x1, x2, /):
     from ..ops.operators import matmul as _matmul
+
     a, b = array(x1, "matmul"), array(x2, "matmul")
     dt = D.promote_types(a._dtype, b._dtype, "matmul")
     return _matmul(to(a, dt), to(b, dt))
@@ -95,14 +92,16 @@ def tensordot(x1, x2, /, *, axes=2):
         ca = [axis1("tensordot", i, a.ndim) for i in axes[0]]
         cb = [axis1("tensordot", i, b.ndim) for i in axes[1]]
     if any(a.shape[i] != b.shape[j] for i, j in zip(ca, cb)) or len(ca) != len(cb):
-        raise SpecError("tensordot", "", f"contracted dims of {tstr(a)} {ca} and {tstr(b)} "
-                                         f"{cb} must match")
+        raise SpecError(
+            "tensordot", "", f"contracted dims of {tstr(a)} {ca} and {tstr(b)} {cb} must match"
+        )
     return L.dot_general(a, b, [], [], ca, cb)
 
 
 def vecdot(x1, x2, /, *, axis=-1):
     """sum(conj(x1) * x2) over ``axis`` (after broadcasting)."""
     from ._elementwise import conj
+
     a, b = binary(x1, x2, "vecdot")
     ax = axis1("vecdot", axis, a.ndim)
     return R.sum(E.multiply(conj(a), b), axis=ax)
@@ -114,8 +113,9 @@ def outer(x1, x2, /):
         raise SpecError("outer", "", f"needs 1-D arrays, got {tstr(a)} and {tstr(b)}")
     dt = D.promote_types(a._dtype, b._dtype, "outer")
     shape = (a.shape[0], b.shape[0])
-    return E.multiply(M.broadcast_in_dim(to(a, dt), [0], shape),
-                      M.broadcast_in_dim(to(b, dt), [1], shape))
+    return E.multiply(
+        M.broadcast_in_dim(to(a, dt), [0], shape), M.broadcast_in_dim(to(b, dt), [1], shape)
+    )
 
 
 def cross(x1, x2, /, *, axis=-1):
@@ -126,11 +126,14 @@ def cross(x1, x2, /, *, axis=-1):
 
     def comp(t, i):
         return _take(t, np.array([i]), ax)
+
     a0, a1, a2 = (comp(a, i) for i in range(3))
     b0, b1, b2 = (comp(b, i) for i in range(3))
-    parts = [E.subtract(E.multiply(a1, b2), E.multiply(a2, b1)),
-             E.subtract(E.multiply(a2, b0), E.multiply(a0, b2)),
-             E.subtract(E.multiply(a0, b1), E.multiply(a1, b0))]
+    parts = [
+        E.subtract(E.multiply(a1, b2), E.multiply(a2, b1)),
+        E.subtract(E.multiply(a2, b0), E.multiply(a0, b2)),
+        E.subtract(E.multiply(a0, b1), E.multiply(a1, b0)),
+    ]
     return M.concatenate(parts, ax)
 
 
@@ -139,8 +142,11 @@ def diagonal(x, /, *, offset=0):
     if x.ndim < 2:
         raise SpecError("diagonal", "", f"needs rank >= 2, got {tstr(x)}")
     n, m = x.shape[-2:]
-    i = np.arange(max(0, -offset), min(n, m - offset)) if min(n, m - offset) > max(0, -offset) \
+    i = (
+        np.arange(max(0, -offset), min(n, m - offset))
+        if min(n, m - offset) > max(0, -offset)
         else np.arange(0)
+    )
     lin = i * m + i + offset
     flat = M.reshape(x, x.shape[:-2] + (n * m,))
     return _take(flat, lin.astype(np.int64), x.ndim - 2)
@@ -151,6 +157,7 @@ def trace(x, /, *, offset=0, dtype=None):
 
 
 # -- factorisations ---------------------------------------------------------------------
+
 
 def cholesky(x, /, *, upper=False):
     x = _float_matrix(x, "cholesky", square=True)
@@ -229,8 +236,9 @@ def solve(x1, x2, /):
     try:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
-        raise SpecError("solve", "", f"batch dims of {tstr(a)} and {tstr(b)} do not broadcast") \
-            from None
+        raise SpecError(
+            "solve", "", f"batch dims of {tstr(a)} and {tstr(b)} do not broadcast"
+        ) from None
     a, b = broadcast_to(a, batch + a.shape[-2:]), broadcast_to(b, batch + b.shape[-2:])
     out = _solve(a, b)
     return M.reshape(out, out.shape[:-1]) if vec else out
@@ -299,8 +307,11 @@ def _qr_vjp(g, out, x, mode):
     q, r = out
     m, n = x.shape[-2:]
     if m < n or (mode == "complete" and m != n):
-        raise SpecError("qr", "", f"gradient implemented for m >= n in reduced mode, got "
-                                  f"{tstr(x)} mode={mode!r}")
+        raise SpecError(
+            "qr",
+            "",
+            f"gradient implemented for m >= n in reduced mode, got {tstr(x)} mode={mode!r}",
+        )
     mm = E.subtract(_mm(r, gr, ty=True), _mm(gq, q, tx=True))
     low = S._triangle_mask(mm, True, 0)
     copyltu = E.add(low, _mT(S._triangle_mask(mm, True, -1)))
@@ -330,8 +341,7 @@ def _svd_vjp(g, out, x, full_matrices):
     m, n = x.shape[-2:]
     k = s.shape[-1]
     if full_matrices and m != n:
-        raise SpecError("svd", "", f"gradient needs full_matrices=False for non-square "
-                                   f"{tstr(x)}")
+        raise SpecError("svd", "", f"gradient needs full_matrices=False for non-square {tstr(x)}")
     v, gv = _mT(vh), _mT(gvh)
     s2 = E.multiply(s, s)
     si = M.broadcast_in_dim(s2, list(range(s.ndim)), s.shape + (k,))
@@ -371,14 +381,20 @@ def pinv(x, /, *, rtol=None):
     if rtol is None:
         rtol = max(m, n) * D.finfo(x._dtype).eps
     smax = R.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
-    cut = E.multiply(smax, rtol) if not hasattr(rtol, "_dtype") else \
-        E.multiply(smax, M.reshape(to(array(rtol), s._dtype), tuple(rtol.shape) + (1,)))
+    cut = (
+        E.multiply(smax, rtol)
+        if not hasattr(rtol, "_dtype")
+        else E.multiply(smax, M.reshape(to(array(rtol), s._dtype), tuple(rtol.shape) + (1,)))
+    )
     keep = E.compare(s, broadcast_to(cut, s.shape), "GT")
-    sinv = E.select(keep, E.divide(1.0, E.select(keep, s, E.add(E.multiply(s, 0.0), 1.0))),
-                    E.multiply(s, 0.0))
+    sinv = E.select(
+        keep, E.divide(1.0, E.select(keep, s, E.add(E.multiply(s, 0.0), 1.0))), E.multiply(s, 0.0)
+    )
     from ._elementwise import conj
-    us = E.multiply(u, M.broadcast_in_dim(to(sinv, u._dtype), list(range(s.ndim - 1)) + [s.ndim],
-                                          u.shape))
+
+    us = E.multiply(
+        u, M.broadcast_in_dim(to(sinv, u._dtype), list(range(s.ndim - 1)) + [s.ndim], u.shape)
+    )
     return _mT(conj(_mm(us, vh)))  # pinv = V S⁺ Uᴴ = ((U S⁺) Vh)ᴴ
 
 
@@ -386,8 +402,13 @@ def matrix_rank(x, /, *, rtol=None):
     x = _float_matrix(x, "matrix_rank")
     s = np.linalg.svd(compute(x), compute_uv=False)
     m, n = x.shape[-2:]
-    tol = (max(m, n) * D.finfo(x._dtype).eps) if rtol is None else \
-        np.asarray(compute(array(rtol)))[..., None] if not isinstance(rtol, float) else rtol
+    tol = (
+        (max(m, n) * D.finfo(x._dtype).eps)
+        if rtol is None
+        else np.asarray(compute(array(rtol)))[..., None]
+        if not isinstance(rtol, float)
+        else rtol
+    )
     smax = s.max(axis=-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
     return from_numpy(np.count_nonzero(s > smax * tol, axis=-1), D.int64)
 
@@ -408,8 +429,7 @@ def matrix_power(x, n, /):
         n >>= 1
         if n:
             base = matmul(base, base)
-    return out if out is not None else broadcast_to(
-        tensor(np.eye(x.shape[-1]), x._dtype), x.shape)
+    return out if out is not None else broadcast_to(tensor(np.eye(x.shape[-1]), x._dtype), x.shape)
 
 
 def _abs(x):
@@ -456,14 +476,38 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
         sums = R.sum(a, axis=sum_ax)
         out = R.max(sums, axis=-1) if ord in (1, float("inf")) else R.min(sums, axis=-1)
     else:
-        raise SpecError("matrix_norm", "", f"ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or "
-                                           f"-inf, got {ord!r}")
+        raise SpecError(
+            "matrix_norm", "", f"ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {ord!r}"
+        )
     if keepdims and ord != "fro":
         out = M.reshape(out, out.shape + (1, 1))
     return out
 
 
-__all__ = ["cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matmul",
-           "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
-           "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
-           "vector_norm"]
+__all__ = [
+    "cholesky",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "inv",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
+    "outer",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
+]

@@ -8,6 +8,7 @@ numbers. Make new keys with :func:`split` instead of reusing one::
     k1, k2 = xnp.random.split(key)
     w = xnp.random.normal(k1, (3, 4))
 """
+
 import numpy as np
 
 from ..errors import SpecError
@@ -21,13 +22,14 @@ __all__ = ["bernoulli", "bits", "key", "normal", "permutation", "randint", "spli
 
 def key(seed):
     """A new key from an integer seed."""
-    return tensor(np.array([int(seed) & (2 ** 64 - 1), 0], np.uint64), "ui64")
+    return tensor(np.array([int(seed) & (2**64 - 1), 0], np.uint64), "ui64")
 
 
 def _check(k, op):
     if not isinstance(k, Tensor) or k.dtype != "ui64" or k.shape != (2,):
-        raise SpecError(f"random.{op}", "", f"key must be a ui64[2] tensor from "
-                                            f"xnp.random.key, got {k!r:.60}")
+        raise SpecError(
+            f"random.{op}", "", f"key must be a ui64[2] tensor from xnp.random.key, got {k!r:.60}"
+        )
     return k
 
 
@@ -51,16 +53,17 @@ def bits(key, shape=(), dtype="ui64"):
     if dt.kind not in ("si", "ui"):
         raise SpecError("random.bits", "", f"dtype must be an integer type, got {dt.name}")
     b = _raw(key, shape, "bits")
-    return from_numpy((b >> np.uint64(64 - dt.bits)).astype(dt.np) if dt.bits < 64
-                      else b.view(dt.np), dt)
+    return from_numpy(
+        (b >> np.uint64(64 - dt.bits)).astype(dt.np) if dt.bits < 64 else b.view(dt.np), dt
+    )
 
 
 def _unit(key, shape, dt, op):
     """Uniform floats in [0, 1) with the full precision of dt (53 or 24 bits)."""
     b = _raw(key, shape, op)
     if dt is D.float64:
-        return (b >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
-    return ((b >> np.uint64(40)).astype(np.float64) * 2.0 ** -24)
+        return (b >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return (b >> np.uint64(40)).astype(np.float64) * 2.0**-24
 
 
 def _float_dtype(dtype, op):
@@ -93,12 +96,18 @@ def randint(key, shape, minval, maxval, dtype="i64"):
     below 2**-32 for ranges under 2**32)."""
     dt = D.as_dtype(dtype, "random.randint")
     if dt.kind not in ("si", "ui") or not minval < maxval:
-        raise SpecError("random.randint", "", f"needs an integer dtype and minval < maxval, "
-                                              f"got {dt.name}, [{minval}, {maxval})")
+        raise SpecError(
+            "random.randint",
+            "",
+            f"needs an integer dtype and minval < maxval, got {dt.name}, [{minval}, {maxval})",
+        )
     b = _raw(key, shape, "randint")
     span = int(maxval) - int(minval)
-    vals = (b % np.uint64(span)).astype(object) + int(minval) if span > 2 ** 63 else \
-        (b % np.uint64(span)).astype(np.int64) + np.int64(minval)
+    vals = (
+        (b % np.uint64(span)).astype(object) + int(minval)
+        if span > 2**63
+        else (b % np.uint64(span)).astype(np.int64) + np.int64(minval)
+    )
     return tensor(np.asarray(vals).astype(np.int64 if dt.kind == "si" else np.uint64), dt)
 
 
@@ -112,6 +121,7 @@ def permutation(key, x):
     if isinstance(x, int):
         return from_numpy(np.argsort(_raw(key, (x,), "permutation"), kind="stable"), D.int64)
     from ._manipulation import take
+
     x = array(x, "random.permutation")
     order = np.argsort(_raw(key, (x.shape[0],), "permutation"), kind="stable")
     return take(x, order, axis=0)

@@ -1,68 +1,199 @@
-"""Body recognition: which region bodies (reduce, reduce_window, select_and_scatter,
-scatter, sort, all_reduce, ...) are one known elementwise op, so that the op can run a
-specialised kernel instead of calling the Python body.
+"""Bodies: the regions reduce, reduce_window, select_and_scatter, scatter, sort (the
+comparator), map (the computation) and all_reduce take, in one place -- what a body is,
+and the checks every op makes on it.
 
-A body is an ordinary Python callable over xops ops. It is *recognised* when it is
+**What a body is.** Any Python callable over xops ops (a spec body maps 0-d values; xops
+calls it on whole arrays, so it must be built from elementwise ops). Some bodies are
+known to be one elementwise op, so that the op can run a specialised kernel instead of
+calling the body; a body says what it is in one of three ways:
 
-* the op function itself (``xo.add``), or
-* a ``lambda``/``def`` whose bytecode is exactly one call of a known xops function on its
-  parameters, in order, and nothing else: ``lambda a, b: xo.add(a, b)``,
-  ``lambda a, b: xo.compare(a, b, "GE")``, ``def f(x, y): return maximum(x, y)``.
+* a :class:`Body` tagged at construction: ``Body.builtin("add")``, ``Body.compare("GE")``
+  (a comparator or select direction), ``Body.overwrite()`` (``lambda a, b: b``), or
+  ``Body.traced(fn, name)`` (a region the StableHLO executor runs: never recognised);
+* an xops op function itself (``xo.add``, ``xo.maximum``): known by identity;
+* a user's ``lambda``/``def`` whose bytecode is exactly one call of a known xops
+  function on its parameters, in order, and nothing else: ``lambda a, b: xo.add(a, b)``,
+  ``lambda a, b: xo.compare(a, b, "GE")``, ``def f(x, y): return maximum(x, y)``, or
+  ``lambda a, b: b``. The function called is resolved through the body's globals, its
+  closure cells and attribute reads *on modules only*, and must be the very function
+  object of a known op. Recognition reads the code, never calls the body on sample
+  values: a body that merely agrees with ``add`` on some inputs is never taken for it.
+  Anything else runs on the generic, vectorised path.
 
-The function being called is resolved through the body's globals, its closure cells and
-attribute reads *on modules only* (``xo.add``, ``xops.ops.elementwise.add``), and must be
-the very function object of a known op. Recognition reads the code, never calls the
-body on sample values: a body that merely agrees with ``add`` on some inputs is never
-taken for it. Anything else (``lambda a, b: xo.add(xo.multiply(a, 1), b)``, swapped
-arguments, defaults, ``*args``, extra statements) is not recognised and runs on the
-generic, vectorised path, which calls the body on whole arrays.
+**Checks** (each op passes its own labels): :func:`check_arity` (the region's arity),
+:func:`outputs` (how many values come back; a Python number becomes a 0-d tensor of its
+default type, as a returned constant would), :func:`result_types` (one call on 0-d
+values: 0-d results of promotable element types, spec ``is_promotable``) and
+:func:`call` (a call on whole arrays: elementwise results of the body's types).
 """
+
 import builtins
 import dis
+import inspect
 import types
 
-__all__ = ["binary_op_name", "comparison_direction", "BINARY_OPS"]
+import numpy as np
 
-# spec name -> attribute name in xops (the elementwise binary ops a body may wrap)
+from ..autodiff.local import closure_error, describe
+from ..tensor import Tensor
+from . import elementwise as _E
+from ._core import SpecError, as_tensor, check, check_arity, tstr
+
+__all__ = [
+    "Body",
+    "BINARY_OPS",
+    "DIRECTIONS",
+    "binary_op_name",
+    "compare_call",
+    "comparison_direction",
+    "is_overwrite",
+    "check_arity",
+    "outputs",
+    "result_types",
+    "call",
+    "is_promotable",
+    "describe",
+    "closure_error",
+]
+
+# spec name -> attribute name in xops (the elementwise binary ops a body may be)
 BINARY_OPS = {
-    "add": "add", "multiply": "multiply", "maximum": "maximum", "minimum": "minimum",
-    "and": "and_", "or": "or_", "xor": "xor", "subtract": "subtract",
+    "add": "add",
+    "multiply": "multiply",
+    "maximum": "maximum",
+    "minimum": "minimum",
+    "and": "and_",
+    "or": "or_",
+    "xor": "xor",
+    "subtract": "subtract",
 }
-_DIRECTIONS = ("EQ", "NE", "GE", "GT", "LE", "LT")
+DIRECTIONS = ("EQ", "NE", "GE", "GT", "LE", "LT")
 
-# instructions that do not change what a one-call body computes
-_NEUTRAL = {"RESUME", "NOP", "CACHE", "PRECALL", "PUSH_NULL", "COPY_FREE_VARS",
-            "EXTENDED_ARG", "MAKE_CELL"}
+
+class Body:
+    """A body that carries what it is. ``kind`` is ``"builtin"`` (``op`` one of
+    :data:`BINARY_OPS`, ``"compare"`` with ``direction`` and ``compare_type``, or
+    ``"overwrite"``) or ``"traced"`` (a StableHLO region: ``fn`` runs it). Calling a Body
+    calls ``fn``; ``inspect.signature`` sees ``fn``'s signature."""
+
+    __slots__ = ("kind", "op", "direction", "compare_type", "fn", "__name__", "__qualname__")
+
+    def __init__(self, kind, fn, name, op=None, direction=None, compare_type=None):
+        self.kind, self.fn, self.op = kind, fn, op
+        self.direction, self.compare_type = direction, compare_type
+        self.__name__ = self.__qualname__ = name
+
+    @classmethod
+    def builtin(cls, op):
+        """The elementwise binary op ``op`` (a key of :data:`BINARY_OPS`) as a body."""
+        if op not in BINARY_OPS:
+            raise ValueError(f"Body.builtin: {op!r} is not one of {sorted(BINARY_OPS)}")
+        return cls("builtin", getattr(_E, BINARY_OPS[op]), op, op=op)
+
+    @classmethod
+    def compare(cls, direction, compare_type=None):
+        """``lambda a, b: xo.compare(a, b, direction, compare_type)`` as a body."""
+        direction = str(direction).upper()
+        if direction not in DIRECTIONS:
+            raise ValueError(
+                f"Body.compare: direction must be one of {DIRECTIONS}, got {direction!r}"
+            )
+
+        def compare(a, b):
+            return _E.compare(a, b, direction, compare_type)
+
+        return cls(
+            "builtin",
+            compare,
+            f"compare_{direction}",
+            op="compare",
+            direction=direction,
+            compare_type=compare_type,
+        )
+
+    @classmethod
+    def overwrite(cls):
+        """``lambda a, b: b`` (scatter's overwrite) as a body."""
+
+        def overwrite(a, b):
+            return b
+
+        return cls("builtin", overwrite, "overwrite", op="overwrite")
+
+    @classmethod
+    def traced(cls, fn, name):
+        """A region the StableHLO executor runs with ``fn``: opaque to recognition."""
+        return cls("traced", fn, name)
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    @property
+    def __signature__(self):
+        return inspect.signature(self.fn)
+
+    def __repr__(self):
+        what = self.op if self.kind == "builtin" else self.kind
+        if self.direction:
+            what = f"{what} {self.direction}"
+        return f"<body {self.__name__} ({what})>"
+
+
+# ---------------------------------------------------------------------------------------
+# Recognition
+# ---------------------------------------------------------------------------------------
 
 
 def _known_functions():
-    """Function object -> spec name, for the ops bodies may wrap. Both the function in
-    its defining module and whatever ``xops.<name>`` is now (a later autodiff wrapper)."""
-    import xops
-    from . import elementwise
-    table = {}
-    for spec, attr in list(BINARY_OPS.items()) + [("compare", "compare")]:
-        for fn in (getattr(elementwise, attr, None), getattr(xops, attr, None)):
-            if fn is not None:
-                table[fn] = spec
+    """Function object -> spec name, for the ops a user's body may call."""
+    table = {getattr(_E, attr): spec for spec, attr in BINARY_OPS.items()}
+    table[_E.compare] = "compare"
     return table
 
 
+# instructions that do not change what a one-call body computes
+_NEUTRAL = {
+    "RESUME",
+    "NOP",
+    "CACHE",
+    "PRECALL",
+    "PUSH_NULL",
+    "COPY_FREE_VARS",
+    "EXTENDED_ARG",
+    "MAKE_CELL",
+}
+# *args / **kwargs / generator / coroutine code flags
+_ODD_FLAGS = 0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200
+
+
+def _plain_two(fn):
+    """The code of ``fn`` if it is a plain two-parameter Python function, else None."""
+    if not isinstance(fn, types.FunctionType):
+        return None
+    code = fn.__code__
+    if (
+        code.co_argcount != 2
+        or code.co_kwonlyargcount
+        or code.co_posonlyargcount > 2
+        or code.co_flags & _ODD_FLAGS
+    ):
+        return None
+    return code
+
+
 def _call_of_known_op(fn):
-    """(spec name, positional args, keyword args) if ``fn`` is one call of a known op,
-    with each parameter given as ("param", i) and constants as ("const", v); else None."""
+    """(spec name, positional args, keyword args) if the user's ``fn`` is one call of a
+    known op, each parameter given as ("param", i) and constants as ("const", v); else
+    None. Reads the bytecode (user callables only: tagged bodies say what they are)."""
     known = _known_functions()
     try:
         if fn in known:  # the op function itself: its parameters in order
             return known[fn], [("param", 0), ("param", 1)], {}
     except TypeError:  # unhashable callable
         return None
-    if not isinstance(fn, types.FunctionType):
+    code = _plain_two(fn)
+    if code is None:
         return None
-    code = fn.__code__
-    if (code.co_argcount != 2 or code.co_kwonlyargcount or code.co_posonlyargcount > 2
-            or code.co_flags & (0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200)):
-        return None  # *args / **kwargs / generator / coroutine forms
     params = code.co_varnames[:2]
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     stack = []
@@ -89,8 +220,7 @@ def _call_of_known_op(fn):
             except ValueError:  # empty cell
                 return None
         elif name in ("LOAD_ATTR", "LOAD_METHOD"):
-            if not stack or stack[-1][0] != "obj" or \
-                    not isinstance(stack[-1][1], types.ModuleType):
+            if not stack or stack[-1][0] != "obj" or not isinstance(stack[-1][1], types.ModuleType):
                 return None  # attribute reads on modules only: no properties run
             mod = stack.pop()[1]
             if not hasattr(mod, ins.argval):
@@ -143,13 +273,15 @@ def _call_of_known_op(fn):
 
 def binary_op_name(fn):
     """The spec name of the elementwise binary op ``fn`` is (``"add"``, ``"multiply"``,
-    ``"maximum"``, ``"minimum"``, ``"and"``, ``"or"``, ``"xor"``, ``"subtract"``): ``fn``
-    is that xops function, or a lambda/def that calls it once on its two parameters in
-    order and returns the result. None otherwise.
+    ``"maximum"``, ``"minimum"``, ``"and"``, ``"or"``, ``"xor"``, ``"subtract"``): a
+    ``Body.builtin``, the xops function itself, or a lambda/def that calls it once on its
+    two parameters in order and returns the result. None otherwise.
 
     >>> binary_op_name(xo.add), binary_op_name(lambda a, b: xo.maximum(a, b))
     ('add', 'maximum')
     """
+    if isinstance(fn, Body):
+        return fn.op if fn.op in BINARY_OPS else None
     call = _call_of_known_op(fn)
     if call is None:
         return None
@@ -163,9 +295,11 @@ def compare_call(fn, nparams=2):
     """``(direction, compare_type)`` if ``fn`` takes ``nparams`` parameters and is
     ``xo.compare(p0, p1, DIR[, compare_type])`` on its first two (the others unused;
     direction and compare_type positional or by keyword, compare_type None when not
-    given), else None. Used for select bodies (nparams=2) and sort comparators
-    (nparams=2n). Swapped parameters are not recognised.
-    """
+    given), or a ``Body.compare`` (two parameters), else None. Used for select bodies
+    (nparams=2) and sort comparators (nparams=2n). Swapped parameters are not
+    recognised."""
+    if isinstance(fn, Body):
+        return (fn.direction, fn.compare_type) if fn.op == "compare" and nparams == 2 else None
     if nparams != 2:
         if not isinstance(fn, types.FunctionType) or fn.__code__.co_argcount != nparams:
             return None
@@ -181,7 +315,7 @@ def compare_call(fn, nparams=2):
         return None
     rest = pos[2:]
     names = ["comparison_direction", "compare_type"]
-    if len(rest) > 2 or any(k not in names[len(rest):] for k in kw):
+    if len(rest) > 2 or any(k not in names[len(rest) :] for k in kw):
         return None
     given = dict(zip(names, rest))
     given.update(kw)
@@ -191,16 +325,131 @@ def compare_call(fn, nparams=2):
             return None
         vals[k] = v[1].upper() if isinstance(v[1], str) else None
     direction = vals.get("comparison_direction")
-    if direction not in _DIRECTIONS:
+    if direction not in DIRECTIONS:
         return None
     return direction, vals.get("compare_type")
 
 
 def comparison_direction(fn):
     """``"GE"``, ``"GT"``, ``"LE"``, ``"LT"``, ``"EQ"`` or ``"NE"`` if ``fn`` is
-    ``lambda a, b: xo.compare(a, b, DIR)`` with the element type's default comparison
-    (no compare_type, or None), else None."""
+    ``lambda a, b: xo.compare(a, b, DIR)`` (or ``Body.compare(DIR)``) with the element
+    type's default comparison (no compare_type, or None), else None."""
     call = compare_call(fn)
     if call is None or call[1] is not None:
         return None
     return call[0]
+
+
+def is_overwrite(fn):
+    """True if ``fn`` is ``Body.overwrite()``, or ``lambda a, b: b`` (a def returning its
+    second parameter and doing nothing else), read from its bytecode."""
+    if isinstance(fn, Body):
+        return fn.op == "overwrite"
+    code = _plain_two(fn)
+    if code is None:
+        return False
+    ins = [i for i in dis.get_instructions(fn) if i.opname not in _NEUTRAL]
+    return (
+        len(ins) == 2
+        and ins[0].opname in ("LOAD_FAST", "LOAD_FAST_BORROW")
+        and ins[0].argval == code.co_varnames[1]
+        and ins[1].opname == "RETURN_VALUE"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------------------
+
+
+def is_promotable(x, y):
+    """The spec's is_promotable(x, y) on element types: same kind (i1; integer, signed or
+    unsigned; float; complex) and bitwidth(x) <= bitwidth(y)."""
+
+    def kind(dt):
+        return "int" if dt.kind in ("si", "ui") else dt.kind
+
+    return kind(x) == kind(y) and x.bits <= y.bits
+
+
+def outputs(op, label, what, value, n):
+    """A body's return value as a list of n Tensors (a Python number becomes a 0-d
+    tensor of its default element type)."""
+    vals = list(value) if isinstance(value, (tuple, list)) else [value]
+    check(
+        len(vals) == n,
+        op,
+        label,
+        lambda: f"{what} must return {n} value{'s' if n != 1 else ''}, got {len(vals)}",
+    )
+    out = []
+    for v in vals:
+        if not isinstance(v, Tensor):
+            try:
+                v = as_tensor(v, None, op, f"{what} result")
+            except SpecError:
+                raise SpecError(
+                    op, label, f"{what} must return tensors, got {type(v).__name__}"
+                ) from None
+        out.append(v)
+    return out
+
+
+def result_types(op, label, what, body, args, xs):
+    """The element types E_i the body computes in: those it returns for the 0-d values
+    ``args`` (one call, one result per tensor of ``xs``). Each must be 0-d and
+    promotable from its input's type (reduce C6, reduce_window C13, select_and_scatter
+    C10, scatter C15)."""
+    check_arity(op, label, what, body, len(args))
+    outs = outputs(op, label, what, body(*args), len(xs))
+    for i, (o, x) in enumerate(zip(outs, xs)):
+        check(
+            o.ndim == 0,
+            op,
+            label,
+            lambda: (
+                f"{what} must map 0-d values to 0-d values, got {tstr(o)} from "
+                f"{', '.join(tstr(a) for a in args)}"
+            ),
+        )
+        check(
+            is_promotable(x._dtype, o._dtype),
+            op,
+            label,
+            lambda: (
+                f"{what} result #{i} has element type {o._dtype.name}, which "
+                f"{x._dtype.name} inputs cannot be promoted to"
+            ),
+        )
+    return [o._dtype for o in outs]
+
+
+def call(op, label, what, body, args, dtypes, shape):
+    """Call a body on whole arrays (``args``: Tensors of ``shape``); check that its
+    results are elementwise of ``dtypes`` and return them as holder arrays of ``shape``
+    (a 0-d result broadcast)."""
+    outs = outputs(op, label, what, body(*args), len(dtypes))
+    vals = []
+    for i, (o, dt) in enumerate(zip(outs, dtypes)):
+        if o.requires_grad:  # (recording is on only when no operand needs a gradient)
+            closure_error(op, body, what)
+        check(
+            o._dtype is dt,
+            op,
+            label,
+            lambda: f"{what} result #{i} must keep element type {dt.name}, got {tstr(o)}",
+        )
+        v = o._value
+        if v.shape != tuple(shape):
+            check(
+                v.ndim == 0,
+                op,
+                label,
+                lambda: (
+                    f"{what} must be elementwise: called on shape {list(shape)} it "
+                    f"returned {tstr(o)}"
+                ),
+            )
+            v = np.broadcast_to(v, shape)
+        vals.append(v)
+    return vals

@@ -4,17 +4,31 @@ Operands may be Tensors, NumPy arrays or Python scalars. Python scalars are *wea
 they take the element type of the op's first tensor operand (as in JAX), so
 ``xo.add(x_bf16, 1)`` stays bf16. NumPy arrays and NumPy scalars keep their own type.
 """
+
 import inspect
 import numbers
 
 import numpy as np
 
-from ..dtypes import DType, as_dtype, from_compute, int_to_float, to_compute
+from ..dtypes import as_dtype, from_compute, int_to_float, to_compute
 from ..errors import SpecError, check
+from ..registry import _BY_NAME as _OPS
 from ..tensor import Tensor, _default_dtype, _wrap, typestr
 
-__all__ = ["as_tensor", "operands", "check", "SpecError", "typestr", "tstr", "result",
-           "compute", "kinds_str", "attr_ints", "attr_int", "check_arity"]
+__all__ = [
+    "as_tensor",
+    "operands",
+    "check",
+    "SpecError",
+    "typestr",
+    "tstr",
+    "result",
+    "compute",
+    "kinds_str",
+    "attr_ints",
+    "attr_int",
+    "check_arity",
+]
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -40,14 +54,18 @@ def as_tensor(x, dtype=None, op="tensor", name="operand"):
             return _wrap(np.array(x, copy=True), dt)
         if isinstance(x, (list, tuple)):
             from ..tensor import tensor
+
             return tensor(x, dtype)
     except SpecError as e:
         if e.op == op and e.label:
             raise
         # (tensor construction or a dtype lookup refused it: say which op and operand)
         raise SpecError(op, e.label or input_label(op, name), f"{name}: {_message(e)}") from None
-    raise SpecError(op, input_label(op, name), f"{name} must be a Tensor, NumPy array or "
-                                               f"Python scalar, got {type(x).__name__}")
+    raise SpecError(
+        op,
+        input_label(op, name),
+        f"{name} must be a Tensor, NumPy array or Python scalar, got {type(x).__name__}",
+    )
 
 
 def input_label(op, name):
@@ -59,8 +77,8 @@ def input_label(op, name):
         k = name.split(" #")[1]
         if k.isdigit():
             return f"I{int(k) + 1}"
-    import xops
-    fn = getattr(xops, op, None) or getattr(xops, op + "_", None)
+    d = _OPS.get(op) or _OPS.get(op + "_")  # (the registry: the ops sit above this module)
+    fn = d.fn if d is not None else None
     try:
         params = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
@@ -72,7 +90,7 @@ def _message(e):
     """A SpecError's message without its "op (label): " prefix."""
     text = str(e)
     prefix = f"{e.op} ({e.label}): " if e.label else f"{e.op}: "
-    return text[len(prefix):] if text.startswith(prefix) else text
+    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 def _weak_scalar(op, name, x, dt):
@@ -82,19 +100,25 @@ def _weak_scalar(op, name, x, dt):
     elif dt.kind in ("si", "ui"):
         ok = isinstance(x, (bool, int)) and dt.min <= x <= dt.max
         if isinstance(x, int) and not ok and not isinstance(x, bool):
-            raise SpecError(op, input_label(op, name), f"Python int {x} for {name} is out of "
-                                                       f"range for "
-                                    f"{dt.name} [{dt.min}, {dt.max}]")
+            raise SpecError(
+                op,
+                input_label(op, name),
+                f"Python int {x} for {name} is out of range for {dt.name} [{dt.min}, {dt.max}]",
+            )
     elif dt.kind == "float":
         ok = isinstance(x, (bool, int, float))
     else:
         ok = isinstance(x, numbers.Number)
     if not ok:
-        raise SpecError(op, input_label(op, name), f"Python {type(x).__name__} {x!r} for "
-                                                   f"{name} cannot take "
-                                f"the element type {dt.name} of the other operands; convert "
-                                f"explicitly with xo.convert")
-    if dt.kind == "float" and isinstance(x, int) and -2 ** 63 <= x < 2 ** 63:
+        raise SpecError(
+            op,
+            input_label(op, name),
+            f"Python {type(x).__name__} {x!r} for "
+            f"{name} cannot take "
+            f"the element type {dt.name} of the other operands; convert "
+            f"explicitly with xo.convert",
+        )
+    if dt.kind == "float" and isinstance(x, int) and -(2**63) <= x < 2**63:
         return int_to_float(np.array(x, np.int64), dt).reshape(())  # one rounding
     if dt.kind == "float" and dt.is_narrow:
         return from_compute(np.array(x, np.float64), dt)
@@ -121,8 +145,13 @@ def operands(op, *xs, names=None):
 
 
 def kinds_str(kinds):
-    words = {"bool": "boolean (i1)", "si": "signed integer", "ui": "unsigned integer",
-             "float": "floating-point", "complex": "complex"}
+    words = {
+        "bool": "boolean (i1)",
+        "si": "signed integer",
+        "ui": "unsigned integer",
+        "float": "floating-point",
+        "complex": "complex",
+    }
     return ", ".join(words[k] for k in kinds)
 
 
@@ -150,11 +179,13 @@ def attr_ints(op, label, name, value, length=None):
                 raise TypeError
             out = [int(v) for v in arr.reshape(-1)]
         except (TypeError, ValueError, OverflowError):
-            raise SpecError(op, label, f"{name} must be a 1-D sequence of integers, got "
-                                       f"{value!r:.80}") from None
+            raise SpecError(
+                op, label, f"{name} must be a 1-D sequence of integers, got {value!r:.80}"
+            ) from None
     if any(v >= _SI64_END or v < -_SI64_END for v in out):
-        raise SpecError(op, label, f"{name} entries must fit si64 (the attribute's type in the "
-                                   f"spec), got {out}")
+        raise SpecError(
+            op, label, f"{name} entries must fit si64 (the attribute's type in the spec), got {out}"
+        )
     if length is not None and len(out) != length:
         raise SpecError(op, label, f"{name} must have {length} entries, got {len(out)}: {out}")
     return out
@@ -170,9 +201,13 @@ def check_arity(op, label, what, fn, n):
     try:
         inspect.signature(fn).bind(*range(n))
     except TypeError:
-        raise SpecError(op, label, f"{what} must take {n} argument{'s' if n != 1 else ''}, "
-                                   f"got a callable with signature "
-                                   f"{inspect.signature(fn)}") from None
+        raise SpecError(
+            op,
+            label,
+            f"{what} must take {n} argument{'s' if n != 1 else ''}, "
+            f"got a callable with signature "
+            f"{inspect.signature(fn)}",
+        ) from None
     except ValueError:
         pass
 
@@ -180,13 +215,17 @@ def check_arity(op, label, what, fn, n):
 def attr_int(op, label, name, value):
     if isinstance(value, Tensor):
         value = value._value
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) and not (
-            isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu"):
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, np.integer))
+        and not (isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu")
+    ):
         raise SpecError(op, label, f"{name} must be an integer, got {value!r}")
     value = int(value)
     if not -_SI64_END <= value < _SI64_END:
-        raise SpecError(op, label, f"{name} must fit si64 (the attribute's type in the spec), "
-                                   f"got {value}")
+        raise SpecError(
+            op, label, f"{name} must fit si64 (the attribute's type in the spec), got {value}"
+        )
     return value
 
 
@@ -197,6 +236,7 @@ def attr_int(op, label, name, value):
 try:  # np.errstate(all="ignore") without its per-call object and keyword handling
     from numpy._core.umath import _extobj_contextvar as _ERRCTX
     from numpy._core.umath import _make_extobj
+
     # all four conditions ignored: the error callback is then never called, and the
     # buffer size only matters to casting loops, which the fast path never runs
     _IGNORE = _make_extobj(all="ignore")

@@ -6,6 +6,7 @@ and on the operand's length and layout. Where the spec allows an exact answer, x
 computes it here from such a result by a deterministic correction, so every CPU gives the
 same bits (docs/semantics.md, "Accuracy of transcendental ops").
 """
+
 import numpy as np
 
 __all__ = ["cbrt"]

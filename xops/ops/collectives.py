@@ -23,31 +23,55 @@ and min by an equality mask) <- all_reduce(add); all_gather <-> reduce_scatter(a
 all_to_all <- all_to_all with the two dims swapped; collective_permute <- the reversed
 pairs; collective_broadcast <- the group's sum on its source, zeros elsewhere.
 """
+
 import builtins
 
 import numpy as np
 
+from ..autodiff import helpers as _H
 from ..autodiff.tape import no_grad, primitive
 from ..dtypes import as_dtype
 from ..tensor import Tensor, _wrap
-from ._bodies import binary_op_name
+from ._bodies import Body, binary_op_name
+from ..registry import declare
 from ._core import SpecError, as_tensor, attr_int, check, check_arity, operands, tstr
 from .misc import Token
 
-__all__ = ["all_gather", "all_reduce", "all_to_all", "collective_broadcast",  # noqa: RUF022
-           "collective_permute", "cross_replica_sum", "reduce_scatter", "replica_id",
-           "partition_id", "send", "recv", "infeed", "outfeed", "composite",
-           "composite_call", "rng_bernoulli"]
+__all__ = [
+    "all_gather",
+    "all_reduce",
+    "all_to_all",
+    "collective_broadcast",  # noqa: RUF022
+    "collective_permute",
+    "cross_replica_sum",
+    "reduce_scatter",
+    "replica_id",
+    "partition_id",
+    "send",
+    "recv",
+    "infeed",
+    "outfeed",
+    "composite",
+    "composite_call",
+    "rng_bernoulli",
+]
 
 
 def _ctx():
-    from ..distributed.context import current
-    return current()
+    if not _CURRENT:  # (imported on first use: xops.distributed imports the ops)
+        from ..distributed.context import current
+
+        _CURRENT.append(current)
+    return _CURRENT[0]()
+
+
+_CURRENT = []
 
 
 # ---------------------------------------------------------------------------------------
 # Process groups (spec 004, "Collective ops")
 # ---------------------------------------------------------------------------------------
+
 
 def _int_rows(op, label, name, value):
     """A 2-D integer attribute as a list of rows (``-1`` padding removed)."""
@@ -56,10 +80,14 @@ def _int_rows(op, label, name, value):
     if value is None:
         return []
     if isinstance(value, (list, builtins.tuple)) and all(
-            isinstance(row, (list, builtins.tuple, np.ndarray)) for row in value):
+        isinstance(row, (list, builtins.tuple, np.ndarray)) for row in value
+    ):
         rows = [list(row) for row in value]  # (ragged rows: as if padded with -1)
-        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-               for row in rows for v in row):
+        if all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+            for row in rows
+            for v in row
+        ):
             return [[int(v) for v in row if v != -1] for row in rows if row]
     try:
         arr = np.asarray(value)
@@ -68,18 +96,29 @@ def _int_rows(op, label, name, value):
         if arr.ndim != 2 or arr.dtype.kind not in "iu":
             raise TypeError
     except (TypeError, ValueError):
-        raise SpecError(op, label, f"{name} must be a 2-D array of integers (rows padded "
-                                   f"with -1), got {value!r}") from None
+        raise SpecError(
+            op,
+            label,
+            f"{name} must be a 2-D array of integers (rows padded with -1), got {value!r}",
+        ) from None
     return [[int(v) for v in row if v != -1] for row in arr]
 
 
 def _strategy(op, label, channel_id, use_global_device_ids, partition_kind=False):
     cid = attr_int(op, "channel_id", "channel_id", channel_id) if channel_id is not None else 0
-    check(isinstance(use_global_device_ids, (bool, np.bool_)), op, label,
-          lambda: f"use_global_device_ids must be a bool, got {use_global_device_ids!r}")
+    check(
+        isinstance(use_global_device_ids, (bool, np.bool_)),
+        op,
+        label,
+        lambda: f"use_global_device_ids must be a bool, got {use_global_device_ids!r}",
+    )
     if use_global_device_ids:
-        check(cid > 0, op, label, lambda: f"use_global_device_ids = true needs channel_id > 0, "
-                                          f"got channel_id = {cid}")
+        check(
+            cid > 0,
+            op,
+            label,
+            lambda: f"use_global_device_ids = true needs channel_id > 0, got channel_id = {cid}",
+        )
         return "flattened_ids", cid
     if cid <= 0:
         return "cross_replica", cid
@@ -90,16 +129,30 @@ def process_groups(op, ctx, strategy, groups, unique_label, range_label):
     """The process groups (tuples of (replica_id, partition_id)) of ``strategy`` applied
     to ``groups`` on the caller's grid, after the spec's is_unique and range checks."""
     nr, np_ = ctx.num_replicas, ctx.num_partitions
-    size = {"cross_replica": nr, "cross_replica_and_partition": nr,
-            "cross_partition": np_, "flattened_ids": nr * np_}[strategy]
+    size = {
+        "cross_replica": nr,
+        "cross_replica_and_partition": nr,
+        "cross_partition": np_,
+        "flattened_ids": nr * np_,
+    }[strategy]
     if not groups:
         groups = [list(range(size))]
     flat = [i for g in groups for i in g]
-    check(len(set(flat)) == len(flat), op, unique_label,
-          lambda: f"replica_groups must not repeat an id, got {groups}")
-    check(all(0 <= i < size for i in flat), op, range_label,
-          lambda: f"replica_groups ids must be in [0, {size}) for {strategy} on a "
-                  f"{nr}x{np_} process grid, got {groups}")
+    check(
+        len(set(flat)) == len(flat),
+        op,
+        unique_label,
+        lambda: f"replica_groups must not repeat an id, got {groups}",
+    )
+    check(
+        all(0 <= i < size for i in flat),
+        op,
+        range_label,
+        lambda: (
+            f"replica_groups ids must be in [0, {size}) for {strategy} on a "
+            f"{nr}x{np_} process grid, got {groups}"
+        ),
+    )
     out = []
     if strategy == "cross_replica":
         for g in groups:
@@ -122,16 +175,22 @@ def _dimension(op, label, range_label, name, value, xs):
     """An integer attribute naming a dimension of every operand (in [0, rank))."""
     dim = attr_int(op, label, name, value)
     for x in xs:
-        check(0 <= dim < x.ndim, op, range_label,
-              lambda x=x: f"{name} must be in [0, rank(operand)={x.ndim}), got {dim} "
-                          f"for {tstr(x)}")
+        check(
+            0 <= dim < x.ndim,
+            op,
+            range_label,
+            lambda x=x: f"{name} must be in [0, rank(operand)={x.ndim}), got {dim} for {tstr(x)}",
+        )
     return dim
 
 
 def _variadic(op, operand):
     """(list of tensors, whether the op was given a sequence)."""
-    if isinstance(operand, (list, builtins.tuple)) and operand and \
-            all(isinstance(v, (Tensor, np.ndarray)) for v in operand):
+    if (
+        isinstance(operand, (list, builtins.tuple))
+        and operand
+        and all(isinstance(v, (Tensor, np.ndarray)) for v in operand)
+    ):
         xs = operands(op, *operand, names=[f"operand[{i}]" for i in range(len(operand))])
         return xs, True
     return [as_tensor(operand, op=op)], False
@@ -157,9 +216,11 @@ def _as_list(g):
 # all_gather
 # ---------------------------------------------------------------------------------------
 
+
 @primitive("all_gather")
-def all_gather(operand, all_gather_dim, replica_groups=None, channel_id=0,
-               use_global_device_ids=False):
+def all_gather(
+    operand, all_gather_dim, replica_groups=None, channel_id=0, use_global_device_ids=False
+):
     """stablehlo.all_gather: within each process group, concatenate every member's
     ``operand`` along ``all_gather_dim`` in group order (C6: that dim grows by the group
     size). ``operand`` may be a sequence of tensors (variadic form: a tuple back).
@@ -167,6 +228,9 @@ def all_gather(operand, all_gather_dim, replica_groups=None, channel_id=0,
     >>> run_parallel(lambda x: xo.all_gather(x, 1, [[0, 1]]),
     ...              [[xo.tensor([[1, 2], [3, 4]])], [xo.tensor([[5, 6], [7, 8]])]])
     ... # each: [[1, 2, 5, 6], [3, 4, 7, 8]]
+    [[xo.tensor([[1, 2, 5, 6],
+               [3, 4, 7, 8]], i64[2,4])], [xo.tensor([[1, 2, 5, 6],
+               [3, 4, 7, 8]], i64[2,4])]]
     """
     op = "all_gather"
     xs, variadic = _variadic(op, operand)
@@ -176,21 +240,25 @@ def all_gather(operand, all_gather_dim, replica_groups=None, channel_id=0,
     ctx = _ctx()
     pgs = process_groups(op, ctx, strategy, groups, "C2", "C4")
     got = ctx.all_gather(op, _key(op, dim=dim, groups=pgs), pgs, _arrays(xs))
-    outs = [_wrap(np.concatenate([m[i] for m in got], axis=dim), x._dtype)
-            for i, x in enumerate(xs)]
+    outs = [
+        _wrap(np.concatenate([m[i] for m in got], axis=dim), x._dtype) for i, x in enumerate(xs)
+    ]
     return _single_or_tuple(outs, variadic)
 
 
 @all_gather.defvjp
-def _all_gather_vjp(g, out, operand, all_gather_dim, replica_groups, channel_id,
-                    use_global_device_ids):
-    res = reduce_scatter(g, all_gather_dim, replica_groups, channel_id,
-                         use_global_device_ids, _add_body())
+def _all_gather_vjp(
+    g, out, operand, all_gather_dim, replica_groups, channel_id, use_global_device_ids
+):
+    res = reduce_scatter(
+        g, all_gather_dim, replica_groups, channel_id, use_global_device_ids, _add_body()
+    )
     return (list(res) if isinstance(res, builtins.tuple) else res,)
 
 
 def _add_body():
     from .elementwise import add
+
     return add
 
 
@@ -208,32 +276,74 @@ def _body_type(op, label, computation, x):
         r = computation(zero, zero)
     if isinstance(r, (list, builtins.tuple)) and len(r) == 1:
         r = r[0]
-    check(isinstance(r, Tensor) and r.ndim == 0, op, label,
-          lambda: f"computation must map two 0-d tensors to one 0-d tensor, got "
-                  f"{getattr(r, 'type', type(r).__name__)}")
+    check(
+        isinstance(r, Tensor) and r.ndim == 0,
+        op,
+        label,
+        lambda: (
+            f"computation must map two 0-d tensors to one 0-d tensor, got "
+            f"{getattr(r, 'type', type(r).__name__)}"
+        ),
+    )
     a, b = x._dtype, r._dtype
     kind = {"si": "int", "ui": "int"}
-    check(kind.get(a.kind, a.kind) == kind.get(b.kind, b.kind) and a.bits <= b.bits, op, label,
-          lambda: f"computation computes in {b.name}, which {a.name} operands cannot be "
-                  f"promoted to (is_promotable)")
+    check(
+        kind.get(a.kind, a.kind) == kind.get(b.kind, b.kind) and a.bits <= b.bits,
+        op,
+        label,
+        lambda: (
+            f"computation computes in {b.name}, which {a.name} operands cannot be "
+            f"promoted to (is_promotable)"
+        ),
+    )
     return b
+
+
+_PLANS = {}  # (op function, operand element types) -> _body_plan's result
+
+
+def _body_plan(op, label, computation, xs):
+    """(element type E per operand, the body's spec name or None, the transport's native
+    reduction or None). Remembered when the body is an elementwise op function itself
+    (``xo.add``, ``xo.maximum``: known by identity, so its arity, name and result types
+    are fixed) or a ``Body.builtin``, per operand types; any other body is analysed and
+    called every time."""
+    dts = [_body_type(op, label, computation, x) for x in xs]
+    name = binary_op_name(computation)
+    promoted = any(dt is not x._dtype for dt, x in zip(dts, xs))
+    native = (
+        _NATIVE.get(name)
+        if not promoted and all(x._dtype.kind in ("si", "ui", "float", "complex") for x in xs)
+        else None
+    )
+    if name is not None and (
+        getattr(computation, "op_name", None) == name
+        or isinstance(computation, Body)
+        and computation.kind == "builtin"
+    ):
+        if len(_PLANS) >= 256:
+            _PLANS.clear()
+        _PLANS[(computation, *[x._dtype for x in xs])] = (dts, name, native)
+    return dts, name, native
 
 
 def _reduce(op, labels, xs, groups_attr, channel_id, use_global_device_ids, computation):
     """The all_reduce of ``xs`` over the caller's process group (spec order fold)."""
-    check_arity(op, labels["body"], "computation", computation, 2)
+    try:
+        plan = _PLANS.get((computation, *[x._dtype for x in xs]))
+    except TypeError:  # an unhashable callable
+        plan = None
+    if plan is None:  # (a remembered op function passed this check)
+        check_arity(op, labels["body"], "computation", computation, 2)
     strategy, _ = _strategy(op, labels["global"], channel_id, use_global_device_ids)
     groups = _int_rows(op, labels["groups"], "replica_groups", groups_attr)
     ctx = _ctx()
     pgs = process_groups(op, ctx, strategy, groups, labels["unique"], labels["range"])
-    dts = [_body_type(op, labels["body"], computation, x) for x in xs]
-    name = binary_op_name(computation)
-    promoted = any(dt is not x._dtype for dt, x in zip(dts, xs))
-    native = _NATIVE.get(name) if not promoted and all(
-        x._dtype.kind in ("si", "ui", "float", "complex") for x in xs) else None
+    dts, name, native = plan or _body_plan(op, labels["body"], computation, xs)
 
     def fold(members):
         from .conversion import convert
+
         outs = []
         with no_grad():
             for i, dt in enumerate(dts):
@@ -245,16 +355,25 @@ def _reduce(op, labels, xs, groups_attr, channel_id, use_global_device_ids, comp
                     acc = computation(acc, v)
                     if isinstance(acc, (list, builtins.tuple)):
                         acc = acc[0]
-                    check(isinstance(acc, Tensor) and acc._dtype is dt and
-                          acc.shape == v.shape, op, labels["body"],
-                          lambda acc=acc, dt=dt: f"computation must be elementwise and "
-                                                 f"return {dt.name}, got "
-                                  f"{getattr(acc, 'type', type(acc).__name__)}")
+                    check(
+                        isinstance(acc, Tensor) and acc._dtype is dt and acc.shape == v.shape,
+                        op,
+                        labels["body"],
+                        lambda acc=acc, dt=dt: (
+                            f"computation must be elementwise and "
+                            f"return {dt.name}, got "
+                            f"{getattr(acc, 'type', type(acc).__name__)}"
+                        ),
+                    )
                 outs.append(np.asarray(acc._value, order="C"))
         return outs
 
-    key = _key(op, groups=pgs, body=name or getattr(computation, "__name__", "body"),
-               types=[dt.name for dt in dts])
+    key = _key(
+        op,
+        groups=pgs,
+        body=name or getattr(computation, "__name__", "body"),
+        types=[dt.name for dt in dts],
+    )
     got = ctx.all_reduce(op, key, pgs, _arrays(xs), fold, native)
     return [_wrap(np.asarray(a), dt) for a, dt in zip(got, dts)], pgs, ctx
 
@@ -263,8 +382,9 @@ _ALL_REDUCE = dict(body="C5", **{"global": "C4"}, groups="I2", unique="C1", rang
 
 
 @primitive("all_reduce")
-def all_reduce(operand, replica_groups=None, channel_id=0, use_global_device_ids=False,
-               computation=None):
+def all_reduce(
+    operand, replica_groups=None, channel_id=0, use_global_device_ids=False, computation=None
+):
     """stablehlo.all_reduce: within each process group, reduce every member's ``operand``
     with ``computation`` (a body ``(tensor<E>, tensor<E>) -> tensor<E>``, e.g.
     ``xo.add``); every member gets the result (C6/C7: operand's shape, element type E).
@@ -277,46 +397,59 @@ def all_reduce(operand, replica_groups=None, channel_id=0, use_global_device_ids
     >>> run_parallel(lambda x: xo.all_reduce(x, [[0, 1]], computation=xo.add),
     ...              [[xo.tensor([1, 2, 3, 4])], [xo.tensor([5, 6, 7, 8])]])
     ... # each: [6, 8, 10, 12]
+    [[xo.tensor([ 6,  8, 10, 12], i64[4])], [xo.tensor([ 6,  8, 10, 12], i64[4])]]
     """
     op = "all_reduce"
     xs, variadic = _variadic(op, operand)
-    outs, _, _ = _reduce(op, _ALL_REDUCE, xs, replica_groups, channel_id,
-                         use_global_device_ids, computation)
+    outs, _, _ = _reduce(
+        op, _ALL_REDUCE, xs, replica_groups, channel_id, use_global_device_ids, computation
+    )
     return _single_or_tuple(outs, variadic)
 
 
 def _unsupported_grad(op, computation):
-    raise SpecError(op, "grad", f"gradients of {op} exist for add, maximum and minimum "
-                                f"bodies, got {getattr(computation, '__name__', computation)!r}")
+    raise SpecError(
+        op,
+        "grad",
+        f"gradients of {op} exist for add, maximum and minimum "
+        f"bodies, got {getattr(computation, '__name__', computation)!r}",
+    )
 
 
 @all_reduce.defvjp
-def _all_reduce_vjp(g, out, operand, replica_groups, channel_id, use_global_device_ids,
-                    computation):
+def _all_reduce_vjp(
+    g, out, operand, replica_groups, channel_id, use_global_device_ids, computation
+):
     from .elementwise import add, compare, select
+
     name = binary_op_name(computation)
     if name not in _NATIVE:
         _unsupported_grad("all_reduce", computation)
     gs, outs = _as_list(g), _as_list(out)
     xs = operand if isinstance(operand, (list, builtins.tuple)) else [operand]
-    summed = _as_list(all_reduce(gs if len(gs) > 1 else gs[0], replica_groups, channel_id,
-                                 use_global_device_ids, add))
+    summed = _as_list(
+        all_reduce(
+            gs if len(gs) > 1 else gs[0], replica_groups, channel_id, use_global_device_ids, add
+        )
+    )
     if name != "add":  # max/min: the cotangent flows to the processes holding the extreme
         summed = [select(compare(x, o, "EQ"), s, 0) for x, o, s in zip(xs, outs, summed)]
     return (summed if isinstance(operand, (list, builtins.tuple)) else summed[0],)
 
 
-@primitive("cross_replica_sum")
+@primitive("cross_replica_sum", spec="xla")
 def cross_replica_sum(operand, replica_groups=None):
     """XLA CrossReplicaSum: ``all_reduce`` with an add body over ``replica_groups``
     (default: one group of every replica).
 
     >>> run_parallel(lambda x: xo.cross_replica_sum(x), [[xo.tensor(1.0)], [xo.tensor(2.0)]])
     ... # each: 3.0
+    [[xo.tensor(3., f32[])], [xo.tensor(3., f32[])]]
     """
     xs, variadic = _variadic("cross_replica_sum", operand)
-    outs, _, _ = _reduce("cross_replica_sum", _ALL_REDUCE, xs, replica_groups, 0, False,
-                         _add_body())
+    outs, _, _ = _reduce(
+        "cross_replica_sum", _ALL_REDUCE, xs, replica_groups, 0, False, _add_body()
+    )
     return _single_or_tuple(outs, variadic)
 
 
@@ -330,8 +463,14 @@ _REDUCE_SCATTER = dict(body="C7", **{"global": "C6"}, groups="I3", unique="C3", 
 
 
 @primitive("reduce_scatter")
-def reduce_scatter(operand, scatter_dimension, replica_groups=None, channel_id=0,
-                   use_global_device_ids=False, computation=None):
+def reduce_scatter(
+    operand,
+    scatter_dimension,
+    replica_groups=None,
+    channel_id=0,
+    use_global_device_ids=False,
+    computation=None,
+):
     """stablehlo.reduce_scatter: all_reduce within each process group, split the result
     along ``scatter_dimension`` into one part per member (C1: it must divide), member k
     gets part k (C8).
@@ -339,6 +478,7 @@ def reduce_scatter(operand, scatter_dimension, replica_groups=None, channel_id=0
     >>> run_parallel(lambda x: xo.reduce_scatter(x, 1, [[0, 1]], computation=xo.add),
     ...              [[xo.tensor([[1, 2, 3, 4]])], [xo.tensor([[9, 10, 11, 12]])]])
     ... # [[10, 12]] and [[14, 16]]
+    [[xo.tensor([[10, 12]], i64[1,2])], [xo.tensor([[14, 16]], i64[1,2])]]
     """
     op = "reduce_scatter"
     xs, variadic = _variadic(op, operand)
@@ -346,16 +486,24 @@ def reduce_scatter(operand, scatter_dimension, replica_groups=None, channel_id=0
     # the group size is needed for C1 before any communication
     strategy, _ = _strategy(op, "C6", channel_id, use_global_device_ids)
     ctx = _ctx()
-    pgs = process_groups(op, ctx, strategy, _int_rows(op, "I3", "replica_groups",
-                                                      replica_groups), "C3", "C5")
+    pgs = process_groups(
+        op, ctx, strategy, _int_rows(op, "I3", "replica_groups", replica_groups), "C3", "C5"
+    )
     group = ctx.my_group(op, pgs)
     n = len(group)
     for x in xs:
-        check(x.shape[dim] % n == 0, op, "C1",
-              lambda x=x: f"dim(operand, scatter_dimension={dim}) = {x.shape[dim]} must be a "
-                      f"multiple of the group size {n}, got {tstr(x)}")
-    reduced, _, _ = _reduce(op, _REDUCE_SCATTER, xs, replica_groups, channel_id,
-                            use_global_device_ids, computation)
+        check(
+            x.shape[dim] % n == 0,
+            op,
+            "C1",
+            lambda x=x: (
+                f"dim(operand, scatter_dimension={dim}) = {x.shape[dim]} must be a "
+                f"multiple of the group size {n}, got {tstr(x)}"
+            ),
+        )
+    reduced, _, _ = _reduce(
+        op, _REDUCE_SCATTER, xs, replica_groups, channel_id, use_global_device_ids, computation
+    )
     k = group.index(ctx.process_id)
     outs = []
     for r in reduced:
@@ -367,11 +515,20 @@ def reduce_scatter(operand, scatter_dimension, replica_groups=None, channel_id=0
 
 
 @reduce_scatter.defvjp
-def _reduce_scatter_vjp(g, out, operand, scatter_dimension, replica_groups, channel_id,
-                        use_global_device_ids, computation):
+def _reduce_scatter_vjp(
+    g,
+    out,
+    operand,
+    scatter_dimension,
+    replica_groups,
+    channel_id,
+    use_global_device_ids,
+    computation,
+):
     if binary_op_name(computation) != "add":
-        raise SpecError("reduce_scatter", "grad", "gradients of reduce_scatter exist for the "
-                                                  "add body only")
+        raise SpecError(
+            "reduce_scatter", "grad", "gradients of reduce_scatter exist for the add body only"
+        )
     res = all_gather(g, scatter_dimension, replica_groups, channel_id, use_global_device_ids)
     return (list(res) if isinstance(res, builtins.tuple) else res,)
 
@@ -380,9 +537,11 @@ def _reduce_scatter_vjp(g, out, operand, scatter_dimension, replica_groups, chan
 # all_to_all
 # ---------------------------------------------------------------------------------------
 
+
 @primitive("all_to_all")
-def all_to_all(operand, split_dimension, concat_dimension, split_count, replica_groups=None,
-               channel_id=0):
+def all_to_all(
+    operand, split_dimension, concat_dimension, split_count, replica_groups=None, channel_id=0
+):
     """stablehlo.all_to_all: within each process group, split ``operand`` along
     ``split_dimension`` into ``split_count`` parts, send part i to the i-th member, and
     concatenate the parts received along ``concat_dimension`` in group order (C9).
@@ -391,6 +550,13 @@ def all_to_all(operand, split_dimension, concat_dimension, split_count, replica_
     ...              [[xo.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])],
     ...               [xo.tensor([[9, 10, 11, 12], [13, 14, 15, 16]])]])
     ... # process 0: [[1, 2], [5, 6], [9, 10], [13, 14]]
+    [[xo.tensor([[ 1,  2],
+               [ 5,  6],
+               [ 9, 10],
+               [13, 14]], i64[4,2])], [xo.tensor([[ 3,  4],
+               [ 7,  8],
+               [11, 12],
+               [15, 16]], i64[4,2])]]
     """
     op = "all_to_all"
     xs, variadic = _variadic(op, operand)
@@ -399,35 +565,56 @@ def all_to_all(operand, split_dimension, concat_dimension, split_count, replica_
     n = attr_int(op, "I4", "split_count", split_count)
     check(n > 0, op, "C4", lambda: f"split_count must be > 0, got {n}")
     for x in xs:
-        check(0 <= sd < x.ndim, op, "C1",
-              lambda x=x: f"split_dimension must be in [0, rank(operand)={x.ndim}), got {sd} "
-                      f"for {tstr(x)}")
-        check(x.shape[sd] % n == 0, op, "C2",
-              lambda x=x: f"dim(operand, split_dimension={sd}) = {x.shape[sd]} must be a "
-                      f"multiple of split_count = {n}, got {tstr(x)}")
-        check(0 <= cd < x.ndim, op, "C3",
-              lambda x=x: f"concat_dimension must be in [0, rank(operand)={x.ndim}), got {cd} "
-                      f"for {tstr(x)}")
+        check(
+            0 <= sd < x.ndim,
+            op,
+            "C1",
+            lambda x=x: (
+                f"split_dimension must be in [0, rank(operand)={x.ndim}), got {sd} for {tstr(x)}"
+            ),
+        )
+        check(
+            x.shape[sd] % n == 0,
+            op,
+            "C2",
+            lambda x=x: (
+                f"dim(operand, split_dimension={sd}) = {x.shape[sd]} must be a "
+                f"multiple of split_count = {n}, got {tstr(x)}"
+            ),
+        )
+        check(
+            0 <= cd < x.ndim,
+            op,
+            "C3",
+            lambda x=x: (
+                f"concat_dimension must be in [0, rank(operand)={x.ndim}), got {cd} for {tstr(x)}"
+            ),
+        )
     strategy, _ = _strategy(op, "I6", channel_id, False, partition_kind=True)
     groups = _int_rows(op, "I5", "replica_groups", replica_groups)
     ctx = _ctx()
     pgs = process_groups(op, ctx, strategy, groups, "C5", "C7")
-    check(all(len(g) == n for g in pgs), op, "C8",
-          lambda: f"every replica group must have split_count = {n} members, got groups "
-                  f"{groups or 'of all'} ({[len(g) for g in pgs]} members)")
+    check(
+        all(len(g) == n for g in pgs),
+        op,
+        "C8",
+        lambda: (
+            f"every replica group must have split_count = {n} members, got groups "
+            f"{groups or 'of all'} ({[len(g) for g in pgs]} members)"
+        ),
+    )
     parts = [[np.asarray(p, order="C") for p in np.split(a, n, axis=sd)] for a in _arrays(xs)]
     by_member = [[parts[i][j] for i in range(len(xs))] for j in range(n)]
     got = ctx.all_to_all(op, _key(op, sd=sd, cd=cd, n=n, groups=pgs), pgs, by_member)
-    outs = [_wrap(np.concatenate([m[i] for m in got], axis=cd), x._dtype)
-            for i, x in enumerate(xs)]
+    outs = [_wrap(np.concatenate([m[i] for m in got], axis=cd), x._dtype) for i, x in enumerate(xs)]
     return _single_or_tuple(outs, variadic)
 
 
 @all_to_all.defvjp
-def _all_to_all_vjp(g, out, operand, split_dimension, concat_dimension, split_count,
-                    replica_groups, channel_id):
-    res = all_to_all(g, concat_dimension, split_dimension, split_count, replica_groups,
-                     channel_id)
+def _all_to_all_vjp(
+    g, out, operand, split_dimension, concat_dimension, split_count, replica_groups, channel_id
+):
+    res = all_to_all(g, concat_dimension, split_dimension, split_count, replica_groups, channel_id)
     return (list(res) if isinstance(res, builtins.tuple) else res,)
 
 
@@ -435,10 +622,10 @@ def _all_to_all_vjp(g, out, operand, split_dimension, concat_dimension, split_co
 # collective_broadcast, collective_permute
 # ---------------------------------------------------------------------------------------
 
+
 def _zeros_like(x):
-    from ..autodiff.tape import _zeros_like as zeros
     with no_grad():
-        return zeros(x)
+        return _H.zeros_like(x)
 
 
 @primitive("collective_broadcast")
@@ -450,6 +637,8 @@ def collective_broadcast(operand, replica_groups=None, channel_id=0):
     ...              [[xo.tensor([[1, 2]])], [xo.tensor([[3, 4]])], [xo.tensor([[5, 6]])],
     ...               [xo.tensor([[7, 8]])]])
     ... # [[0, 0]], [[5, 6]], [[5, 6]], [[0, 0]]
+    [[xo.tensor([[0, 0]], i64[1,2])], [xo.tensor([[5, 6]], i64[1,2])], [xo.tensor([[5, 6]],
+      i64[1,2])], [xo.tensor([[0, 0]], i64[1,2])]]
     """
     op = "collective_broadcast"
     xs, variadic = _variadic(op, operand)
@@ -470,8 +659,12 @@ def flattened_groups(ctx, pgs):
     processes in no group as singletons): groups for ``use_global_device_ids``."""
     seen = {p for g in pgs for p in g}
     rows = [[ctx.flat(p) for p in g] for g in pgs]
-    rows += [[ctx.flat((r, p))] for r in range(ctx.num_replicas)
-             for p in range(ctx.num_partitions) if (r, p) not in seen]
+    rows += [
+        [ctx.flat((r, p))]
+        for r in range(ctx.num_replicas)
+        for p in range(ctx.num_partitions)
+        if (r, p) not in seen
+    ]
     width = max(len(r) for r in rows)
     return [r + [-1] * (width - len(r)) for r in rows]
 
@@ -479,14 +672,17 @@ def flattened_groups(ctx, pgs):
 @collective_broadcast.defvjp
 def _collective_broadcast_vjp(g, out, operand, replica_groups, channel_id):
     from .elementwise import add
+
     op = "collective_broadcast"
     ctx = _ctx()
     strategy, _ = _strategy(op, "I3", channel_id, False, partition_kind=True)
-    pgs = process_groups(op, ctx, strategy, _int_rows(op, "I2", "replica_groups",
-                                                      replica_groups), "C1", "C2")
+    pgs = process_groups(
+        op, ctx, strategy, _int_rows(op, "I2", "replica_groups", replica_groups), "C1", "C2"
+    )
     gs = _as_list(g)
-    summed = _as_list(all_reduce(gs if len(gs) > 1 else gs[0], flattened_groups(ctx, pgs),
-                                 1, True, add))
+    summed = _as_list(
+        all_reduce(gs if len(gs) > 1 else gs[0], flattened_groups(ctx, pgs), 1, True, add)
+    )
     source = any(g_[0] == ctx.process_id for g_ in pgs)
     res = [s if source else _zeros_like(s) for s in summed]
     return (res if isinstance(operand, (list, builtins.tuple)) else res[0],)
@@ -500,28 +696,54 @@ def _pairs(op, ctx, source_target_pairs, channel_id):
         ok = arr.ndim == 2 and (arr.size == 0 or arr.dtype.kind in "iu")
     except (TypeError, ValueError):
         ok = False
-    check(ok, op, "I2", lambda: f"source_target_pairs must be a 2-D array of integers, got "
-                                f"{source_target_pairs!r}")
-    check(arr.shape[1] == 2 or arr.size == 0, op, "C1",
-          lambda: f"dim(source_target_pairs, 1) must be 2, got shape {list(arr.shape)}")
+    check(
+        ok,
+        op,
+        "I2",
+        lambda: f"source_target_pairs must be a 2-D array of integers, got {source_target_pairs!r}",
+    )
+    check(
+        arr.shape[1] == 2 or arr.size == 0,
+        op,
+        "C1",
+        lambda: f"dim(source_target_pairs, 1) must be 2, got shape {list(arr.shape)}",
+    )
     pairs = [(int(a), int(b)) for a, b in arr.reshape(-1, 2)]
-    check(len({a for a, _ in pairs}) == len(pairs), op, "C2",
-          lambda: f"sources must be unique, got {pairs}")
-    check(len({b for _, b in pairs}) == len(pairs), op, "C3",
-          lambda: f"targets must be unique, got {pairs}")
+    check(
+        len({a for a, _ in pairs}) == len(pairs),
+        op,
+        "C2",
+        lambda: f"sources must be unique, got {pairs}",
+    )
+    check(
+        len({b for _, b in pairs}) == len(pairs),
+        op,
+        "C3",
+        lambda: f"targets must be unique, got {pairs}",
+    )
     strategy, _ = _strategy(op, "I3", channel_id, False, partition_kind=True)
     size = ctx.num_replicas if strategy == "cross_replica" else ctx.num_partitions
-    check(all(0 <= v < size for pr in pairs for v in pr), op, "C4",
-          lambda: f"source_target_pairs ids must be in [0, {size}) for {strategy} on a "
-                  f"{ctx.num_replicas}x{ctx.num_partitions} process grid, got {pairs}")
+    check(
+        all(0 <= v < size for pr in pairs for v in pr),
+        op,
+        "C4",
+        lambda: (
+            f"source_target_pairs ids must be in [0, {size}) for {strategy} on a "
+            f"{ctx.num_replicas}x{ctx.num_partitions} process grid, got {pairs}"
+        ),
+    )
     r, p = ctx.process_id
     if strategy == "cross_replica":
+
         def pid(i):
             return (i, p)
+
         mine = r
     else:
+
         def pid(i):
             return (r, i)
+
         mine = p
     target = next((pid(b) for a, b in pairs if a == mine), None)
     source = next((pid(a) for a, b in pairs if b == mine), None)
@@ -537,13 +759,13 @@ def collective_permute(operand, source_target_pairs, channel_id=0):
     >>> run_parallel(lambda x: xo.collective_permute(x, [[0, 1], [1, 2]]),
     ...              [[xo.tensor([1, 2])], [xo.tensor([3, 4])], [xo.tensor([5, 6])]])
     ... # [0, 0], [1, 2], [3, 4]
+    [[xo.tensor([0, 0], i64[2])], [xo.tensor([1, 2], i64[2])], [xo.tensor([3, 4], i64[2])]]
     """
     op = "collective_permute"
     xs, variadic = _variadic(op, operand)
     ctx = _ctx()
     pairs, target, source = _pairs(op, ctx, source_target_pairs, channel_id)
-    got = ctx.permute(op, _key(op, pairs=pairs, channel=channel_id), target, source,
-                      _arrays(xs))
+    got = ctx.permute(op, _key(op, pairs=pairs, channel=channel_id), target, source, _arrays(xs))
     if got is None:
         outs = [_zeros_like(x) for x in xs]
     else:
@@ -553,8 +775,11 @@ def collective_permute(operand, source_target_pairs, channel_id=0):
 
 @collective_permute.defvjp
 def _collective_permute_vjp(g, out, operand, source_target_pairs, channel_id):
-    pairs = np.asarray(source_target_pairs._value if isinstance(source_target_pairs, Tensor)
-                       else source_target_pairs).reshape(-1, 2)
+    pairs = np.asarray(
+        source_target_pairs._value
+        if isinstance(source_target_pairs, Tensor)
+        else source_target_pairs
+    ).reshape(-1, 2)
     res = collective_permute(g, pairs[:, ::-1].copy(), channel_id)
     return (list(res) if isinstance(res, builtins.tuple) else res,)
 
@@ -563,18 +788,23 @@ def _collective_permute_vjp(g, out, operand, source_target_pairs, channel_id):
 # replica_id, partition_id
 # ---------------------------------------------------------------------------------------
 
+
+@declare("replica_id")
 def replica_id():
     """stablehlo.replica_id: the caller's replica id, a 0-d ui32 tensor.
 
     >>> run_parallel(lambda: xo.replica_id(), num_replicas=2)   # [[0], [1]]
+    [[xo.tensor(0, ui32[])], [xo.tensor(1, ui32[])]]
     """
     return _wrap(np.array(_ctx().replica_id, np.uint32), as_dtype("ui32"))
 
 
+@declare("partition_id")
 def partition_id():
     """stablehlo.partition_id: the caller's partition id, a 0-d ui32 tensor.
 
     >>> run_parallel(lambda: xo.partition_id(), num_partitions=2)   # [[0, 1]]
+    [[xo.tensor(0, ui32[]), xo.tensor(1, ui32[])]]
     """
     return _wrap(np.array(_ctx().partition_id, np.uint32), as_dtype("ui32"))
 
@@ -583,9 +813,14 @@ def partition_id():
 # send, recv, infeed, outfeed
 # ---------------------------------------------------------------------------------------
 
+
 def _token(op, label, token):
-    check(isinstance(token, Token), op, label,
-          lambda: f"token must be a token (xo.after_all()), got {type(token).__name__}")
+    check(
+        isinstance(token, Token),
+        op,
+        label,
+        lambda: f"token must be a token (xo.after_all()), got {type(token).__name__}",
+    )
 
 
 def _inputs(op, inputs):
@@ -596,14 +831,24 @@ def _inputs(op, inputs):
 
 def _channel(op, channel_id, channel_type, is_host_transfer, host_type):
     cid = attr_int(op, "I3" if op == "send" else "I2", "channel_id", channel_id)
-    check(isinstance(is_host_transfer, (bool, np.bool_)), op, "C1",
-          lambda: f"is_host_transfer must be a bool, got {is_host_transfer!r}")
+    check(
+        isinstance(is_host_transfer, (bool, np.bool_)),
+        op,
+        "C1",
+        lambda: f"is_host_transfer must be a bool, got {is_host_transfer!r}",
+    )
     want = host_type if is_host_transfer else "DEVICE_TO_DEVICE"
     if channel_type is not None:
         ct = str(channel_type).upper()
-        check(ct == want, op, "C1",
-              lambda: f"channel_type must be {want} when is_host_transfer = "
-                      f"{str(bool(is_host_transfer)).lower()}, got {channel_type!r}")
+        check(
+            ct == want,
+            op,
+            "C1",
+            lambda: (
+                f"channel_type must be {want} when is_host_transfer = "
+                f"{str(bool(is_host_transfer)).lower()}, got {channel_type!r}"
+            ),
+        )
     return cid
 
 
@@ -617,6 +862,7 @@ def send(inputs, token, channel_id, channel_type=None, is_host_transfer=False):
 
     >>> tok = xo.send(xo.tensor([1, 2]), xo.after_all(), channel_id=1)
     >>> xo.recv(tok, channel_id=1)   # ([1, 2], xo.Token())
+    (xo.tensor([1, 2], i64[2]), xo.Token())
     """
     op = "send"
     xs = _inputs(op, inputs)
@@ -626,6 +872,7 @@ def send(inputs, token, channel_id, channel_type=None, is_host_transfer=False):
     return Token()
 
 
+@declare("recv")
 def recv(token, channel_id, channel_type=None, is_host_transfer=False):
     """stablehlo.recv: receive the next values sent on channel ``channel_id``; returns
     ``(*results, token)`` (C2-C4: data first, the token last). ``channel_type`` must be
@@ -634,6 +881,7 @@ def recv(token, channel_id, channel_type=None, is_host_transfer=False):
 
     >>> tok = xo.send(xo.tensor([1, 2]), xo.after_all(), channel_id=1)
     >>> xo.recv(tok, channel_id=1)   # ([1, 2], xo.Token())
+    (xo.tensor([1, 2], i64[2]), xo.Token())
     """
     op = "recv"
     _token(op, "I1", token)
@@ -642,6 +890,7 @@ def recv(token, channel_id, channel_type=None, is_host_transfer=False):
     return builtins.tuple(_wrap(a, as_dtype(name)) for name, a in got) + (Token(),)
 
 
+@declare("infeed")
 def infeed(token, infeed_config=""):
     """stablehlo.infeed: the next entry of the caller's infeed queue (filled by the host
     with :func:`xops.distributed.put_infeed`, or ``run_parallel(..., infeed=...)``);
@@ -650,11 +899,17 @@ def infeed(token, infeed_config=""):
 
     >>> xops.distributed.put_infeed(xo.tensor([[1, 2], [3, 4]]))
     >>> xo.infeed(xo.after_all())   # ([[1, 2], [3, 4]], xo.Token())
+    (xo.tensor([[1, 2],
+               [3, 4]], i64[2,2]), xo.Token())
     """
     op = "infeed"
     _token(op, "I1", token)
-    check(isinstance(infeed_config, str), op, "I2",
-          lambda: f"infeed_config must be a string, got {infeed_config!r}")
+    check(
+        isinstance(infeed_config, str),
+        op,
+        "I2",
+        lambda: f"infeed_config must be a string, got {infeed_config!r}",
+    )
     entry = _ctx().pop_infeed(op)
     values = entry if isinstance(entry, (list, builtins.tuple)) else (entry,)
     return builtins.tuple(as_tensor(v, op=op, name="infeed value") for v in values) + (Token(),)
@@ -667,12 +922,17 @@ def outfeed(inputs, token, outfeed_config=""):
     returns a token.
 
     >>> xo.outfeed(xo.tensor([1, 2]), xo.after_all())   # xo.Token()
+    xo.Token()
     """
     op = "outfeed"
     xs = _inputs(op, inputs)
     _token(op, "I2", token)
-    check(isinstance(outfeed_config, str), op, "I3",
-          lambda: f"outfeed_config must be a string, got {outfeed_config!r}")
+    check(
+        isinstance(outfeed_config, str),
+        op,
+        "I3",
+        lambda: f"outfeed_config must be a string, got {outfeed_config!r}",
+    )
     _ctx().outfeed.append(builtins.tuple(xs))
     return Token()
 
@@ -681,45 +941,67 @@ def outfeed(inputs, token, outfeed_config=""):
 # composite, composite_call, rng_bernoulli
 # ---------------------------------------------------------------------------------------
 
+
 def _composite(op, inputs, name, composite_attributes, decomposition, version):
-    check(isinstance(name, str) and name != "", op, "I2",
-          lambda: f"name must be a non-empty string, got {name!r}")
-    check(composite_attributes is None or isinstance(composite_attributes, (dict, str)), op,
-          "I3", lambda: f"composite_attributes must be a dict (or XLA's string form), got "
-                        f"{type(composite_attributes).__name__}")
-    check(callable(decomposition), op, "I4",
-          lambda: f"decomposition must be callable, got {decomposition!r}")
+    check(
+        isinstance(name, str) and name != "",
+        op,
+        "I2",
+        lambda: f"name must be a non-empty string, got {name!r}",
+    )
+    check(
+        composite_attributes is None or isinstance(composite_attributes, (dict, str)),
+        op,
+        "I3",
+        lambda: (
+            f"composite_attributes must be a dict (or XLA's string form), got "
+            f"{type(composite_attributes).__name__}"
+        ),
+    )
+    check(
+        callable(decomposition),
+        op,
+        "I4",
+        lambda: f"decomposition must be callable, got {decomposition!r}",
+    )
     v = attr_int(op, "I5", "version", version)
     check(v >= 0, op, "I5", lambda: f"version must be >= 0, got {v}")
-    ins = [x if isinstance(x, Token) else as_tensor(x, None, op, f"inputs[{i}]")
-           for i, x in enumerate(inputs)]
+    ins = [
+        x if isinstance(x, Token) else as_tensor(x, None, op, f"inputs[{i}]")
+        for i, x in enumerate(inputs)
+    ]
     check_arity(op, "I4", "decomposition", decomposition, len(ins))
     return decomposition(*ins)
 
 
+@declare("composite")
 def composite(inputs, name, composite_attributes=None, decomposition=None, version=0):
     """stablehlo.composite: an op made of other ops; it runs ``decomposition(*inputs)``
     (``name``, ``composite_attributes`` and ``version`` are metadata). Gradients flow
     through the decomposition's ops.
 
     >>> xo.composite([xo.tensor(1.0)], "my.add_one", {}, lambda x: xo.add(x, 1.0))   # 2.0
+    xo.tensor(2., f32[])
     """
     ins = list(inputs) if isinstance(inputs, (list, builtins.tuple)) else [inputs]
     return _composite("composite", ins, name, composite_attributes, decomposition, version)
 
 
+@declare("composite_call", spec="xla")
 def composite_call(computation, *operands, name, composite_attributes=None, version=0):
     """XLA CompositeCall (``Call`` with ``is_composite=true``): ``computation(*operands)``,
     with ``name``, ``composite_attributes`` and ``version`` as metadata.
 
     >>> xo.composite_call(lambda x: xo.multiply(x, 2.0), xo.tensor(3.0), name="foo.bar")
     ... # 6.0
+    xo.tensor(6., f32[])
     """
-    return _composite("composite_call", list(operands), name, composite_attributes,
-                      computation, version)
+    return _composite(
+        "composite_call", list(operands), name, composite_attributes, computation, version
+    )
 
 
-@primitive("rng_bernoulli")
+@primitive("rng_bernoulli", spec="xla")
 def rng_bernoulli(mean, shape):
     """XLA RngBernoulli: a ui32 tensor of ``shape`` whose elements are 1 with probability
     ``mean`` (a 0-d floating-point tensor in [0, 1], F32 in XLA) and 0 otherwise. Draws
@@ -727,13 +1009,19 @@ def rng_bernoulli(mean, shape):
     a 53-bit uniform on [0, 1).
 
     >>> xo.random_seed(0); xo.rng_bernoulli(xo.tensor(0.5), [8])   # ui32 0s and 1s
+    xo.tensor([0, 0, 1, 1, 1, 1, 1, 1], ui32[8])
     """
     from ..limits import check_nbytes
     from .rng import _shape_operand, _unit_uniform
+
     op = "rng_bernoulli"
     m = as_tensor(mean, "f32", op, "mean")
-    check(m.ndim == 0 and m._dtype.kind == "float", op, "I1",
-          lambda: f"mean must be a 0-d floating-point tensor, got {tstr(m)}")
+    check(
+        m.ndim == 0 and m._dtype.kind == "float",
+        op,
+        "I1",
+        lambda: f"mean must be a 0-d floating-point tensor, got {tstr(m)}",
+    )
     p = float(np.asarray(m._value).astype(np.float64))
     check(0.0 <= p <= 1.0, op, "I1", lambda: f"mean must be a probability in [0, 1], got {p}")
     dims = _shape_operand(op, "I2", shape)

@@ -13,6 +13,7 @@ integers and booleans nothing flows. ``reduce_precision`` is treated as the iden
 approximates: the cotangent goes back through the same rounding, as in JAX.
 ``bitcast_convert`` has no gradient: asking for one through it is a SpecError.
 """
+
 import sys
 
 import ml_dtypes
@@ -51,7 +52,8 @@ def _part_dtype(dt):
 # convert
 # ---------------------------------------------------------------------------------------
 
-@primitive("convert")
+
+@primitive("convert", elementwise=True)
 def convert(operand, dtype):
     """stablehlo.convert: elementwise conversion to the element type ``dtype``, same
     shape (C1).
@@ -76,7 +78,9 @@ def convert(operand, dtype):
       ui64 (2**63 -> i64 max exactly).
 
     >>> xo.convert(xo.tensor([-1, 0, 1], "i64"), "c128")   # [(-1+0j), 0j, (1+0j)]
+    xo.tensor([-1.+0.j,  0.+0.j,  1.+0.j], c128[3])
     >>> xo.convert(xo.tensor([2.7, -300.0, float("nan")]), "i8")   # [2, -128, 0]
+    xo.tensor([   2, -128,    0], i8[3])
     """
     (x,) = operands("convert", operand, names=["operand"])
     dt = _result_dtype("convert", dtype)
@@ -145,13 +149,14 @@ def _float_to_int(v, dst):
 # bitcast_convert
 # ---------------------------------------------------------------------------------------
 
+
 def _bit_width(dt):
     """num_bits(E): 1 for i1 (the reference interpreter packs 64 i1 into an i64),
     2/4/6 for the sub-byte types, 64/128 for complex<f32>/complex<f64>."""
     return 1 if dt.is_bool else dt.bits
 
 
-@primitive("bitcast_convert")
+@primitive("bitcast_convert", quantized="storage", quantized_params=("operand",))
 def bitcast_convert(operand, dtype):
     """stablehlo.bitcast_convert: reinterpret the bits of ``operand`` as ``dtype``.
 
@@ -171,29 +176,53 @@ def bitcast_convert(operand, dtype):
 
     >>> x = xo.tensor(0x0123456789ABCDEF, "i64")
     >>> xo.bitcast_convert(x, "ui16")   # [0xCDEF, 0x89AB, 0x4567, 0x0123]
+    xo.tensor([52719, 35243, 17767,   291], ui16[4])
     """
     op = "bitcast_convert"
     (x,) = operands(op, operand, names=["operand"])
     src, dst = x._dtype, _result_dtype(op, dtype)
-    check(src.is_complex == dst.is_complex, op, "C2",
-          lambda: f"complex types convert only to and from complex types, got {tstr(x)} "
-                  f"-> {dst.name}")
+    check(
+        src.is_complex == dst.is_complex,
+        op,
+        "C2",
+        lambda: (
+            f"complex types convert only to and from complex types, got {tstr(x)} -> {dst.name}"
+        ),
+    )
     w, w2 = _bit_width(src), _bit_width(dst)
     shape = x.shape
     if w2 == w:
         out_shape = shape
     elif w2 < w:
-        check(w % w2 == 0, op, "C1",
-              lambda: f"the bit width of {dst.name} ({w2}) must divide that of {src.name} "
-                      f"({w}), got {tstr(x)} -> {dst.name}")
+        check(
+            w % w2 == 0,
+            op,
+            "C1",
+            lambda: (
+                f"the bit width of {dst.name} ({w2}) must divide that of {src.name} "
+                f"({w}), got {tstr(x)} -> {dst.name}"
+            ),
+        )
         out_shape = shape + (w // w2,)
     else:
-        check(w2 % w == 0, op, "C1",
-              lambda: f"the bit width of {src.name} ({w}) must divide that of {dst.name} "
-                      f"({w2}), got {tstr(x)} -> {dst.name}")
-        check(len(shape) >= 1 and shape[-1] == w2 // w, op, "C1",
-              lambda: f"operand's last dim must be {w2 // w} to make {dst.name} from "
-                      f"{src.name}, got {tstr(x)}")
+        check(
+            w2 % w == 0,
+            op,
+            "C1",
+            lambda: (
+                f"the bit width of {src.name} ({w}) must divide that of {dst.name} "
+                f"({w2}), got {tstr(x)} -> {dst.name}"
+            ),
+        )
+        check(
+            len(shape) >= 1 and shape[-1] == w2 // w,
+            op,
+            "C1",
+            lambda: (
+                f"operand's last dim must be {w2 // w} to make {dst.name} from "
+                f"{src.name}, got {tstr(x)}"
+            ),
+        )
         out_shape = shape[:-1]
     return _wrap(_bitcast_array(x._value, src, dst, out_shape), dst)
 
@@ -233,8 +262,7 @@ def _split(fields, width, u):
     if u == width:
         return fields
     if u == 1:
-        return np.unpackbits(fields[:, None], axis=1, count=width, bitorder="little") \
-            .reshape(-1)
+        return np.unpackbits(fields[:, None], axis=1, count=width, bitorder="little").reshape(-1)
     out = np.empty((fields.size, width // u), np.uint8)
     for j in range(width // u):
         out[:, j] = (fields >> np.uint8(j * u)) & np.uint8((1 << u) - 1)
@@ -260,6 +288,7 @@ def _join(units, u, dt):
 # reduce_precision
 # ---------------------------------------------------------------------------------------
 
+
 def _float_format(dt):
     """(exponent-field bits, explicit mantissa bits, smallest normal exponent) of a
     real floating-point type."""
@@ -267,7 +296,7 @@ def _float_format(dt):
     return fi.nexp, fi.nmant, fi.minexp
 
 
-@primitive("reduce_precision")
+@primitive("reduce_precision", elementwise=True, quantized="dequantize")
 def reduce_precision(operand, exponent_bits, mantissa_bits):
     """stablehlo.reduce_precision: round to a float format with ``exponent_bits`` and
     ``mantissa_bits`` and back, keeping the element type (C1).
@@ -292,16 +321,21 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
 
     >>> x = xo.tensor([float("inf"), float("nan"), 5e-324, 0.0, 65519.0, 65520.0], "f64")
     >>> xo.reduce_precision(x, 5, 10)   # [inf, nan, 0, 0, 65504, inf]
+    xo.tensor([   inf,    nan,     0.,     0., 65504.,    inf], f64[6])
     """
     op = "reduce_precision"
     (x,) = operands(op, operand, names=["operand"])
     dt = x._dtype
-    check(dt.is_float, op, "I1",
-          lambda: f"operand must be a tensor of floating-point type, got {tstr(x)}")
+    check(
+        dt.is_float,
+        op,
+        "I1",
+        lambda: f"operand must be a tensor of floating-point type, got {tstr(x)}",
+    )
     e = attr_int(op, "I2", "exponent_bits", exponent_bits)
     m = attr_int(op, "I3", "mantissa_bits", mantissa_bits)
-    check(-2 ** 31 <= e < 2 ** 31, op, "I2", lambda: f"exponent_bits must fit si32, got {e}")
-    check(-2 ** 31 <= m < 2 ** 31, op, "I3", lambda: f"mantissa_bits must fit si32, got {m}")
+    check(-(2**31) <= e < 2**31, op, "I2", lambda: f"exponent_bits must fit si32, got {e}")
+    check(-(2**31) <= m < 2**31, op, "I3", lambda: f"mantissa_bits must fit si32, got {m}")
     check(e >= 1, op, "C2", lambda: f"exponent_bits must be >= 1, got {e}")
     check(m >= 0, op, "C3", lambda: f"mantissa_bits must be >= 0, got {m}")
     nexp, nmant, minexp = _float_format(dt)
@@ -316,8 +350,9 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
     with _quiet():  # signalling NaNs of narrow types warn when widened
         v = np.ascontiguousarray(compute(x)).reshape(-1)
         out = np.empty_like(v)
-        K.reduce_precision(v.size, v, out, min(m, nmant), round_mantissa, minexp, clamp,
-                           smallest, overflow)
+        K.reduce_precision(
+            v.size, v, out, min(m, nmant), round_mantissa, minexp, clamp, smallest, overflow
+        )
         return result(out.reshape(x.shape), dt)
 
 

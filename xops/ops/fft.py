@@ -11,7 +11,7 @@ computed by one thread, so results do not depend on the thread count.
 
 import numpy as np
 
-from ..autodiff.tape import primitive
+from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype
 from ..tensor import _wrap
 from ._core import SpecError, attr_ints, check, operands, tstr
@@ -52,42 +52,81 @@ def fft(operand, fft_type, fft_length):
     the data it transforms has no meaning in the spec.
 
     >>> xo.fft(xo.tensor([1, 0, 0, 0], "c64"), "FFT", [4])   # [1, 1, 1, 1] (spec example)
+    xo.tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j], c64[4])
     """
     op = "fft"
     (x,) = operands(op, operand, names=["operand"])
     t = _fft_type(op, fft_type)
     lengths = attr_ints(op, "I3", "fft_length", fft_length)
-    check(all(n >= 0 for n in lengths), op, "I3",
-          lambda: f"fft_length must be non-negative, got {lengths}")
-    check(1 <= len(lengths) <= 3, op, "C3",
-          lambda: f"fft_length must have 1 to 3 entries, got {lengths}")
+    check(
+        all(n >= 0 for n in lengths),
+        op,
+        "I3",
+        lambda: f"fft_length must be non-negative, got {lengths}",
+    )
+    check(
+        1 <= len(lengths) <= 3,
+        op,
+        "C3",
+        lambda: f"fft_length must have 1 to 3 entries, got {lengths}",
+    )
+    keep(op, fft_type=t, fft_length=lengths)
     L = len(lengths)
-    check(L <= x.ndim, op, "C1",
-          lambda: f"size(fft_length)={L} must be <= rank(operand), got {tstr(x)}")
+    check(
+        L <= x.ndim,
+        op,
+        "C1",
+        lambda: f"size(fft_length)={L} must be <= rank(operand), got {tstr(x)}",
+    )
     name = x._dtype.name
     if t == "RFFT":
-        check(name in _COMPLEX_OF, op, "C2",
-              lambda: f"RFFT needs an f32 or f64 operand (complex<f32>/complex<f64> result), "
-                      f"got {tstr(x)}")
+        check(
+            name in _COMPLEX_OF,
+            op,
+            "C2",
+            lambda: (
+                f"RFFT needs an f32 or f64 operand (complex<f32>/complex<f64> result), "
+                f"got {tstr(x)}"
+            ),
+        )
         out_dt = as_dtype(_COMPLEX_OF[name])
     else:
-        check(name in _REAL_OF, op, "C2",
-              lambda: f"{t} needs a complex<f32> or complex<f64> operand, got {tstr(x)}")
+        check(
+            name in _REAL_OF,
+            op,
+            "C2",
+            lambda: f"{t} needs a complex<f32> or complex<f64> operand, got {tstr(x)}",
+        )
         out_dt = as_dtype(_REAL_OF[name]) if t == "IRFFT" else x._dtype
-    trailing = list(x.shape[x.ndim - L:])
+    trailing = list(x.shape[x.ndim - L :])
     if t == "IRFFT":
-        check(trailing[:-1] == lengths[:-1], op, "C4",
-              lambda: f"the result's trailing dims must equal fft_length={lengths}: operand "
-                      f"{tstr(x)} has {trailing[:-1]} before its last dim")
+        check(
+            trailing[:-1] == lengths[:-1],
+            op,
+            "C4",
+            lambda: (
+                f"the result's trailing dims must equal fft_length={lengths}: operand "
+                f"{tstr(x)} has {trailing[:-1]} before its last dim"
+            ),
+        )
         want = 0 if lengths[-1] == 0 else lengths[-1] // 2 + 1
-        check(trailing[-1] == want, op, "C5",
-              lambda: f"IRFFT with fft_length[-1]={lengths[-1]} needs the operand's last dim "
-                      f"to be {want}, got {tstr(x)}")
+        check(
+            trailing[-1] == want,
+            op,
+            "C5",
+            lambda: (
+                f"IRFFT with fft_length[-1]={lengths[-1]} needs the operand's last dim "
+                f"to be {want}, got {tstr(x)}"
+            ),
+        )
         out_shape = x.shape[:-1] + (lengths[-1],)
     else:
-        check(trailing == lengths, op, "C4",
-              lambda: f"the operand's trailing dims must equal fft_length={lengths}, "
-                      f"got {tstr(x)}")
+        check(
+            trailing == lengths,
+            op,
+            "C4",
+            lambda: f"the operand's trailing dims must equal fft_length={lengths}, got {tstr(x)}",
+        )
         out_shape = x.shape
         if t == "RFFT" and lengths[-1] != 0:
             out_shape = x.shape[:-1] + (lengths[-1] // 2 + 1,)
@@ -98,6 +137,7 @@ def _fft_impl(v, t, lengths, out_shape, out_dt):
     if 0 in v.shape or 0 in out_shape:  # pocketfft rejects empty transforms
         return np.zeros(out_shape, out_dt.np)
     import scipy.fft as sfft
+
     axes = tuple(range(v.ndim - len(lengths), v.ndim))
     workers = -1 if v.size >= _PARALLEL_SIZE and v.size > int(np.prod(lengths)) else None
     fn = {"FFT": sfft.fftn, "IFFT": sfft.ifftn, "RFFT": sfft.rfftn, "IRFFT": sfft.irfftn}[t]
@@ -109,8 +149,10 @@ def _fft_impl(v, t, lengths, out_shape, out_dt):
 # Gradient (JAX's convention for complex cotangents, as every xops rule)
 # ---------------------------------------------------------------------------------------
 
+
 def _conj(t):
     from .elementwise import complex, imag, negate, real
+
     return complex(real(t), negate(imag(t)))
 
 
@@ -119,6 +161,7 @@ def _hermitian_weights(t, lengths, dtype):
     bin (and the Nyquist bin of an even length), 2 for the bins that stand for a
     conjugate pair."""
     from .movement import broadcast_in_dim, constant
+
     n, m = lengths[-1], t.shape[-1]
     w = np.full(m, 2.0)
     w[0] = 1.0
@@ -131,8 +174,8 @@ def _hermitian_weights(t, lengths, dtype):
 def _fft_vjp(g, out, operand, fft_type, fft_length):
     from .elementwise import multiply, real
     from .movement import pad
-    t = _fft_type("fft", fft_type)
-    lengths = attr_ints("fft", "I3", "fft_length", fft_length)
+
+    t, lengths = fft_type, fft_length  # (kept parsed by the op)
     if t in ("FFT", "IFFT"):  # the DFT matrix is symmetric: each is its own transpose
         return (fft(g, t, lengths),)
     if t == "RFFT":  # transpose of "FFT, keep the first n//2+1 bins", on a real input

@@ -1,4 +1,4 @@
-"""Indexing: stablehlo.gather, stablehlo.scatter, stablehlo.sort and XLA's TopK.
+"""Indexing: stablehlo.gather and stablehlo.scatter (sort and top_k: :mod:`xops.ops.sorting`).
 
 Semantic decisions (seed 004 = the StableHLO spec; "current spec" = its newer revision
 with batching dims, which the conformance suite uses):
@@ -22,16 +22,6 @@ with batching dims, which the conformance suite uses):
   non-commutative bodies (``lambda a, b: b``, subtract) are deterministic, and every
   result is bit-identical for any thread count. ``indices_are_sorted`` and
   ``unique_indices`` are promises that xops never relies on.
-* **sort** always returns the *stable* order, also for ``is_stable=False`` (the spec
-  allows any order of comparator-equal elements then; xops picks the stable one).
-  ``dimension`` may be negative (004 C4). The comparator gets ``(lhs_0, rhs_0, lhs_1,
-  rhs_1, ...)`` and must be a strict weak order. With FLOAT compare, NaN is not ordered
-  (the spec's precondition fails); the fast path then orders every NaN after +inf
-  (LT: last, GT: first), as one value. TOTALORDER orders NaNs by sign and payload.
-* **top_k** (XLA TopK, seed 001): along the last dim, ``largest`` or smallest, ties in
-  order of index; floats compare by totalOrder (+NaN largest, -NaN smallest, -0 < +0).
-  Indices are i32.
-
 **Batching dims.** The current spec lists ``operand_batching_dims`` /
 ``start_indices_batching_dims`` (and scatter's ``input_batching_dims`` /
 ``scatter_indices_batching_dims``) between the collapsed/inserted dims and the index
@@ -43,202 +33,67 @@ against 004's order must keep working: xops takes them as trailing keyword argum
 **Fast paths.** gather always runs a Numba kernel (on the raw bits: any element
 type, NaN payloads kept; rows of 8-byte multiples move as uint64 words). scatter with
 one input and a body recognised by :mod:`xops.ops._bodies` as ``add``, ``multiply``,
-``maximum`` or ``minimum``, or the overwrite body ``lambda a, b: b`` (recognised here
-from its bytecode, never by calling it), runs an owner-computes Numba kernel that also
-does the copy of the input, chunk by chunk; any other body runs vectorised: updates are
+``maximum`` or ``minimum``, or the overwrite body ``lambda a, b: b`` (recognised there,
+never by calling it), runs an owner-computes Numba kernel that also does the copy of the
+input, chunk by chunk; any other body runs vectorised: updates are
 grouped by target and folded in schedule order in rounds, one body call per round on
 all targets that have a k-th update (per window where windows coincide or are disjoint,
 as in row scatters; per element otherwise). gather and scatter take their results and
-index temporaries from the buffer pool (:mod:`xops.kernels.pool`). sort with
-``xo.compare(lhs_0, rhs_0, "LT" | "GT"[, compare_type])`` on the first operand (the
-others are passengers) maps the keys to unsigned integers with a Numba kernel
-(totalOrder bits, or FLOAT order) and sorts them with NumPy's SIMD sort (a stable
-argsort appends the position to keys of up to 32 bits, so the fast unstable sort
-applies); any other comparator runs a bottom-up merge sort whose comparisons are
-vectorised over a whole merge level (about log2(n)^2 / 2 comparator calls on all
-elements at once). top_k runs a row-parallel Numba heap kernel for k <= 256, a stable
-sort of each row otherwise.
+index temporaries from the buffer pool (:mod:`xops.kernels.pool`).
 """
-import dis
-import types
 
 import numpy as np
 
+from ..autodiff import helpers as _H
 from ..autodiff.tape import primitive
 from ..dtypes import as_dtype, from_compute, wrap_int
 from ..kernels import config as _config
 from ..kernels import indexing as K
 from ..kernels import pool as _pool
-from ..tensor import Tensor, _wrap
+from ..tensor import _wrap
 from ..limits import check_nbytes
-from ._core import SpecError, as_tensor, attr_int, attr_ints, check, compute, operands, tstr
+from ._core import SpecError, as_tensor, attr_int, check, compute, operands, tstr
+from ._bodies import binary_op_name, call, is_overwrite, outputs, result_types
+from ._indexing_common import (
+    _UINT_BY_SIZE,
+    _bits,
+    _check_batching,
+    _check_dims,
+    _dims,
+    _flag,
+    _i64,
+    _index_array,
+    _index_matrix,
+    _int_tensor_check,
+    _prod,
+    _ro,
+    _sorted_unique,
+    _strides,
+    _variadic,
+    _zero_d,
+)
 
-__all__ = ["gather", "scatter", "sort", "top_k"]
-
-
-# ---------------------------------------------------------------------------------------
-# Shared helpers
-# ---------------------------------------------------------------------------------------
-
-def _dims(op, label, name, value):
-    """An index-list attribute as Python ints (an empty sequence is fine)."""
-    if isinstance(value, (list, tuple)) and len(value) == 0:
-        return []
-    return attr_ints(op, label, name, value)
-
-
-def _flag(op, label, name, value):
-    check(isinstance(value, (bool, np.bool_)), op, label,
-          lambda: f"{name} must be a bool (an i1 attribute), got {value!r}")
-    return bool(value)
-
-
-def _unique(xs):
-    return len(set(xs)) == len(xs)
-
-
-def _sorted_unique(xs):
-    return all(a < b for a, b in zip(xs, xs[1:]))
-
-
-def _strides(shape):
-    """C-order element strides of ``shape``."""
-    out = [1] * len(shape)
-    for d in range(len(shape) - 2, -1, -1):
-        out[d] = out[d + 1] * max(int(shape[d + 1]), 1)
-    return out
-
-
-def _prod(xs):
-    return int(np.prod(xs, dtype=np.int64)) if len(xs) else 1
-
-
-def _i64(xs):
-    return np.asarray(xs, dtype=np.int64).reshape(-1)
-
-
-def _index_array(t):
-    """An integer tensor's values as int64; uint64 values above the int64 range saturate
-    to int64 max (out of bounds either way, and clamped alike)."""
-    v = compute(t)
-    if v.dtype == np.uint64:
-        return np.minimum(v, np.uint64(2 ** 63 - 1)).astype(np.int64)
-    return v.astype(np.int64, copy=False)
-
-
-def _index_matrix(t, index_vector_dim):
-    """start/scatter indices as an (nb, K) C-contiguous int64 matrix (the index vector dim
-    last; an implicit trailing 1 when index_vector_dim == rank), and the batch shape.
-    Values as _index_array's; the matrix comes from the buffer pool (a temporary).
-    int32 indices stay int32 (a view where the layout allows): the kernels read them as
-    they are (one more specialisation each) instead of after a serial conversion pass
-    (0.1 ms per 100k indices)."""
-    v = compute(t)
-    if index_vector_dim == v.ndim:
-        v = v[..., None]
-    else:
-        v = np.moveaxis(v, index_vector_dim, -1)
-    batch = v.shape[:-1]
-    shape = (_prod(batch), v.shape[-1])
-    if v.dtype == np.int32:
-        return np.ascontiguousarray(v.reshape(shape)), batch
-    out = _pool.empty(shape, np.int64)
-    if v.dtype == np.uint64:
-        np.minimum(v, np.uint64(2 ** 63 - 1), out=out.reshape(v.shape), casting="unsafe")
-    else:
-        np.copyto(out.reshape(v.shape), v, casting="unsafe")
-    return out, batch
-
-
-_UINT_BY_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _bits(a):
-    """A holder array as unsigned integers of its item size (C-contiguous, a view where
-    possible); 16-byte items become pairs of uint64 (a trailing dim of 2)."""
-    if not a.flags.c_contiguous:
-        a = a.copy()  # (np.ascontiguousarray would make a 0-d array 1-d)
-    if a.dtype.itemsize == 16:
-        return a.reshape(a.shape + (1,)).view(np.uint64)  # (reshape first: 0-d too)
-    return a.view(_UINT_BY_SIZE[a.dtype.itemsize])
-
-
-def _ro(a):
-    """``a`` typed as read-only for Numba: kernel inputs that are sometimes views of a
-    tensor's (read-only) data and sometimes fresh arrays always get one type, so each
-    kernel compiles once per element type, not twice."""
-    if a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a
-
-
-def _int_tensor_check(op, label, name, t):
-    check(t._dtype.kind in ("si", "ui"), op, label,
-          lambda: f"{name} must be a tensor of integer type, got {tstr(t)}")
-
-
-def _is_array(v):
-    return isinstance(v, (Tensor, np.ndarray, np.generic))
-
-
-def _variadic(op, value, name):
-    """(list of Tensors, was_sequence) from one operand or a sequence of operands."""
-    if isinstance(value, (list, tuple)) and (not value or all(_is_array(v) for v in value)):
-        items = list(value)
-        seq = True
-    else:
-        items = [value]
-        seq = False
-    ts = operands(op, *items, names=[f"{name}[{i}]" for i in range(len(items))]) \
-        if items else []
-    return ts, seq
-
-
-def _zero_d(t):
-    """A 0-d tensor of t's element type holding t's first element (0 if t is empty)."""
-    if t.size:
-        return _wrap(np.ascontiguousarray(t._value.reshape(-1)[:1]).reshape(()), t._dtype)
-    return _wrap(np.zeros((), t._dtype.np), t._dtype)
-
-
-def _is_promotable(x, y):
-    """The spec's is_promotable on element types: same kind (integers signed or not
-    together) and no fewer bits."""
-    def kind(dt):
-        return "int" if dt.kind in ("si", "ui") else dt.kind
-    return kind(x) == kind(y) and x.bits <= y.bits
-
-
-def _check_arity(op, label, what, fn, n):
-    """A body/comparator must accept n positional arguments."""
-    import inspect
-    try:
-        inspect.signature(fn).bind(*range(n))
-    except TypeError:
-        raise SpecError(op, label, f"{what} must take {n} arguments") from None
-    except ValueError:  # no signature (a builtin): let the call decide
-        pass
-
-
-def _body_outputs(op, label, what, value, n):
-    vals = list(value) if isinstance(value, (tuple, list)) else [value]
-    check(len(vals) == n, op, label,
-          lambda: f"{what} must return {n} value{'s' if n != 1 else ''}, got {len(vals)}")
-    for v in vals:
-        check(isinstance(v, Tensor), op, label,
-              lambda: f"{what} must return tensors, got {type(v).__name__}")
-    return vals
+__all__ = ["gather", "scatter"]
 
 
 # ---------------------------------------------------------------------------------------
 # gather
 # ---------------------------------------------------------------------------------------
 
-@primitive("gather")
-def gather(operand, start_indices, offset_dims, collapsed_slice_dims, start_index_map,
-           index_vector_dim, slice_sizes, indices_are_sorted=False,
-           operand_batching_dims=(), start_indices_batching_dims=()):
+
+@primitive("gather", quantized="storage", quantized_params=("operand",))
+def gather(
+    operand,
+    start_indices,
+    offset_dims,
+    collapsed_slice_dims,
+    start_index_map,
+    index_vector_dim,
+    slice_sizes,
+    indices_are_sorted=False,
+    operand_batching_dims=(),
+    start_indices_batching_dims=(),
+):
     """stablehlo.gather: slices of ``operand`` at the offsets in ``start_indices``.
 
     ``result[result_index] = operand[full_start_index + full_batching_index +
@@ -259,24 +114,53 @@ def gather(operand, start_indices, offset_dims, collapsed_slice_dims, start_inde
 
     >>> x = xo.tensor([[1, 2], [3, 4], [5, 6]])
     >>> xo.gather(x, xo.tensor([2, 0, 7]), [1], [0], [0], 1, [1, 2])   # [[5,6],[1,2],[5,6]]
+    xo.tensor([[5, 6],
+               [1, 2],
+               [5, 6]], i64[3,2])
     """
     op = "gather"
     x, si = operands(op, operand, start_indices, names=["operand", "start_indices"])
-    plan = _gather_plan(x, si, offset_dims, collapsed_slice_dims, start_index_map,
-                        index_vector_dim, slice_sizes, indices_are_sorted,
-                        operand_batching_dims, start_indices_batching_dims)
+    plan = _gather_plan(
+        x,
+        si,
+        offset_dims,
+        collapsed_slice_dims,
+        start_index_map,
+        index_vector_dim,
+        slice_sizes,
+        indices_are_sorted,
+        operand_batching_dims,
+        start_indices_batching_dims,
+    )
     check_nbytes(op, plan.result_shape, x._dtype)
     return _wrap(_gather_impl(x, si, plan), x._dtype)
 
 
 class _GatherPlan:
-    __slots__ = ("offset_dims", "collapsed", "start_index_map", "ivd", "slice_sizes",
-                 "obd", "sibd", "result_shape")
+    __slots__ = (
+        "offset_dims",
+        "collapsed",
+        "start_index_map",
+        "ivd",
+        "slice_sizes",
+        "obd",
+        "sibd",
+        "result_shape",
+    )
 
 
-def _gather_plan(x, si, offset_dims, collapsed_slice_dims, start_index_map,
-                 index_vector_dim, slice_sizes, indices_are_sorted, operand_batching_dims,
-                 start_indices_batching_dims):
+def _gather_plan(
+    x,
+    si,
+    offset_dims,
+    collapsed_slice_dims,
+    start_index_map,
+    index_vector_dim,
+    slice_sizes,
+    indices_are_sorted,
+    operand_batching_dims,
+    start_indices_batching_dims,
+):
     """Check gather's constraints (pure function of shapes and attributes)."""
     op = "gather"
     _int_tensor_check(op, "I2", "start_indices", si)
@@ -289,57 +173,83 @@ def _gather_plan(x, si, offset_dims, collapsed_slice_dims, start_index_map,
     obd = _dims(op, "I9", "operand_batching_dims", operand_batching_dims)
     sibd = _dims(op, "I10", "start_indices_batching_dims", start_indices_batching_dims)
     r, ri = x.ndim, si.ndim
-    check(0 <= ivd <= ri, op, "C2",
-          lambda: f"index_vector_dim must be in [0, rank(start_indices)={ri}], got {ivd}")
+    check(
+        0 <= ivd <= ri,
+        op,
+        "C2",
+        lambda: f"index_vector_dim must be in [0, rank(start_indices)={ri}], got {ivd}",
+    )
     nidx = si.shape[ivd] if ivd < ri else 1
-    check(len(sim) == nidx, op, "C3",
-          lambda: f"start_index_map must have {nidx} entries (the index vector size of "
-                  f"start_indices {tstr(si)} at index_vector_dim={ivd}), got {sim}")
-    check(_sorted_unique(od), op, "C4",
-          lambda: f"offset_dims must be unique and sorted, got {od}")
-    check(_sorted_unique(cd), op, "C6",
-          lambda: f"collapsed_slice_dims must be unique and sorted, got {cd}")
-    check(all(0 <= d < r for d in cd), op, "C7",
-          lambda: f"collapsed_slice_dims {cd} must be in [0, rank(operand)={r})")
-    check(_unique(sim), op, "C9", lambda: f"start_index_map must be unique, got {sim}")
-    check(all(0 <= d < r for d in sim), op, "C10",
-          lambda: f"start_index_map {sim} must be in [0, rank(operand)={r})")
-    check(len(ss) == r, op, "C11",
-          lambda: f"slice_sizes must have rank(operand)={r} entries for {tstr(x)}, got {ss}")
-    check(all(ss[d] <= 1 for d in cd), op, "C8",
-          lambda: f"slice_sizes at collapsed_slice_dims {cd} must be <= 1, got {ss}")
-    check(all(0 <= s <= n for s, n in zip(ss, x.shape)), op, "C12",
-          lambda: f"slice_sizes {ss} must be in [0, shape(operand)] = {list(x.shape)}")
-    check(_sorted_unique(obd), op, "B2",
-          lambda: f"operand_batching_dims must be unique and sorted, got {obd}")
-    check(all(0 <= d < r for d in obd), op, "B3",
-          lambda: f"operand_batching_dims {obd} must be in [0, rank(operand)={r})")
-    check(not set(cd) & set(obd), op, "B1",
-          lambda: f"collapsed_slice_dims {cd} and operand_batching_dims {obd} must not overlap")
-    check(all(ss[d] <= 1 for d in obd), op, "B4",
-          lambda: f"slice_sizes at operand_batching_dims {obd} must be <= 1, got {ss}")
-    check(_unique(sibd), op, "B5",
-          lambda: f"start_indices_batching_dims must be unique, got {sibd}")
-    check(all(0 <= d < ri for d in sibd), op, "B6",
-          lambda: f"start_indices_batching_dims {sibd} must be in [0, rank(start_indices)={ri})")
-    check(ivd not in sibd, op, "B7",
-          lambda: f"start_indices_batching_dims {sibd} must not contain index_vector_dim={ivd}")
-    check(len(obd) == len(sibd), op, "B8",
-          lambda: f"operand_batching_dims {obd} and start_indices_batching_dims {sibd} must "
-                  f"have the same size")
-    check([x.shape[a] for a in obd] == [si.shape[b] for b in sibd], op, "B9",
-          lambda: f"operand {tstr(x)} dims {obd} and start_indices {tstr(si)} dims {sibd} "
-                  f"must have the same sizes")
-    check(not set(sim) & set(obd), op, "B10",
-          lambda: f"start_index_map {sim} and operand_batching_dims {obd} must not overlap")
-    check(r == len(od) + len(cd) + len(obd), op, "C1",
-          lambda: f"rank(operand)={r} must equal size(offset_dims)={len(od)} + "
-                  f"size(collapsed_slice_dims)={len(cd)} + size(operand_batching_dims)="
-                  f"{len(obd)}")
+    check(
+        len(sim) == nidx,
+        op,
+        "C3",
+        lambda: (
+            f"start_index_map must have {nidx} entries (the index vector size of "
+            f"start_indices {tstr(si)} at index_vector_dim={ivd}), got {sim}"
+        ),
+    )
+    check(_sorted_unique(od), op, "C4", lambda: f"offset_dims must be unique and sorted, got {od}")
+    _check_dims(op, ("C6", "C7"), "collapsed_slice_dims", cd, r, "rank(operand)")
+    _check_dims(op, ("C9", "C10"), "start_index_map", sim, r, "rank(operand)", ordered=False)
+    check(
+        len(ss) == r,
+        op,
+        "C11",
+        lambda: f"slice_sizes must have rank(operand)={r} entries for {tstr(x)}, got {ss}",
+    )
+    check(
+        all(ss[d] <= 1 for d in cd),
+        op,
+        "C8",
+        lambda: f"slice_sizes at collapsed_slice_dims {cd} must be <= 1, got {ss}",
+    )
+    check(
+        all(0 <= s <= n for s, n in zip(ss, x.shape)),
+        op,
+        "C12",
+        lambda: f"slice_sizes {ss} must be in [0, shape(operand)] = {list(x.shape)}",
+    )
+    _check_dims(op, ("B2", "B3"), "operand_batching_dims", obd, r, "rank(operand)")
+    check(
+        not set(cd) & set(obd),
+        op,
+        "B1",
+        lambda: f"collapsed_slice_dims {cd} and operand_batching_dims {obd} must not overlap",
+    )
+    check(
+        all(ss[d] <= 1 for d in obd),
+        op,
+        "B4",
+        lambda: f"slice_sizes at operand_batching_dims {obd} must be <= 1, got {ss}",
+    )
+    _check_batching(
+        op, ("B5", "B6", "B7", "B8", "B9"), ("operand", x, obd), ("start_indices", si, sibd), ivd
+    )
+    check(
+        not set(sim) & set(obd),
+        op,
+        "B10",
+        lambda: f"start_index_map {sim} and operand_batching_dims {obd} must not overlap",
+    )
+    check(
+        r == len(od) + len(cd) + len(obd),
+        op,
+        "C1",
+        lambda: (
+            f"rank(operand)={r} must equal size(offset_dims)={len(od)} + "
+            f"size(collapsed_slice_dims)={len(cd)} + size(operand_batching_dims)="
+            f"{len(obd)}"
+        ),
+    )
     batch_sizes = [n for d, n in enumerate(si.shape) if d != ivd]
     rank = len(batch_sizes) + len(od)
-    check(all(0 <= d < rank for d in od), op, "C5",
-          lambda: f"offset_dims {od} must be in [0, rank(result)={rank})")
+    check(
+        all(0 <= d < rank for d in od),
+        op,
+        "C5",
+        lambda: f"offset_dims {od} must be in [0, rank(result)={rank})",
+    )
     offset_sizes = [ss[d] for d in range(r) if d not in cd and d not in obd]
     shape = [0] * rank
     it_b, it_o = iter(batch_sizes), iter(offset_sizes)
@@ -362,8 +272,11 @@ def _gather_impl(x, si, p):
         out.reshape(-1).view(np.uint8)[...] = 0  # no element to read (module docstring):
         return out  # zero bits, +0 of every type (f8E8M0FNU, without a zero: 2**-127)
     src = _bits(x._value)
-    dst = out.view(src.dtype) if out.dtype.itemsize != 16 else \
-        out.reshape(shape_out + (1,)).view(np.uint64)  # (reshape first: 0-d results too)
+    dst = (
+        out.view(src.dtype)
+        if out.dtype.itemsize != 16
+        else out.reshape(shape_out + (1,)).view(np.uint64)
+    )  # (reshape first: 0-d results too)
     sshape, oshape = list(src.shape), list(dst.shape)
     slice_sizes = list(p.slice_sizes)
     odims = [d for d in range(x.ndim) if d not in p.collapsed and d not in p.obd]
@@ -388,8 +301,7 @@ def _gather_impl(x, si, p):
     if box:
         d = box.pop()
         run_len, istep, ostep = slice_sizes[d], sstr[d], ostr[out_of[d]]
-        while box and sstr[box[-1]] == run_len * istep and \
-                ostr[out_of[box[-1]]] == run_len * ostep:
+        while box and sstr[box[-1]] == run_len * istep and ostr[out_of[box[-1]]] == run_len * ostep:
             d = box.pop()
             run_len *= slice_sizes[d]
     runs_src = np.zeros(1, np.int64)
@@ -398,26 +310,60 @@ def _gather_impl(x, si, p):
         steps = np.arange(slice_sizes[d], dtype=np.int64)
         runs_src = (runs_src[:, None] + steps * sstr[d]).reshape(-1)
         runs_out = (runs_out[:, None] + steps * ostr[out_of[d]]).reshape(-1)
-    bshape, rstr, bsrc = _collapse([shape_out[d] for d in batch_out],
-                                   [ostr[d] for d in batch_out], bsrc)
+    bshape, rstr, bsrc = _collapse(
+        [shape_out[d] for d in batch_out], [ostr[d] for d in batch_out], bsrc
+    )
     src, dst = src.reshape(-1), dst.reshape(-1)
     # copy 8-byte words where every run and offset allows it (rows of 16 f32 = 8 words)
     f = 8 // src.itemsize
-    if f > 1 and istep == 1 and ostep == 1 and run_len % f == 0 and src.size % f == 0 \
-            and dst.size % f == 0 and src.ctypes.data % 8 == 0 and dst.ctypes.data % 8 == 0 \
-            and not any((arr % f).any() for arr in (sidx, rstr, bsrc, runs_src, runs_out)):
+    if (
+        f > 1
+        and istep == 1
+        and ostep == 1
+        and run_len % f == 0
+        and src.size % f == 0
+        and dst.size % f == 0
+        and src.ctypes.data % 8 == 0
+        and dst.ctypes.data % 8 == 0
+        and not any((arr % f).any() for arr in (sidx, rstr, bsrc, runs_src, runs_out))
+    ):
         src, dst = src.view(np.uint64), dst.view(np.uint64)
         sidx, rstr, bsrc = sidx // f, rstr // f, bsrc // f
         runs_src, runs_out, run_len = runs_src // f, runs_out // f, run_len // f
-    K.gather(out.size, _ro(src), _ro(idx), his, sidx, bshape, rstr, bsrc, runs_src, runs_out,
-             run_len, istep, ostep, dst)
+    K.gather(
+        out.size,
+        _ro(src),
+        _ro(idx),
+        his,
+        sidx,
+        bshape,
+        rstr,
+        bsrc,
+        runs_src,
+        runs_out,
+        run_len,
+        istep,
+        ostep,
+        dst,
+    )
     return out
 
 
 @gather.defvjp
-def _gather_vjp(g, out, operand, start_indices, offset_dims, collapsed_slice_dims,
-                start_index_map, index_vector_dim, slice_sizes, indices_are_sorted,
-                operand_batching_dims, start_indices_batching_dims):
+def _gather_vjp(
+    g,
+    out,
+    operand,
+    start_indices,
+    offset_dims,
+    collapsed_slice_dims,
+    start_index_map,
+    index_vector_dim,
+    slice_sizes,
+    indices_are_sorted,
+    operand_batching_dims,
+    start_indices_batching_dims,
+):
     """Transpose of gather: scatter-add g into zeros with the mirrored dimension numbers,
     the start indices pre-clamped (gather clamps, scatter would skip)."""
     x = as_tensor(operand)
@@ -437,14 +383,22 @@ def _gather_vjp(g, out, operand, start_indices, offset_dims, collapsed_slice_dim
         shape[ivd] = len(his)
         clamped = np.clip(idx, 0, his.reshape(shape))
     from .elementwise import add
-    return scatter(zeros, _wrap(clamped, as_dtype("i64")), g, list(offset_dims), cd, sim, ivd,
-                   update_computation=add, input_batching_dims=obd,
-                   scatter_indices_batching_dims=list(start_indices_batching_dims)), None
+
+    return scatter(
+        zeros,
+        _wrap(clamped, as_dtype("i64")),
+        g,
+        list(offset_dims),
+        cd,
+        sim,
+        ivd,
+        update_computation=add,
+        input_batching_dims=obd,
+        scatter_indices_batching_dims=list(start_indices_batching_dims),
+    ), None
 
 
-def _zeros_like(t):
-    from .movement import broadcast_in_dim, constant
-    return broadcast_in_dim(constant(0, t._dtype), [], t.shape)
+_zeros_like = _H.zeros_like  # (sorting.py imports it here)
 
 
 def _collapse(shape, *strides):
@@ -463,14 +417,32 @@ def _collapse(shape, *strides):
     return (_i64(shape), *[_i64(s) for s in strides])
 
 
-def gather_reference(operand, start_indices, offset_dims, collapsed_slice_dims,
-                     start_index_map, index_vector_dim, slice_sizes, indices_are_sorted=False,
-                     operand_batching_dims=(), start_indices_batching_dims=()):
+def gather_reference(
+    operand,
+    start_indices,
+    offset_dims,
+    collapsed_slice_dims,
+    start_index_map,
+    index_vector_dim,
+    slice_sizes,
+    indices_are_sorted=False,
+    operand_batching_dims=(),
+    start_indices_batching_dims=(),
+):
     """The spec's formula, one result element at a time (test oracle; slow)."""
     x, si = operands("gather", operand, start_indices, names=["operand", "start_indices"])
-    p = _gather_plan(x, si, offset_dims, collapsed_slice_dims, start_index_map,
-                     index_vector_dim, slice_sizes, indices_are_sorted,
-                     operand_batching_dims, start_indices_batching_dims)
+    p = _gather_plan(
+        x,
+        si,
+        offset_dims,
+        collapsed_slice_dims,
+        start_index_map,
+        index_vector_dim,
+        slice_sizes,
+        indices_are_sorted,
+        operand_batching_dims,
+        start_indices_batching_dims,
+    )
     operand_v, indices = x._value, compute(si)
     result = np.zeros(p.result_shape, x._dtype.np)
     if any(p.slice_sizes[d] == 0 for d in p.collapsed + p.obd):
@@ -480,22 +452,27 @@ def gather_reference(operand, start_indices, offset_dims, collapsed_slice_dims,
     for result_index in np.ndindex(*p.result_shape):
         batch_index = [result_index[d] for d in batch_dims]
         if ivd < si.ndim:
-            start_index = [int(indices[tuple(batch_index[:ivd] + [k] + batch_index[ivd:])])
-                           for k in range(si.shape[ivd])]
+            start_index = [
+                int(indices[tuple(batch_index[:ivd] + [k] + batch_index[ivd:])])
+                for k in range(si.shape[ivd])
+            ]
         else:
             start_index = [int(indices[tuple(batch_index)])]
         full_start_index = [0] * x.ndim
         for d_start, d_operand in enumerate(p.start_index_map):
-            full_start_index[d_operand] = min(max(start_index[d_start], 0),
-                                              x.shape[d_operand] - p.slice_sizes[d_operand])
+            full_start_index[d_operand] = min(
+                max(start_index[d_start], 0), x.shape[d_operand] - p.slice_sizes[d_operand]
+            )
         full_batching_index = [0] * x.ndim
         for d_operand, d_start in zip(p.obd, p.sibd):
             full_batching_index[d_operand] = batch_index[d_start - (0 if d_start < ivd else 1)]
         offset_index = iter(result_index[d] for d in p.offset_dims)
-        full_offset_index = [0 if d in p.collapsed or d in p.obd else next(offset_index)
-                             for d in range(x.ndim)]
-        operand_index = tuple(a + b + c for a, b, c in
-                              zip(full_start_index, full_batching_index, full_offset_index))
+        full_offset_index = [
+            0 if d in p.collapsed or d in p.obd else next(offset_index) for d in range(x.ndim)
+        ]
+        operand_index = tuple(
+            a + b + c for a, b, c in zip(full_start_index, full_batching_index, full_offset_index)
+        )
         if all(0 <= i < n for i, n in zip(operand_index, x.shape)):
             result[result_index] = operand_v[operand_index]
     return _wrap(result, x._dtype)
@@ -505,11 +482,27 @@ def gather_reference(operand, start_indices, offset_dims, collapsed_slice_dims,
 # scatter
 # ---------------------------------------------------------------------------------------
 
-@primitive("scatter")
-def scatter(inputs, scatter_indices, updates, update_window_dims, inserted_window_dims,
-            scatter_dims_to_operand_dims, index_vector_dim, indices_are_sorted=False,
-            unique_indices=False, update_computation=None, input_batching_dims=(),
-            scatter_indices_batching_dims=()):
+
+@primitive(
+    "scatter",
+    quantized="bodies",
+    quantized_params=("inputs", "updates"),
+    body_params=("update_computation",),
+)
+def scatter(
+    inputs,
+    scatter_indices,
+    updates,
+    update_window_dims,
+    inserted_window_dims,
+    scatter_dims_to_operand_dims,
+    index_vector_dim,
+    indices_are_sorted=False,
+    unique_indices=False,
+    update_computation=None,
+    input_batching_dims=(),
+    scatter_indices_batching_dims=(),
+):
     """stablehlo.scatter: ``inputs`` with the windows at ``scatter_indices`` combined
     with ``updates`` by ``update_computation``.
 
@@ -531,29 +524,61 @@ def scatter(inputs, scatter_indices, updates, update_window_dims, inserted_windo
     >>> x = xo.tensor([1.0, 2.0, 3.0])
     >>> xo.scatter(x, xo.tensor([[0], [0], [5]]), xo.tensor([10.0, 20.0, 30.0]), [], [0], [0],
     ...            1, update_computation=xo.add)   # [31, 2, 3]
+    xo.tensor([31.,  2.,  3.], f32[3])
     """
     op = "scatter"
-    xs, seq = _variadic(op, inputs, "inputs")
-    us, useq = _variadic(op, updates, "updates")
-    (si,) = operands(op, scatter_indices, names=["scatter_indices"])
-    p = _scatter_plan(xs, si, us, update_window_dims, inserted_window_dims,
-                      scatter_dims_to_operand_dims, index_vector_dim, indices_are_sorted,
-                      unique_indices, input_batching_dims, scatter_indices_batching_dims)
+    xs, seq, us, useq, si, p = _scatter_args(
+        inputs,
+        scatter_indices,
+        updates,
+        update_window_dims,
+        inserted_window_dims,
+        scatter_dims_to_operand_dims,
+        index_vector_dim,
+        indices_are_sorted,
+        unique_indices,
+        input_batching_dims,
+        scatter_indices_batching_dims,
+    )
     body = update_computation
-    check(callable(body), op, "C15",
-          lambda: f"update_computation must be a callable body, got {body!r}")
+    check(
+        callable(body),
+        op,
+        "C15",
+        lambda: f"update_computation must be a callable body, got {body!r}",
+    )
     dts = _scatter_body_types(xs, us, body)
     res = _scatter_impl(xs, si, us, p, body, dts)
     return tuple(res) if seq or useq else res[0]
+
+
+def _scatter_args(inputs, scatter_indices, updates, *attrs):
+    """scatter's operands as Tensors and its checked plan (``attrs``: scatter's
+    attributes in order, update_window_dims to scatter_indices_batching_dims):
+    (xs, xs was a sequence, us, us was a sequence, scatter_indices, plan)."""
+    xs, seq = _variadic("scatter", inputs, "inputs")
+    us, useq = _variadic("scatter", updates, "updates")
+    (si,) = operands("scatter", scatter_indices, names=["scatter_indices"])
+    return xs, seq, us, useq, si, _scatter_plan(xs, si, us, *attrs)
 
 
 class _ScatterPlan:
     __slots__ = ("uwd", "iwd", "sdod", "ivd", "ibd", "sibd")
 
 
-def _scatter_plan(xs, si, us, update_window_dims, inserted_window_dims,
-                  scatter_dims_to_operand_dims, index_vector_dim, indices_are_sorted,
-                  unique_indices, input_batching_dims, scatter_indices_batching_dims):
+def _scatter_plan(
+    xs,
+    si,
+    us,
+    update_window_dims,
+    inserted_window_dims,
+    scatter_dims_to_operand_dims,
+    index_vector_dim,
+    indices_are_sorted,
+    unique_indices,
+    input_batching_dims,
+    scatter_indices_batching_dims,
+):
     """Check scatter's constraints (pure function of shapes, types and attributes)."""
     op = "scatter"
     _int_tensor_check(op, "I2", "scatter_indices", si)
@@ -565,73 +590,109 @@ def _scatter_plan(xs, si, us, update_window_dims, inserted_window_dims,
     _flag(op, "I9", "unique_indices", unique_indices)
     ibd = _dims(op, "I11", "input_batching_dims", input_batching_dims)
     sibd = _dims(op, "I12", "scatter_indices_batching_dims", scatter_indices_batching_dims)
-    check(len(xs) > 0 and len(xs) == len(us), op, "C5",
-          lambda: f"inputs and updates must be non-empty and of one size, got {len(xs)} "
-                  f"inputs and {len(us)} updates")
+    check(
+        len(xs) > 0 and len(xs) == len(us),
+        op,
+        "C5",
+        lambda: (
+            f"inputs and updates must be non-empty and of one size, got {len(xs)} "
+            f"inputs and {len(us)} updates"
+        ),
+    )
     x0, u0 = xs[0], us[0]
-    check(all(x.shape == x0.shape for x in xs), op, "C1",
-          lambda: f"inputs must have one shape, got {', '.join(tstr(x) for x in xs)}")
-    check(all(u.shape == u0.shape for u in us), op, "C3",
-          lambda: f"updates must have one shape, got {', '.join(tstr(u) for u in us)}")
-    check(all(x._dtype is u._dtype for x, u in zip(xs, us)), op, "C6",
-          lambda: f"updates must have the element types of inputs, got "
-                  f"{', '.join(tstr(u) for u in us)} for {', '.join(tstr(x) for x in xs)}")
+    check(
+        all(x.shape == x0.shape for x in xs),
+        op,
+        "C1",
+        lambda: f"inputs must have one shape, got {', '.join(tstr(x) for x in xs)}",
+    )
+    check(
+        all(u.shape == u0.shape for u in us),
+        op,
+        "C3",
+        lambda: f"updates must have one shape, got {', '.join(tstr(u) for u in us)}",
+    )
+    check(
+        all(x._dtype is u._dtype for x, u in zip(xs, us)),
+        op,
+        "C6",
+        lambda: (
+            f"updates must have the element types of inputs, got "
+            f"{', '.join(tstr(u) for u in us)} for {', '.join(tstr(x) for x in xs)}"
+        ),
+    )
     r, ri, ru = x0.ndim, si.ndim, u0.ndim
-    check(0 <= ivd <= ri, op, "C14",
-          lambda: f"index_vector_dim must be in [0, rank(scatter_indices)={ri}], got {ivd}")
-    check(_sorted_unique(uwd), op, "C7",
-          lambda: f"update_window_dims must be unique and sorted, got {uwd}")
-    check(all(0 <= d < ru for d in uwd), op, "C8",
-          lambda: f"update_window_dims {uwd} must be in [0, rank(updates[0])={ru})")
-    check(_sorted_unique(iwd), op, "C9",
-          lambda: f"inserted_window_dims must be unique and sorted, got {iwd}")
-    check(all(0 <= d < r for d in iwd), op, "C10",
-          lambda: f"inserted_window_dims {iwd} must be in [0, rank(inputs[0])={r})")
+    check(
+        0 <= ivd <= ri,
+        op,
+        "C14",
+        lambda: f"index_vector_dim must be in [0, rank(scatter_indices)={ri}], got {ivd}",
+    )
+    _check_dims(op, ("C7", "C8"), "update_window_dims", uwd, ru, "rank(updates[0])")
+    _check_dims(op, ("C9", "C10"), "inserted_window_dims", iwd, r, "rank(inputs[0])")
     nidx = si.shape[ivd] if ivd < ri else 1
-    check(len(sdod) == nidx, op, "C11",
-          lambda: f"scatter_dims_to_operand_dims must have {nidx} entries (the index vector "
-                  f"size of scatter_indices {tstr(si)} at index_vector_dim={ivd}), got {sdod}")
-    check(_unique(sdod), op, "C12",
-          lambda: f"scatter_dims_to_operand_dims must be unique, got {sdod}")
-    check(all(0 <= d < r for d in sdod), op, "C13",
-          lambda: f"scatter_dims_to_operand_dims {sdod} must be in [0, rank(inputs[0])={r})")
-    check(_sorted_unique(ibd), op, "B2",
-          lambda: f"input_batching_dims must be unique and sorted, got {ibd}")
-    check(all(0 <= d < r for d in ibd), op, "B3",
-          lambda: f"input_batching_dims {ibd} must be in [0, rank(inputs[0])={r})")
-    check(not set(iwd) & set(ibd), op, "B1",
-          lambda: f"inserted_window_dims {iwd} and input_batching_dims {ibd} must not overlap")
-    check(_unique(sibd), op, "B4",
-          lambda: f"scatter_indices_batching_dims must be unique, got {sibd}")
-    check(all(0 <= d < ri for d in sibd), op, "B5",
-          lambda: f"scatter_indices_batching_dims {sibd} must be in "
-                  f"[0, rank(scatter_indices)={ri})")
-    check(ivd not in sibd, op, "B6",
-          lambda: f"scatter_indices_batching_dims {sibd} must not contain "
-                  f"index_vector_dim={ivd}")
-    check(len(ibd) == len(sibd), op, "B7",
-          lambda: f"input_batching_dims {ibd} and scatter_indices_batching_dims {sibd} must "
-                  f"have the same size")
-    check([x0.shape[a] for a in ibd] == [si.shape[b] for b in sibd], op, "B8",
-          lambda: f"inputs {tstr(x0)} dims {ibd} and scatter_indices {tstr(si)} dims {sibd} "
-                  f"must have the same sizes")
-    check(not set(sdod) & set(ibd), op, "B9",
-          lambda: f"scatter_dims_to_operand_dims {sdod} and input_batching_dims {ibd} must "
-                  f"not overlap")
-    check(r == len(uwd) + len(iwd) + len(ibd), op, "C2",
-          lambda: f"rank(inputs[0])={r} must equal size(update_window_dims)={len(uwd)} + "
-                  f"size(inserted_window_dims)={len(iwd)} + size(input_batching_dims)="
-                  f"{len(ibd)}")
+    check(
+        len(sdod) == nidx,
+        op,
+        "C11",
+        lambda: (
+            f"scatter_dims_to_operand_dims must have {nidx} entries (the index vector "
+            f"size of scatter_indices {tstr(si)} at index_vector_dim={ivd}), got {sdod}"
+        ),
+    )
+    _check_dims(
+        op,
+        ("C12", "C13"),
+        "scatter_dims_to_operand_dims",
+        sdod,
+        r,
+        "rank(inputs[0])",
+        ordered=False,
+    )
+    _check_dims(op, ("B2", "B3"), "input_batching_dims", ibd, r, "rank(inputs[0])")
+    check(
+        not set(iwd) & set(ibd),
+        op,
+        "B1",
+        lambda: f"inserted_window_dims {iwd} and input_batching_dims {ibd} must not overlap",
+    )
+    _check_batching(
+        op, ("B4", "B5", "B6", "B7", "B8"), ("inputs", x0, ibd), ("scatter_indices", si, sibd), ivd
+    )
+    check(
+        not set(sdod) & set(ibd),
+        op,
+        "B9",
+        lambda: (
+            f"scatter_dims_to_operand_dims {sdod} and input_batching_dims {ibd} must not overlap"
+        ),
+    )
+    check(
+        r == len(uwd) + len(iwd) + len(ibd),
+        op,
+        "C2",
+        lambda: (
+            f"rank(inputs[0])={r} must equal size(update_window_dims)={len(uwd)} + "
+            f"size(inserted_window_dims)={len(iwd)} + size(input_batching_dims)="
+            f"{len(ibd)}"
+        ),
+    )
     scatter_sizes = [n for d, n in enumerate(si.shape) if d != ivd]
     wdims = [d for d in range(r) if d not in iwd and d not in ibd]
     usd = [d for d in range(ru) if d not in uwd]
-    check(len(usd) == len(scatter_sizes)
-          and [u0.shape[d] for d in usd] == scatter_sizes
-          and all(u0.shape[a] <= x0.shape[b] for a, b in zip(uwd, wdims)), op, "C4",
-          lambda: f"updates {tstr(u0)} must have the scatter dims {scatter_sizes} of "
-                  f"scatter_indices {tstr(si)} (without index_vector_dim={ivd}) outside "
-                  f"update_window_dims {uwd}, and window sizes <= the sizes "
-                  f"{[x0.shape[d] for d in wdims]} of inputs {tstr(x0)} dims {wdims}")
+    check(
+        len(usd) == len(scatter_sizes)
+        and [u0.shape[d] for d in usd] == scatter_sizes
+        and all(u0.shape[a] <= x0.shape[b] for a, b in zip(uwd, wdims)),
+        op,
+        "C4",
+        lambda: (
+            f"updates {tstr(u0)} must have the scatter dims {scatter_sizes} of "
+            f"scatter_indices {tstr(si)} (without index_vector_dim={ivd}) outside "
+            f"update_window_dims {uwd}, and window sizes <= the sizes "
+            f"{[x0.shape[d] for d in wdims]} of inputs {tstr(x0)} dims {wdims}"
+        ),
+    )
     p = _ScatterPlan()
     p.uwd, p.iwd, p.sdod, p.ivd, p.ibd, p.sibd = uwd, iwd, sdod, ivd, ibd, sibd
     return p
@@ -640,17 +701,13 @@ def _scatter_plan(xs, si, us, update_window_dims, inserted_window_dims,
 def _scatter_body_types(xs, us, body):
     """The element types E_i the body computes in: those it returns for 0-d values of the
     inputs' types. Each must be promotable from its input's type (C15)."""
-    op = "scatter"
-    _check_arity(op, "C15", "update_computation", body, 2 * len(xs))
     probe = [_zero_d(x) for x in xs] + [_zero_d(u) for u in us]
-    outs = _body_outputs(op, "C15", "update_computation", body(*probe), len(xs))
-    for i, (o, x) in enumerate(zip(outs, xs)):
-        check(o.ndim == 0, op, "C15",
-              lambda: f"update_computation must map 0-d values to 0-d values, got {tstr(o)}")
-        check(_is_promotable(x._dtype, o._dtype), op, "C15",
-              lambda: f"update_computation result #{i} has element type {o._dtype.name}, "
-                      f"which {x._dtype.name} inputs cannot be promoted to")
-    return [o._dtype for o in outs]
+    return result_types("scatter", "C15", "update_computation", body, probe, xs)
+
+
+def _scatter_op_name(body):
+    """ "overwrite" for ``lambda a, b: b``, else the binary op the body is (or None)."""
+    return "overwrite" if is_overwrite(body) else binary_op_name(body)
 
 
 class _Geometry:
@@ -691,16 +748,33 @@ class _Geometry:
             self.fill_starts()
 
     def fill_starts(self):
-        K.scatter_starts(self.nb, _ro(self.idx), self.kdim, self.bshape, self.bdim, self.ustr_b,
-                         self.dims, self.wsize, self.rstr, self.starts, self.ubase, self.rbase)
+        K.scatter_starts(
+            self.nb,
+            _ro(self.idx),
+            self.kdim,
+            self.bshape,
+            self.bdim,
+            self.ustr_b,
+            self.dims,
+            self.wsize,
+            self.rstr,
+            self.starts,
+            self.ubase,
+            self.rbase,
+        )
 
     def is_rows(self):
         """Row scatter: one index component, on the partition axis, windows of one whole
         row there, no batching dims (bucket_rows' case)."""
         a = self.axis
-        return (self.idx.shape[1] == 1 and self.kdim[0] == a and self.bshape.size == 1
-                and self.bdim[0] < 0 and self.wsize[a] == 1
-                and all(self.wsize[d] == self.dims[d] for d in range(self.dims.size) if d != a))
+        return (
+            self.idx.shape[1] == 1
+            and self.kdim[0] == a
+            and self.bshape.size == 1
+            and self.bdim[0] < 0
+            and self.wsize[a] == 1
+            and all(self.wsize[d] == self.dims[d] for d in range(self.dims.size) if d != a)
+        )
 
     def runs(self):
         """(runs_r, runs_u, run_len, rstep, ustep): a whole window as runs (the innermost
@@ -710,8 +784,11 @@ class _Geometry:
         if box:
             d = box.pop()
             run_len, rstep, ustep = int(self.wsize[d]), int(self.rstr[d]), int(self.wstr[d])
-            while box and self.rstr[box[-1]] == run_len * rstep and \
-                    self.wstr[box[-1]] == run_len * ustep:
+            while (
+                box
+                and self.rstr[box[-1]] == run_len * rstep
+                and self.wstr[box[-1]] == run_len * ustep
+            ):
                 run_len *= int(self.wsize[box.pop()])
         runs_r = np.zeros(1, np.int64)
         runs_u = np.zeros(1, np.int64)
@@ -727,8 +804,9 @@ class _Geometry:
         n = self.nb * _prod(self.wsize)
         tgt = np.empty(n, np.int64)
         src = np.empty(n, np.int64)
-        K.scatter_targets(n, self.starts, self.ubase, self.wsize, self.wstr, self.rstr,
-                          self.dims, tgt, src)
+        K.scatter_targets(
+            n, self.starts, self.ubase, self.wsize, self.wstr, self.rstr, self.dims, tgt, src
+        )
         return tgt, src
 
 
@@ -746,43 +824,17 @@ def _convert(t, dt):
     if t._dtype is dt:
         return t
     from .conversion import convert
+
     return convert(t, dt)
 
 
-# -- body recognition --------------------------------------------------------------------
-
-_NEUTRAL = {"RESUME", "NOP", "CACHE", "PRECALL", "PUSH_NULL", "COPY_FREE_VARS",
-            "EXTENDED_ARG", "MAKE_CELL"}
-
-
-def _is_overwrite(fn):
-    """True if ``fn`` is ``lambda a, b: b`` (or a def returning its second parameter and
-    doing nothing else), read from its bytecode."""
-    if not isinstance(fn, types.FunctionType):
-        return False
-    code = fn.__code__
-    if code.co_argcount != 2 or code.co_kwonlyargcount or code.co_flags & (0x04 | 0x08 | 0x20
-                                                                          | 0x80 | 0x100 | 0x200):
-        return False
-    ins = [i for i in dis.get_instructions(fn) if i.opname not in _NEUTRAL]
-    return (len(ins) == 2 and ins[0].opname == "LOAD_FAST"
-            and ins[0].argval == code.co_varnames[1] and ins[1].opname == "RETURN_VALUE")
-
-
-def _scatter_op_name(body):
-    if _is_overwrite(body):
-        return "overwrite"
-    try:
-        from ._bodies import binary_op_name
-    except ImportError:  # pragma: no cover - recognition is an optimisation only
-        return None
-    return binary_op_name(body)
-
-
-_TOP_K_BUFFER = 256  # top_k: the row kernel's heap; larger k sort the whole row
-
-_BOOL_CODE = {"add": K.MAXIMUM, "multiply": K.MINIMUM, "maximum": K.MAXIMUM,
-              "minimum": K.MINIMUM, "overwrite": K.OVERWRITE}
+_BOOL_CODE = {
+    "add": K.MAXIMUM,
+    "multiply": K.MINIMUM,
+    "maximum": K.MAXIMUM,
+    "minimum": K.MINIMUM,
+    "overwrite": K.OVERWRITE,
+}
 
 
 def _scatter_fast_plan(xs, body, dts):
@@ -805,15 +857,21 @@ def _scatter_fast_plan(xs, body, dts):
         size = dt.itemsize
         if size == 16:
             return None
-        return ({8: np.dtype(np.uint64), 4: np.dtype(np.float32)}.get(size, np.dtype(np.int64)),
-                K.OVERWRITE, "bits")
+        return (
+            {8: np.dtype(np.uint64), 4: np.dtype(np.float32)}.get(size, np.dtype(np.int64)),
+            K.OVERWRITE,
+            "bits",
+        )
     if dt.kind == "bool":
         return np.dtype(np.int64), _BOOL_CODE[name], "value"
     if dt.kind == "float":
         if dt.is_narrow and name in ("add", "multiply"):
             return None
-        return (np.dtype(np.float64) if dt.np == np.float64 else np.dtype(np.float32),
-                K.OP_CODES[name], "value")
+        return (
+            np.dtype(np.float64) if dt.np == np.float64 else np.dtype(np.float32),
+            K.OP_CODES[name],
+            "value",
+        )
     if dt.kind in ("si", "ui"):
         wide = np.uint64 if dt.kind == "ui" and dt.bits == 64 else np.int64
         return np.dtype(wide), K.OP_CODES[name], "value"
@@ -849,16 +907,39 @@ def _scatter_fast(x, u, geo, kdt, code, mode):
     span = ((int(geo.wsize[geo.axis]) + (1 << shift) - 2) >> shift) + 1
     ent = _pool.empty((geo.nb * span, 2), np.int64)
     if geo.is_rows():
-        first = K.bucket_rows.serial(_ro(geo.idx), int(geo.dims[geo.axis]),
-                                     int(geo.rstr[geo.axis]), int(geo.ustr_b[0]), shift,
-                                     nchunks, ent)
+        first = K.bucket_rows.serial(
+            _ro(geo.idx),
+            int(geo.dims[geo.axis]),
+            int(geo.rstr[geo.axis]),
+            int(geo.ustr_b[0]),
+            shift,
+            nchunks,
+            ent,
+        )
     else:
         geo.fill_starts()
-        first = K.bucket_windows.serial(geo.starts, geo.rbase, geo.ubase, geo.wsize,
-                                        geo.dims, geo.axis, shift, nchunks, ent)
-    K.scatter_apply(size, _ro(inp.reshape(-1)), out.reshape(-1), _ro(upd.reshape(-1)), first,
-                    ent, geo.starts, geo.ubase, geo.wsize, geo.wstr, geo.rstr, geo.dims,
-                    geo.axis, shift, code, copy_input, *geo.runs())
+        first = K.bucket_windows.serial(
+            geo.starts, geo.rbase, geo.ubase, geo.wsize, geo.dims, geo.axis, shift, nchunks, ent
+        )
+    K.scatter_apply(
+        size,
+        _ro(inp.reshape(-1)),
+        out.reshape(-1),
+        _ro(upd.reshape(-1)),
+        first,
+        ent,
+        geo.starts,
+        geo.ubase,
+        geo.wsize,
+        geo.wstr,
+        geo.rstr,
+        geo.dims,
+        geo.axis,
+        shift,
+        code,
+        copy_input,
+        *geo.runs(),
+    )
     out = out.reshape(x.shape)
     if mode == "bits":
         holder = out.view(np.uint32) if kdt == np.float32 else out
@@ -915,8 +996,9 @@ def _scatter_generic(xs, us, geo, body, dts):
     us = [_convert(u, dt) for u, dt in zip(us, dts)]
     res = [np.array(x._value, order="C").reshape(-1) for x in xs]
     upd = [np.ascontiguousarray(u._value).reshape(-1) for u in us]
-    aligned = all(w == 1 or w == n for w, n in zip(geo.wsize, geo.dims)) and \
-        not (geo.rbase == -1).any()
+    aligned = (
+        all(w == 1 or w == n for w, n in zip(geo.wsize, geo.dims)) and not (geo.rbase == -1).any()
+    )
     if aligned:  # units are windows; rel_*: a window's element offsets
         live = np.flatnonzero(geo.rbase >= 0)
         tgt, src = geo.rbase[live], geo.ubase[live]
@@ -941,26 +1023,37 @@ def _scatter_generic(xs, us, geo, body, dts):
     rounds = _stable_order(rank)
     bounds = np.searchsorted(rank[rounds], np.arange(int(rank.max()) + 2))
     for k in range(len(bounds) - 1):
-        sel = rounds[bounds[k]:bounds[k + 1]]
+        sel = rounds[bounds[k] : bounds[k + 1]]
         t, s = tgt[sel], src[sel]
         if aligned:
             t = (t[:, None] + rel_r).reshape(-1)
             s = (s[:, None] + rel_u).reshape(-1)
-        args = [_wrap(a[t], dt) for a, dt in zip(res, dts)] + \
-               [_wrap(a[s], dt) for a, dt in zip(upd, dts)]
-        outs = _body_outputs(op, "C15", "update_computation", body(*args), len(dts))
-        for i, (o, dt) in enumerate(zip(outs, dts)):
-            check(o._dtype is dt and o.shape in ((), (t.size,)), op, "C15",
-                  lambda: f"update_computation result #{i} must be elementwise of type "
-                          f"{dt.name}: called on {t.size} elements it returned {tstr(o)}")
-            res[i][t] = o._value
+        args = [_wrap(a[t], dt) for a, dt in zip(res, dts)] + [
+            _wrap(a[s], dt) for a, dt in zip(upd, dts)
+        ]
+        outs = call(op, "C15", "update_computation", body, args, dts, (t.size,))
+        for r, v in zip(res, outs):
+            r[t] = v
     return [_wrap(a.reshape(xs[0].shape), dt) for a, dt in zip(res, dts)]
 
+
 @scatter.defvjp
-def _scatter_vjp(g, out, inputs, scatter_indices, updates, update_window_dims,
-                 inserted_window_dims, scatter_dims_to_operand_dims, index_vector_dim,
-                 indices_are_sorted, unique_indices, update_computation, input_batching_dims,
-                 scatter_indices_batching_dims):
+def _scatter_vjp(
+    g,
+    out,
+    inputs,
+    scatter_indices,
+    updates,
+    update_window_dims,
+    inserted_window_dims,
+    scatter_dims_to_operand_dims,
+    index_vector_dim,
+    indices_are_sorted,
+    unique_indices,
+    update_computation,
+    input_batching_dims,
+    scatter_indices_batching_dims,
+):
     """add body: inputs get g; updates get g at their targets (a gather with the mirrored
     dims when every window is in bounds; else an element-wise gather masked to the
     in-bounds elements). overwrite body: inputs get g where nothing was written;
@@ -970,8 +1063,12 @@ def _scatter_vjp(g, out, inputs, scatter_indices, updates, update_window_dims,
     us, useq = _variadic("scatter", updates, "updates")
     name = _scatter_op_name(update_computation)
     if len(xs) != 1 or name not in ("add", "overwrite"):
-        raise SpecError("scatter", "grad", "xops differentiates scatter only with one input "
-                                           "and an add or overwrite (lambda a, b: b) body")
+        raise SpecError(
+            "scatter",
+            "grad",
+            "xops differentiates scatter only with one input "
+            "and an add or overwrite (lambda a, b: b) body",
+        )
     if isinstance(g, tuple):
         g = g[0]
     x, u = xs[0], us[0]
@@ -982,14 +1079,24 @@ def _scatter_vjp(g, out, inputs, scatter_indices, updates, update_window_dims,
     p.ibd, p.sibd = list(input_batching_dims), list(scatter_indices_batching_dims)
     from .elementwise import select
     from .movement import reshape
+
     if u.size == 0 or x.size == 0:
         return _wrap_seq(g, seq), None, _wrap_seq(_zeros_like(u), useq)
     geo = _Geometry(x.shape, si, u.shape, p)
     tgt, src = geo.targets()
     if name == "add" and (tgt >= 0).all():
         wsize = [int(v) for v in geo.wsize] if x.ndim else []
-        du = gather(g, si, p.uwd, p.iwd, p.sdod, p.ivd, wsize,
-                    operand_batching_dims=p.ibd, start_indices_batching_dims=p.sibd)
+        du = gather(
+            g,
+            si,
+            p.uwd,
+            p.iwd,
+            p.sdod,
+            p.ivd,
+            wsize,
+            operand_batching_dims=p.ibd,
+            start_indices_batching_dims=p.sibd,
+        )
         return _wrap_seq(g, seq), None, _wrap_seq(du, useq)
     live = tgt >= 0
     if name == "overwrite":  # only the last write to each target survives
@@ -1004,8 +1111,9 @@ def _scatter_vjp(g, out, inputs, scatter_indices, updates, update_window_dims,
     per_update[src] = np.where(live, tgt, -1)
     mask = _wrap(per_update.reshape(u.shape) >= 0, as_dtype("i1"))
     flat_g = reshape(g, [x.size])
-    picked = gather(flat_g, _wrap(np.maximum(per_update, 0)[:, None], as_dtype("i64")), [], [0],
-                    [0], 1, [1])
+    picked = gather(
+        flat_g, _wrap(np.maximum(per_update, 0)[:, None], as_dtype("i64")), [], [0], [0], 1, [1]
+    )
     du = select(mask, reshape(picked, list(u.shape)), _zeros_like(u))
     dx = g
     if name == "overwrite":
@@ -1019,19 +1127,36 @@ def _wrap_seq(t, seq):
     return [t] if seq else t
 
 
-def scatter_reference(inputs, scatter_indices, updates, update_window_dims,
-                      inserted_window_dims, scatter_dims_to_operand_dims, index_vector_dim,
-                      indices_are_sorted=False, unique_indices=False, update_computation=None,
-                      input_batching_dims=(), scatter_indices_batching_dims=()):
+def scatter_reference(
+    inputs,
+    scatter_indices,
+    updates,
+    update_window_dims,
+    inserted_window_dims,
+    scatter_dims_to_operand_dims,
+    index_vector_dim,
+    indices_are_sorted=False,
+    unique_indices=False,
+    update_computation=None,
+    input_batching_dims=(),
+    scatter_indices_batching_dims=(),
+):
     """The spec's formula, one update element at a time, in xops' schedule order (test
     oracle; slow: one body call per element)."""
     op = "scatter"
-    xs, seq = _variadic(op, inputs, "inputs")
-    us, useq = _variadic(op, updates, "updates")
-    (si,) = operands(op, scatter_indices, names=["scatter_indices"])
-    p = _scatter_plan(xs, si, us, update_window_dims, inserted_window_dims,
-                      scatter_dims_to_operand_dims, index_vector_dim, indices_are_sorted,
-                      unique_indices, input_batching_dims, scatter_indices_batching_dims)
+    xs, seq, us, useq, si, p = _scatter_args(
+        inputs,
+        scatter_indices,
+        updates,
+        update_window_dims,
+        inserted_window_dims,
+        scatter_dims_to_operand_dims,
+        index_vector_dim,
+        indices_are_sorted,
+        unique_indices,
+        input_batching_dims,
+        scatter_indices_batching_dims,
+    )
     body = update_computation
     dts = _scatter_body_types(xs, us, body)
     results = [np.array(_convert(x, dt)._value) for x, dt in zip(xs, dts)]
@@ -1042,8 +1167,9 @@ def scatter_reference(inputs, scatter_indices, updates, update_window_dims,
     for update_scatter_index in np.ndindex(*[ushape[d] for d in update_scatter_dims]):
         usi = list(update_scatter_index)
         if ivd < si.ndim:
-            start_index = [int(indices[tuple(usi[:ivd] + [k] + usi[ivd:])])
-                           for k in range(si.shape[ivd])]
+            start_index = [
+                int(indices[tuple(usi[:ivd] + [k] + usi[ivd:])]) for k in range(si.shape[ivd])
+            ]
         else:
             start_index = [int(indices[tuple(usi)])]
         full_start_index = [0] * len(shape)
@@ -1059,351 +1185,20 @@ def scatter_reference(inputs, scatter_indices, updates, update_window_dims,
             for d, i in zip(p.uwd, update_window_index):
                 update_index[d] = i
             wi = iter(update_window_index)
-            full_window_index = [0 if d in p.iwd or d in p.ibd else next(wi)
-                                 for d in range(len(shape))]
-            result_index = tuple(a + b + c for a, b, c in
-                                 zip(full_start_index, full_batching_index, full_window_index))
+            full_window_index = [
+                0 if d in p.iwd or d in p.ibd else next(wi) for d in range(len(shape))
+            ]
+            result_index = tuple(
+                a + b + c
+                for a, b, c in zip(full_start_index, full_batching_index, full_window_index)
+            )
             if not all(0 <= i < n for i, n in zip(result_index, shape)):
                 continue
-            args = [_wrap(r[result_index], dt) for r, dt in zip(results, dts)] + \
-                   [_wrap(u[tuple(update_index)], dt) for u, dt in zip(upd_v, dts)]
-            outs = body(*args)
-            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+            args = [_wrap(r[result_index], dt) for r, dt in zip(results, dts)] + [
+                _wrap(u[tuple(update_index)], dt) for u, dt in zip(upd_v, dts)
+            ]
+            outs = outputs(op, "C15", "update_computation", body(*args), len(dts))
             for r, o in zip(results, outs):
                 r[result_index] = o._value
     res = [_wrap(r, dt) for r, dt in zip(results, dts)]
     return tuple(res) if seq or useq else res[0]
-
-
-# ---------------------------------------------------------------------------------------
-# sort
-# ---------------------------------------------------------------------------------------
-
-def _default_comparator(lhs, rhs, *passengers):
-    """Ascending on the first operand: TOTALORDER for floats, the type's default compare
-    otherwise (the comparator of ``xo.sort(x)`` when none is given)."""
-    from .elementwise import compare
-    return compare(lhs, rhs, "LT", "TOTALORDER" if lhs.dtype.is_float else None)
-
-
-@primitive("sort")
-def sort(inputs, dimension=-1, is_stable=False, comparator=None):
-    """stablehlo.sort: sort ``inputs`` together along ``dimension`` by ``comparator``.
-
-    ``comparator(lhs_0, rhs_0, lhs_1, rhs_1, ...)`` returns an i1 "lhs < rhs"; it must be
-    a strict weak order. The default sorts ascending on the first operand (TOTALORDER for
-    floats: -NaN first, +NaN last, -0 before +0), the others follow. ``dimension`` may
-    be negative (004 C4). A Tensor gives a Tensor, a sequence a tuple. The order is
-    always stable (see the module docstring).
-
-    >>> xo.sort(xo.tensor([3.0, 1.0, 2.0]))   # [1, 2, 3]
-    >>> k, v = xo.sort([xo.tensor([2, 1, 2]), xo.tensor([10, 20, 30])], 0,
-    ...                comparator=lambda a, b, c, d: xo.compare(a, b, "GT"))  # [2,2,1] [10,30,20]
-    """
-    op = "sort"
-    xs, seq = _variadic(op, inputs, "inputs")
-    check(len(xs) > 0, op, "C1", "inputs must not be empty")
-    check(all(x.shape == xs[0].shape for x in xs), op, "C3",
-          lambda: f"inputs must have one shape, got {', '.join(tstr(x) for x in xs)}")
-    r = xs[0].ndim
-    dim = attr_int(op, "I2", "dimension", dimension)
-    check(-r <= dim < r, op, "C4",
-          lambda: f"dimension must be in [-{r}, {r}) for {tstr(xs[0])}, got {dim}")
-    _flag(op, "I3", "is_stable", is_stable)
-    cmp = _default_comparator if comparator is None else comparator
-    check(callable(cmp), op, "C5", lambda: f"comparator must be callable, got {cmp!r}")
-    _check_comparator(xs, cmp)
-    dim = dim % r
-    res = _sort_impl(xs, dim, cmp)
-    return tuple(res) if seq else res[0]
-
-
-def _check_comparator(xs, cmp):
-    """C5: the comparator maps 2N 0-d values of the inputs' types to a 0-d i1."""
-    _check_arity("sort", "C5", "comparator", cmp, 2 * len(xs))
-    args = []
-    for x in xs:
-        z = _zero_d(x)
-        args += [z, z]
-    out = cmp(*args)
-    check(isinstance(out, Tensor) and out.ndim == 0 and out._dtype.kind == "bool", "sort",
-          "C5", lambda: f"comparator must return a 0-d i1 tensor, got "
-                        f"{out.type if isinstance(out, Tensor) else type(out).__name__}")
-
-
-def _comparator_plan(cmp, n):
-    """(direction, compare_type) if ``cmp`` is ``xo.compare(lhs_0, rhs_0, "LT" | "GT"[,
-    compare_type])`` (the 2n parameters in order, only the first two used), else None."""
-    if cmp is _default_comparator:
-        return "LT", "DEFAULT_TOTAL"
-    from ._bodies import compare_call
-    call = compare_call(cmp, 2 * n)
-    if call is None or call[0] not in ("LT", "GT"):
-        return None
-    return call
-
-
-def _sort_impl(xs, dim, cmp):
-    moved = [np.moveaxis(x._value, dim, -1) for x in xs]
-    plan = _comparator_plan(cmp, len(xs))
-    out = None
-    if plan is not None and xs[0]._dtype.kind != "complex":
-        out = _sort_fast(xs, moved, *plan)
-    if out is None:
-        out = _sort_generic(xs, moved, cmp)
-    return [_wrap(np.ascontiguousarray(np.moveaxis(a, -1, dim)), x._dtype)
-            for a, x in zip(out, xs)]
-
-
-def _sort_keys(a, dt, ctype, descending):
-    """Unsigned integer keys of holder array ``a`` (element type dt) ordered as
-    ``compare(., ., LT, ctype)`` orders them (reversed if ``descending``), and
-    ``decode``: a function from sorted keys back to holder values, or None where keys
-    do not determine values (then only a permutation may be taken)."""
-    a = np.ascontiguousarray(a)
-    if dt.kind == "float" and dt.name != "f8E8M0FNU" and ctype in ("TOTALORDER", "DEFAULT_TOTAL"):
-        width = np.uint64 if dt.itemsize == 8 else np.uint32
-        u = a.view(_UINT_BY_SIZE[dt.itemsize]).astype(width, copy=False)
-        sign, full = width(1 << (dt.bits - 1)), width((1 << dt.bits) - 1)
-        keys = np.empty(a.shape, width)
-        K.total_order_keys(a.size, _ro(u.reshape(-1)), sign, full, descending, keys.reshape(-1))
-
-        def decode(k):
-            k = np.ascontiguousarray(k)
-            v = np.empty(k.shape, width)
-            K.total_order_decode(k.size, _ro(k.reshape(-1)), sign, full, descending,
-                                 v.reshape(-1))
-            return v.astype(_UINT_BY_SIZE[dt.itemsize], copy=False).view(dt.np)
-        return keys, decode
-    if dt.kind == "float":  # FLOAT compare: -0 = +0, NaN unordered (after +inf here)
-        x = np.ascontiguousarray(compute(_wrap(a, dt)))
-        width = np.uint64 if x.dtype == np.float64 else np.uint32
-        bits = 64 if width is np.uint64 else 32
-        sign, full = width(1 << (bits - 1)), width((1 << bits) - 1)
-        keys = np.empty(x.shape, width)
-        special = K.float_order_keys(x.size, _ro(x.reshape(-1)), _ro(x.view(width).reshape(-1)),
-                                     sign, full, descending, keys.reshape(-1))
-        if special:
-            return keys, None
-
-        def decode(k):  # no NaN and no -0: the keys are totalOrder keys of x
-            k = np.ascontiguousarray(k)
-            v = np.empty(k.shape, width)
-            K.total_order_decode(k.size, _ro(k.reshape(-1)), sign, full, descending,
-                                 v.reshape(-1))
-            return from_compute(v.view(x.dtype), dt)
-        return keys, decode
-    # integers and i1 (and f8E8M0FNU, whose bit pattern order is its value order)
-    v = a.view(np.uint8) if dt.name == "f8E8M0FNU" else compute(_wrap(a, dt))
-    if v.dtype == np.bool_:
-        v = v.view(np.uint8)
-    if descending:
-        v = ~v
-    v = np.ascontiguousarray(v)
-
-    def decode_int(k):
-        k = ~k if descending else k
-        if dt.name == "f8E8M0FNU":
-            return k.view(dt.np)
-        if dt.kind == "bool":
-            return k.view(np.bool_)
-        return from_compute(k, dt)
-    return v, decode_int
-
-
-def _stable_argsort(keys):
-    """Stable argsort along the last axis. Keys of at most 32 bits are made unique by
-    appending the position (key << 32 | i), so NumPy's fast (SIMD) sort of uint64
-    applies; wider keys use NumPy's stable sort."""
-    n = keys.shape[-1]
-    if keys.dtype.itemsize <= 4 and n < (1 << 32):
-        if keys.dtype.kind == "i":  # order-preserving map to unsigned
-            keys = keys.astype(np.int64) - np.int64(np.iinfo(keys.dtype).min)
-        comp = keys.astype(np.uint64) << np.uint64(32)
-        comp |= np.arange(n, dtype=np.uint64)
-        comp.sort(axis=-1)
-        return (comp & np.uint64(0xFFFFFFFF)).astype(np.intp)
-    return np.argsort(keys, axis=-1, kind="stable")
-
-
-def _sort_fast(xs, moved, direction, ctype):
-    dt = xs[0]._dtype
-    keys, decode = _sort_keys(moved[0], dt, ctype, direction == "GT")
-    if len(xs) == 1 and decode is not None:
-        # keys determine values: sort them (equal keys are equal bits, so any order of
-        # equal keys is the stable one)
-        return [decode(np.sort(keys, axis=-1))]
-    perm = _stable_argsort(keys)
-    return [np.take_along_axis(a, perm, axis=-1) for a in moved]
-
-
-def _sort_generic(xs, moved, cmp):
-    """Bottom-up merge sort of the rows, vectorised over a whole merge level.
-
-    Each element of a left run finds, by binary search, how many elements of its right
-    partner run are strictly before it (``cmp(right_j, me)``); all these searches probe
-    together, one comparator call per step on every element at once (about
-    log2(width) calls per level). The left elements' counts are made non-decreasing
-    along the run (a no-op for a strict weak order; for a comparator that is not one it
-    keeps the result a permutation), the left elements go to position own + count and
-    the right ones fill the remaining slots in order, which is the stable merge: a
-    right element goes after every comparator-equal left element.
-    """
-    shape = moved[0].shape
-    n = shape[-1]
-    rows = _prod(shape[:-1])
-    cur = [np.ascontiguousarray(a).reshape(-1) for a in moved]
-    dts = [x._dtype for x in xs]
-    if n < 2 or rows == 0:
-        return [c.reshape(shape) for c in cur]
-    p = np.arange(n, dtype=np.int64)
-    base = (np.arange(rows, dtype=np.int64) * n)[:, None]
-    width = 1
-    while width < n:
-        run = p // width
-        left = ((run & 1) == 0) & ((run + 1) * width < n)  # left runs that have a partner
-        lo0 = np.minimum((run + 1) * width, n)
-        hi0 = np.minimum(lo0 + width, n)
-        cols = np.nonzero(left)[0]
-        me = (base + cols).reshape(-1)
-        lo = np.broadcast_to(lo0[cols], (rows, cols.size)).reshape(-1).copy()
-        hi = np.broadcast_to(hi0[cols], (rows, cols.size)).reshape(-1).copy()
-        row0 = np.broadcast_to(base, (rows, cols.size)).reshape(-1)
-        active = np.arange(me.size)
-        while active.size:
-            mid = (lo[active] + hi[active]) // 2
-            other = row0[active] + mid
-            mine = me[active]
-            args = []
-            for f, dt in zip(cur, dts):
-                args += [_wrap(f[other], dt), _wrap(f[mine], dt)]
-            c = cmp(*args)
-            check(isinstance(c, Tensor) and c._dtype.kind == "bool"
-                  and c.shape in ((), (active.size,)), "sort", "C5",
-                  lambda: f"comparator must return i1 elementwise, got "
-                          f"{c.type if isinstance(c, Tensor) else type(c).__name__}")
-            before = np.broadcast_to(c._value, active.shape)  # right_mid before me
-            lo[active] = np.where(before, mid + 1, lo[active])
-            hi[active] = np.where(before, hi[active], mid)
-            active = active[lo[active] < hi[active]]
-        nruns = -(-n // width)
-        count = np.zeros((rows, nruns * width), np.int64)
-        count[:, cols] = (lo - np.broadcast_to(lo0[cols], (rows, cols.size)).reshape(-1)
-                          ).reshape(rows, cols.size)
-        count = np.maximum.accumulate(count.reshape(rows, nruns, width), axis=2)
-        count = count.reshape(rows, -1)[:, :n]
-        stays = ~left & (run & 1 == 0)  # a last run without partner keeps its place
-        dest_left = (base + (run >> 1) * 2 * width + (p - run * width) + count)
-        movers = left | stays
-        occupied = np.zeros(rows * n, bool)
-        dl = dest_left[:, movers].reshape(-1)
-        occupied[dl] = True
-        dest_right = np.flatnonzero(~occupied)
-        nxt = []
-        for f in cur:
-            g = np.empty_like(f)
-            f2 = f.reshape(rows, n)
-            g[dl] = f2[:, movers].reshape(-1)
-            g[dest_right] = f2[:, ~movers].reshape(-1)
-            nxt.append(g)
-        cur = nxt
-        width *= 2
-    return [c.reshape(shape) for c in cur]
-
-@sort.defvjp
-def _sort_vjp(g, out, inputs, dimension, is_stable, comparator):
-    """Each input's cotangent is g un-permuted: a gather of g at the inverse of the sort
-    permutation (found by sorting an iota alongside), batched over the other dims."""
-    xs, seq = _variadic("sort", inputs, "inputs")
-    gs = list(g) if isinstance(g, tuple) else [g]
-    r = xs[0].ndim
-    dim = int(dimension) % r
-    cmp = _default_comparator if comparator is None else comparator
-    perm = _sort_permutation(xs, dim, cmp)
-    inv = np.argsort(perm, axis=dim, kind="stable")
-    idx = _wrap(inv[..., None], as_dtype("i64"))
-    others = [d for d in range(r) if d != dim]
-    grads = []
-    for x, gi in zip(xs, gs):
-        if gi is None or x._dtype.kind not in ("float", "complex"):
-            grads.append(None)
-            continue
-        grads.append(gather(gi, idx, [], [dim], [dim], r, [1] * r,
-                            operand_batching_dims=others, start_indices_batching_dims=others))
-    return (grads if seq else grads[0]),
-
-
-def _sort_permutation(xs, dim, cmp):
-    """The stable permutation sort applies along ``dim`` (for gradients): sort an iota
-    alongside as the last passenger."""
-    shape = xs[0].shape
-    iota = np.broadcast_to(np.arange(shape[dim], dtype=np.int64).reshape(
-        [-1 if d == dim else 1 for d in range(len(shape))]), shape)
-    it = _wrap(np.ascontiguousarray(iota), as_dtype("i64"))
-    plan = _comparator_plan(cmp, len(xs))
-    moved = [np.moveaxis(x._value, dim, -1) for x in xs + [it]]
-    out = None
-    if plan is not None and xs[0]._dtype.kind != "complex":
-        keys, _ = _sort_keys(moved[0], xs[0]._dtype, plan[1], plan[0] == "GT")
-        out = np.take_along_axis(moved[-1], _stable_argsort(keys), axis=-1)
-    if out is None:
-        def with_iota(*args):
-            return cmp(*args[:-2])
-        out = _sort_generic(xs + [it], moved, with_iota)[-1]
-    return np.ascontiguousarray(np.moveaxis(out, -1, dim))
-
-
-# ---------------------------------------------------------------------------------------
-# top_k (XLA TopK)
-# ---------------------------------------------------------------------------------------
-
-@primitive("top_k")
-def top_k(operand, k, largest=True):
-    """XLA TopK (seed 001): the ``k`` largest (or smallest) entries along the last dim
-    and their indices, as ``(values, indices)`` with ``indices`` i32; equal values come
-    in order of index. Floats compare by totalOrder (+NaN largest, -0 < +0). XLA has no
-    constraint labels; xops uses I1 (rank >= 1), I2 (0 <= k <= last dim), I3 (largest
-    is a bool).
-
-    >>> xo.top_k(xo.tensor([1.0, 5.0, 3.0, 5.0]), 2)   # ([5, 5], [1, 3])
-    """
-    op = "top_k"
-    x = operands(op, operand, names=["operand"])[0]
-    check(x.ndim >= 1, op, "I1", lambda: f"operand must have rank >= 1, got {tstr(x)}")
-    kk = attr_int(op, "I2", "k", k)
-    n = x.shape[-1]
-    check(0 <= kk <= n, op, "I2",
-          lambda: f"k must be in [0, {n}] (the last dim of {tstr(x)}), got {kk}")
-    _flag(op, "I3", "largest", largest)
-    check(x._dtype.kind != "complex", op, "I1",
-          lambda: f"operand must have a real or integer element type, got {tstr(x)}")
-    dt = x._dtype
-    keys, _ = _sort_keys(x._value, dt, "TOTALORDER", bool(largest))
-    rows = _prod(x.shape[:-1])
-    if 0 < kk <= _TOP_K_BUFFER and kk < n and rows:
-        # a row-parallel kernel: each row keeps its k best in a small heap
-        if keys.dtype.kind == "i":  # order-preserving map to unsigned, one kernel type
-            keys = (keys.astype(np.int64) ^ np.int64(-1 << 63)).view(np.uint64)
-        else:
-            keys = keys.astype(np.uint64, copy=False)
-        idx = np.empty((rows, kk), np.int64)
-        K.top_k_rows(keys.size, _ro(np.ascontiguousarray(keys).reshape(rows, n)), kk, idx)
-        idx = idx.reshape(x.shape[:-1] + (kk,))
-    elif kk == 0:
-        idx = np.zeros(x.shape[:-1] + (0,), np.int64)
-    else:
-        idx = _stable_argsort(keys)[..., :kk]
-    values = np.take_along_axis(x._value, idx, axis=-1)
-    return _wrap(np.ascontiguousarray(values), dt), _wrap(idx.astype(np.int32), as_dtype("i32"))
-
-
-@top_k.defvjp
-def _top_k_vjp(g, out, operand, k, largest):
-    """Scatter the values' cotangent into zeros at the returned indices (row by row)."""
-    x = as_tensor(operand)
-    gv = g[0] if isinstance(g, tuple) else g
-    r = x.ndim
-    from .elementwise import add
-    batch = list(range(r - 1))
-    return scatter(_zeros_like(x), out[1], gv, [], [r - 1], [r - 1], r, update_computation=add,
-                   input_batching_dims=batch, scatter_indices_batching_dims=batch), None, None

@@ -15,9 +15,10 @@ over that operand's free dims, transposed back into the operand's dim order; wit
 ``preferred_element_type`` the other operand is converted to the result type first and
 the cotangent converted back to the operand's type. Integer dots have no gradient.
 """
+
 import numpy as np
 
-from ..autodiff.tape import primitive
+from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype
 from ..tensor import Tensor
 from ..limits import check_nbytes
@@ -40,10 +41,17 @@ def _accumulation_dtype(dt):
     return dt.compute  # f32/f64/c64/c128 (narrow floats compute in f32)
 
 
-@primitive("dot_general")
-def dot_general(lhs, rhs, lhs_batching_dimensions=(), rhs_batching_dimensions=(),
-                lhs_contracting_dimensions=(), rhs_contracting_dimensions=(),
-                precision_config=None, preferred_element_type=None):
+@primitive("dot_general", quantized="dequantize")
+def dot_general(
+    lhs,
+    rhs,
+    lhs_batching_dimensions=(),
+    rhs_batching_dimensions=(),
+    lhs_contracting_dimensions=(),
+    rhs_contracting_dimensions=(),
+    precision_config=None,
+    preferred_element_type=None,
+):
     """stablehlo.dot_general: contract ``lhs`` and ``rhs`` over the contracting
     dimensions, batched over the batching dimensions (paired by position).
 
@@ -54,6 +62,8 @@ def dot_general(lhs, rhs, lhs_batching_dimensions=(), rhs_batching_dimensions=()
     >>> a = xo.tensor([[1, 2], [3, 4]])
     >>> xo.dot_general(a, a, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
     ... # [[7, 10], [15, 22]]
+    xo.tensor([[ 7, 10],
+               [15, 22]], i64[2,2])
     """
     op = "dot_general"
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
@@ -61,51 +71,127 @@ def dot_general(lhs, rhs, lhs_batching_dimensions=(), rhs_batching_dimensions=()
     rb = attr_ints(op, "I4", "rhs_batching_dimensions", rhs_batching_dimensions)
     lc = attr_ints(op, "I5", "lhs_contracting_dimensions", lhs_contracting_dimensions)
     rc = attr_ints(op, "I6", "rhs_contracting_dimensions", rhs_contracting_dimensions)
-    check(len(lb) == len(rb), op, "C1", lambda: f"lhs_batching_dimensions {lb} and "
-          f"rhs_batching_dimensions {rb} must have the same size")
-    check(len(lc) == len(rc), op, "C2", lambda: f"lhs_contracting_dimensions {lc} and "
-          f"rhs_contracting_dimensions {rc} must have the same size")
-    check(len(set(lb + lc)) == len(lb + lc), op, "C3",
-          lambda: f"lhs batching + contracting dimensions {lb + lc} must be unique")
-    check(len(set(rb + rc)) == len(rb + rc), op, "C4",
-          lambda: f"rhs batching + contracting dimensions {rb + rc} must be unique")
-    for label, dims, t, side in (("C5", lb, x, "lhs_batching"), ("C6", lc, x, "lhs_contracting"),
-                                 ("C7", rb, y, "rhs_batching"), ("C8", rc, y, "rhs_contracting")):
-        check(all(0 <= d < t.ndim for d in dims), op, label,
-              lambda: f"{side}_dimensions {dims} must be in [0, {t.ndim}) for {tstr(t)}")
-    check([x.shape[d] for d in lb] == [y.shape[d] for d in rb], op, "C9",
-          lambda: f"batch dims differ: lhs {tstr(x)} dims {lb} vs rhs {tstr(y)} dims {rb}")
-    check([x.shape[d] for d in lc] == [y.shape[d] for d in rc], op, "C10",
-          lambda: f"contracting dims differ: lhs {tstr(x)} dims {lc} vs rhs {tstr(y)} dims {rc}")
+    check(
+        len(lb) == len(rb),
+        op,
+        "C1",
+        lambda: (
+            f"lhs_batching_dimensions {lb} and rhs_batching_dimensions {rb} must have the same size"
+        ),
+    )
+    check(
+        len(lc) == len(rc),
+        op,
+        "C2",
+        lambda: (
+            f"lhs_contracting_dimensions {lc} and "
+            f"rhs_contracting_dimensions {rc} must have the same size"
+        ),
+    )
+    check(
+        len(set(lb + lc)) == len(lb + lc),
+        op,
+        "C3",
+        lambda: f"lhs batching + contracting dimensions {lb + lc} must be unique",
+    )
+    check(
+        len(set(rb + rc)) == len(rb + rc),
+        op,
+        "C4",
+        lambda: f"rhs batching + contracting dimensions {rb + rc} must be unique",
+    )
+    for label, dims, t, side in (
+        ("C5", lb, x, "lhs_batching"),
+        ("C6", lc, x, "lhs_contracting"),
+        ("C7", rb, y, "rhs_batching"),
+        ("C8", rc, y, "rhs_contracting"),
+    ):
+        check(
+            all(0 <= d < t.ndim for d in dims),
+            op,
+            label,
+            lambda: f"{side}_dimensions {dims} must be in [0, {t.ndim}) for {tstr(t)}",
+        )
+    check(
+        [x.shape[d] for d in lb] == [y.shape[d] for d in rb],
+        op,
+        "C9",
+        lambda: f"batch dims differ: lhs {tstr(x)} dims {lb} vs rhs {tstr(y)} dims {rb}",
+    )
+    check(
+        [x.shape[d] for d in lc] == [y.shape[d] for d in rc],
+        op,
+        "C10",
+        lambda: f"contracting dims differ: lhs {tstr(x)} dims {lc} vs rhs {tstr(y)} dims {rc}",
+    )
     if precision_config is not None:
         pc = [str(p).upper() for p in precision_config]
-        check(len(pc) == 2 and all(p in _PRECISIONS for p in pc), op, "C11",
-              lambda: f"precision_config must be 2 of {_PRECISIONS}, got {precision_config!r}")
-    check(x._dtype is y._dtype, op, "C13",
-          lambda: f"lhs and rhs must have the same element type, got {tstr(x)} and {tstr(y)}")
-    out_dt = x._dtype if preferred_element_type is None else as_dtype(preferred_element_type, op, "C12")
-    check(not out_dt.quantized, op, "C14",
-          lambda: f"a quantized result needs quantized lhs and rhs, got {tstr(x)} and "
-                  f"{tstr(y)} with preferred_element_type {out_dt.name}")
-    check(out_dt.kind == x._dtype.kind or (x._dtype.kind in ("si", "ui") and out_dt.kind in ("si", "ui"))
-          or (x._dtype.kind == "float" and out_dt.kind == "float"), op, "C12",
-          lambda: f"preferred_element_type {out_dt.name} cannot hold a dot of {x._dtype.name}")
+        check(
+            len(pc) == 2 and all(p in _PRECISIONS for p in pc),
+            op,
+            "C11",
+            lambda: f"precision_config must be 2 of {_PRECISIONS}, got {precision_config!r}",
+        )
+    check(
+        x._dtype is y._dtype,
+        op,
+        "C13",
+        lambda: f"lhs and rhs must have the same element type, got {tstr(x)} and {tstr(y)}",
+    )
+    out_dt = (
+        x._dtype if preferred_element_type is None else as_dtype(preferred_element_type, op, "C12")
+    )
+    check(
+        not out_dt.quantized,
+        op,
+        "C14",
+        lambda: (
+            f"a quantized result needs quantized lhs and rhs, got {tstr(x)} and "
+            f"{tstr(y)} with preferred_element_type {out_dt.name}"
+        ),
+    )
+    check(
+        out_dt.kind == x._dtype.kind
+        or (x._dtype.kind in ("si", "ui") and out_dt.kind in ("si", "ui"))
+        or (x._dtype.kind == "float" and out_dt.kind == "float"),
+        op,
+        "C12",
+        lambda: f"preferred_element_type {out_dt.name} cannot hold a dot of {x._dtype.name}",
+    )
+    keep(
+        op,
+        lhs_batching_dimensions=lb,
+        rhs_batching_dimensions=rb,
+        lhs_contracting_dimensions=lc,
+        rhs_contracting_dimensions=rc,
+    )
     return result(_dot_general_impl(x, y, lb, rb, lc, rc, out_dt), out_dt)
 
 
-def _dims(name, value):
-    return attr_ints("dot_general", "", name, value) if len(value) else []
-
-
 @dot_general.defvjp
-def _dot_general_vjp(g, out, lhs, rhs, lhs_batching_dimensions, rhs_batching_dimensions,
-                     lhs_contracting_dimensions, rhs_contracting_dimensions,
-                     precision_config, preferred_element_type):
+def _dot_general_vjp(
+    g,
+    out,
+    lhs,
+    rhs,
+    lhs_batching_dimensions,
+    rhs_batching_dimensions,
+    lhs_contracting_dimensions,
+    rhs_contracting_dimensions,
+    precision_config,
+    preferred_element_type,
+):
+    # (the dimension lists are kept parsed by the op: lists of ints)
     return _dot_general_transpose(
-        g, lhs, rhs, _dims("lhs_batching_dimensions", lhs_batching_dimensions),
-        _dims("rhs_batching_dimensions", rhs_batching_dimensions),
-        _dims("lhs_contracting_dimensions", lhs_contracting_dimensions),
-        _dims("rhs_contracting_dimensions", rhs_contracting_dimensions), precision_config)
+        g,
+        lhs,
+        rhs,
+        lhs_batching_dimensions,
+        rhs_batching_dimensions,
+        lhs_contracting_dimensions,
+        rhs_contracting_dimensions,
+        precision_config,
+    )
 
 
 def _dot_general_transpose(g, lhs, rhs, lb, rb, lc, rc, precision_config):
@@ -143,6 +229,7 @@ def _dot_general_transpose(g, lhs, rhs, lb, rb, lc, rc, precision_config):
 def _contract(g, t, gb, tb, gc, tc, precision_config, want):
     """dot_general(g, t) in g's element type, converted to ``want``."""
     from .conversion import convert
+
     if t._dtype is not g._dtype:
         t = convert(t, g._dtype)
     out = dot_general(g, t, gb, tb, gc, tc, precision_config=precision_config)
@@ -171,7 +258,7 @@ def _dot_general_impl(x, y, lb, rb, lc, rc, out_dt):
     a = np.transpose(a, lb + lf + lc).reshape(nb, m, k)
     b = np.transpose(b, rb + rc + rf).reshape(nb, k, n)
     with np.errstate(all="ignore"):
-        if acc.kind in "iu" and _abs_max(a) * _abs_max(b) * k < 2 ** 53:
+        if acc.kind in "iu" and _abs_max(a) * _abs_max(b) * k < 2**53:
             # exact in float64 BLAS: every partial sum is an integer below 2**53
             out = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(acc)
         else:
@@ -184,32 +271,44 @@ def _to_accumulation(t, out_dt, acc):
     if out_dt is not t._dtype and out_dt.kind == "float" and t._dtype.kind == "float":
         # convert each operand to the result type first (spec/reference semantics)
         from ..dtypes import from_compute, to_compute
+
         v = to_compute(from_compute(v, out_dt), out_dt)
     return v.astype(acc, copy=False)
 
 
-@primitive("dot")
+@primitive("dot", quantized="dequantize", spec="xla")
 def dot(lhs, rhs, precision_config=None, preferred_element_type=None):
     """XLA Dot (legacy): vector.vector -> scalar, matrix.vector -> vector,
     matrix.matrix -> matrix; contracts lhs's last dim with rhs's first.
 
     >>> xo.dot(xo.tensor([1.0, 2.0]), xo.tensor([3.0, 4.0]))   # 11
+    xo.tensor(11., f32[])
     """
     x, y = operands("dot", lhs, rhs, names=["lhs", "rhs"])
-    check(1 <= x.ndim <= 2 and 1 <= y.ndim <= 2, "dot", "I1",
-          lambda: f"lhs and rhs must have rank 1 or 2, got {tstr(x)} and {tstr(y)}")
+    check(
+        1 <= x.ndim <= 2 and 1 <= y.ndim <= 2,
+        "dot",
+        "I1",
+        lambda: f"lhs and rhs must have rank 1 or 2, got {tstr(x)} and {tstr(y)}",
+    )
     try:
-        return dot_general(x, y, lhs_contracting_dimensions=[x.ndim - 1],
-                           rhs_contracting_dimensions=[0], precision_config=precision_config,
-                           preferred_element_type=preferred_element_type)
+        return dot_general(
+            x,
+            y,
+            lhs_contracting_dimensions=[x.ndim - 1],
+            rhs_contracting_dimensions=[0],
+            precision_config=precision_config,
+            preferred_element_type=preferred_element_type,
+        )
     except SpecError as e:
         raise SpecError("dot", e.label, str(e).split(": ", 1)[1]) from None
 
 
 @dot.defvjp
 def _dot_vjp(g, out, lhs, rhs, precision_config, preferred_element_type):
-    return _dot_general_transpose(g, lhs, rhs, [], [], [len(_shape(lhs)) - 1], [0],
-                                  precision_config)
+    return _dot_general_transpose(
+        g, lhs, rhs, [], [], [len(_shape(lhs)) - 1], [0], precision_config
+    )
 
 
 def _shape(a):

@@ -11,16 +11,24 @@ structural rules (each tensor element gets its own cotangent). Only tensors at t
 level of a result are recorded; a nested tuple passes through as the very object, so
 the tensors inside keep their own tape nodes.
 """
+
 import builtins
 
 import numpy as np
 
-from ..autodiff.tape import is_grad_enabled, primitive
+from ..autodiff.tape import is_grad_enabled, keep, primitive
 from ..tensor import Tensor
+from ..registry import declare
 from ._core import SpecError, as_tensor, attr_int, check
 
-__all__ = ["Token", "after_all", "create_token", "tuple", "get_tuple_element",
-           "optimization_barrier"]
+__all__ = [
+    "Token",
+    "after_all",
+    "create_token",
+    "tuple",
+    "get_tuple_element",
+    "optimization_barrier",
+]
 
 
 class Token:
@@ -28,6 +36,7 @@ class Token:
     (which an eager framework already runs in program order).
 
     >>> xo.after_all(xo.create_token(), xo.create_token())   # xo.Token()
+    xo.Token()
     """
 
     __slots__ = ()
@@ -45,19 +54,22 @@ def after_all(*inputs):
     one a token; zero inputs are allowed and give a fresh token).
 
     >>> xo.after_all(xo.create_token(), xo.create_token())   # xo.Token()
+    xo.Token()
     """
     for i, t in enumerate(inputs):
         if not isinstance(t, Token):
-            raise SpecError("after_all", "I1", f"inputs must be tokens, got "
-                                               f"{_kind(t)} for inputs[{i}]")
+            raise SpecError(
+                "after_all", "I1", f"inputs must be tokens, got {_kind(t)} for inputs[{i}]"
+            )
     return Token()
 
 
-@primitive("create_token")
+@primitive("create_token", spec=None)  # MHLO's token op; the spec has after_all
 def create_token():
     """XLA CreateToken (legacy): after_all with no inputs, a fresh token.
 
     >>> xo.create_token()   # xo.Token()
+    xo.Token()
     """
     return after_all()
 
@@ -70,12 +82,12 @@ def _value(op, label, name, v, allow_tuple):
     if isinstance(v, builtins.tuple):
         if not allow_tuple:
             raise SpecError(op, label, f"{name} must be a tensor or a token, got a tuple")
-        return builtins.tuple(_value(op, label, f"{name}[{i}]", e, True)
-                              for i, e in enumerate(v))
+        return builtins.tuple(_value(op, label, f"{name}[{i}]", e, True) for i, e in enumerate(v))
     if isinstance(v, (np.ndarray, np.generic, bool, int, float, complex, list)):
         return as_tensor(v, op=op, name=name)
-    raise SpecError(op, label, f"{name} must be a tensor, a token or a tuple, got "
-                               f"{type(v).__name__}")
+    raise SpecError(
+        op, label, f"{name} must be a tensor, a token or a tuple, got {type(v).__name__}"
+    )
 
 
 def _kind(v):
@@ -84,13 +96,14 @@ def _kind(v):
     return f"a {type(v).__name__}"
 
 
-@primitive("tuple")
+@primitive("tuple", quantized="native")
 def tuple(*val):
     """stablehlo.tuple: the values ``val`` as one tuple value (a Python tuple). Elements
     may be tensors, tokens or tuples (C1: element i has type(val[i])); NumPy arrays and
     Python scalars become tensors.
 
     >>> xo.tuple(xo.tensor([1.0, 2.0]), xo.tuple(xo.tensor(3)))   # ([1, 2], (3,))
+    (xo.tensor([1., 2.], f32[2]), (xo.tensor(3, i64[]),))
     """
     return builtins.tuple(_value("tuple", "I1", f"val[{i}]", v, True) for i, v in enumerate(val))
 
@@ -101,12 +114,14 @@ def _tuple_vjp(g, out, val):
     return (g,)
 
 
+@declare("get_tuple_element", quantized="native")
 def get_tuple_element(tuple, index):
     """stablehlo.get_tuple_element: element ``index`` of the tuple ``tuple``
     (C1: 0 <= index < size(tuple); no Python-style negative indices).
 
     >>> xo.get_tuple_element(xo.tuple(xo.tensor([1.0, 2.0]), xo.tuple(xo.tensor(3))), 0)
     ... # [1, 2]
+    xo.tensor([1., 2.], f32[2])
     """
     v = _element(tuple, index)
     if isinstance(v, Tensor) and is_grad_enabled():
@@ -123,17 +138,22 @@ def _element(tuple, index):
     if not isinstance(operand, builtins.tuple):
         raise SpecError(op, "I1", f"operand must be a tuple, got {_kind(operand)}")
     i = attr_int(op, "I2", "index", index)
-    check(0 <= i < len(operand), op, "C1",
-          lambda: f"index must be in [0, size(operand)={len(operand)}), got {i}")
+    check(
+        0 <= i < len(operand),
+        op,
+        "C1",
+        lambda: f"index must be in [0, size(operand)={len(operand)}), got {i}",
+    )
+    keep(op, index=i)
     return operand[i]
 
 
-_get_tuple_element = primitive("get_tuple_element")(_element)
+_get_tuple_element = primitive("get_tuple_element", core=True)(_element)
 
 
 @_get_tuple_element.defvjp
 def _get_tuple_element_vjp(g, out, tuple, index):
-    i = attr_int("get_tuple_element", "I2", "index", index)
+    i = index  # (kept parsed by the op: an int)
     return ([g if k == i else None for k in range(len(tuple))],)
 
 
@@ -141,16 +161,19 @@ get_tuple_element.op_name = "get_tuple_element"
 get_tuple_element.defvjp = _get_tuple_element.defvjp
 
 
-@primitive("optimization_barrier")
+@primitive("optimization_barrier", quantized="native")
 def optimization_barrier(*operand):
     """stablehlo.optimization_barrier: the identity on any number of tensors and tokens
     (C1: result types equal operand types); it only fences compiler transformations,
     which an eager framework does not make. Returns a tuple of the same values.
 
     >>> xo.optimization_barrier(xo.tensor(0.0), xo.tensor(1.0))   # (0.0, 1.0)
+    (xo.tensor(0., f32[]), xo.tensor(1., f32[]))
     """
-    return builtins.tuple(_value("optimization_barrier", "I1", f"operand[{i}]", v, False)
-                          for i, v in enumerate(operand))
+    return builtins.tuple(
+        _value("optimization_barrier", "I1", f"operand[{i}]", v, False)
+        for i, v in enumerate(operand)
+    )
 
 
 @optimization_barrier.defvjp

@@ -50,11 +50,13 @@ written with xops ops (so they record too, and higher orders work):
 Narrow floats (bf16, f16, f8...) compute their rules in f32 and round the cotangents
 once to the operand's element type.
 """
+
 import numbers
 
 import numpy as np
 
-from ..autodiff.tape import primitive
+from ..autodiff import helpers as _H
+from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype, from_compute, to_compute
 from ..kernels import normalization as K
 from ..tensor import Tensor
@@ -71,36 +73,81 @@ __all__ = ["batch_norm_training", "batch_norm_inference", "batch_norm_grad"]
 # Shared checks and plumbing
 # ---------------------------------------------------------------------------------------
 
+
 def _float_operand(op, label, t, name):
-    check(t._dtype.kind == "float", op, label,
-          lambda: f"{name} must be a tensor of floating-point type, got {tstr(t)}")
+    check(
+        t._dtype.kind == "float",
+        op,
+        label,
+        lambda: f"{name} must be a tensor of floating-point type, got {tstr(t)}",
+    )
 
 
 def _feature_vector(op, label, t, name):
-    check(t.ndim == 1 and t._dtype.kind == "float", op, label,
-          lambda: f"{name} must be a 1-dimensional tensor of floating-point type, "
-                  f"got {tstr(t)}")
+    check(
+        t.ndim == 1 and t._dtype.kind == "float",
+        op,
+        label,
+        lambda: f"{name} must be a 1-dimensional tensor of floating-point type, got {tstr(t)}",
+    )
 
 
 def _feature_index(op, i_label, operand, feature_index):
     fi = attr_int(op, i_label, "feature_index", feature_index)
-    check(0 <= fi < operand.ndim, op, "C1",
-          lambda: f"feature_index must be in [0, rank(operand)={operand.ndim}), got {fi} "
-                  f"for operand {tstr(operand)}")
+    check(
+        0 <= fi < operand.ndim,
+        op,
+        "C1",
+        lambda: (
+            f"feature_index must be in [0, rank(operand)={operand.ndim}), got {fi} "
+            f"for operand {tstr(operand)}"
+        ),
+    )
     return fi
 
 
 def _same_element_type(op, label, operand, others):
     for name, t in others:
-        check(t._dtype is operand._dtype, op, label,
-              lambda: f"operand and {name} must have the same element type, got "
-                      f"{tstr(operand)} and {tstr(t)}")
+        check(
+            t._dtype is operand._dtype,
+            op,
+            label,
+            lambda: (
+                f"operand and {name} must have the same element type, got "
+                f"{tstr(operand)} and {tstr(t)}"
+            ),
+        )
 
 
 def _feature_size(op, label, operand, fi, t, name):
-    check(t.shape[0] == operand.shape[fi], op, label,
-          lambda: f"size({name})={t.shape[0]} must equal dim(operand, feature_index={fi})="
-                  f"{operand.shape[fi]} for operand {tstr(operand)}")
+    check(
+        t.shape[0] == operand.shape[fi],
+        op,
+        label,
+        lambda: (
+            f"size({name})={t.shape[0]} must equal dim(operand, feature_index={fi})="
+            f"{operand.shape[fi]} for operand {tstr(operand)}"
+        ),
+    )
+
+
+def _check_inputs(op, tensors, names, epsilon, feature_index):
+    """The checks the three ops share, labelled as the spec numbers them: the n tensor
+    inputs are I1..In (``operand`` and ``grad_output`` float tensors, the others 1-d float
+    vectors), epsilon is I(n+1), feature_index I(n+2) and C1; all share the operand's
+    element type (C2). Returns ``(feature_index, epsilon)`` as Python numbers."""
+    x = tensors[0]
+    for i, (t, name) in enumerate(zip(tensors, names)):
+        if name in ("operand", "grad_output"):
+            _float_operand(op, f"I{i + 1}", t, name)
+        else:
+            _feature_vector(op, f"I{i + 1}", t, name)
+    n = len(tensors)
+    fi = _feature_index(op, f"I{n + 2}", x, feature_index)
+    eps = _epsilon(op, f"I{n + 1}", epsilon, x._dtype)
+    _same_element_type(op, "C2", x, list(zip(names[1:], tensors[1:])))
+    keep(op, epsilon=eps, feature_index=fi)  # the rule reads them parsed
+    return fi, eps
 
 
 def _epsilon(op, label, epsilon, dt):
@@ -112,8 +159,9 @@ def _epsilon(op, label, epsilon, dt):
     elif isinstance(epsilon, np.ndarray) and epsilon.ndim == 0:
         epsilon = epsilon[()]
     if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
-        raise SpecError(op, label, f"epsilon must be an f32 constant (a real number), "
-                                   f"got {epsilon!r}")
+        raise SpecError(
+            op, label, f"epsilon must be an f32 constant (a real number), got {epsilon!r}"
+        )
     with np.errstate(over="ignore"):
         e32 = np.array(epsilon, np.float32)
     return float(to_compute(from_compute(e32, dt), dt))
@@ -128,7 +176,7 @@ def _view(t, fi):
     shape = t.shape
     outer = int(np.prod(shape[:fi], dtype=np.int64))
     C = shape[fi]
-    inner = int(np.prod(shape[fi + 1:], dtype=np.int64))
+    inner = int(np.prod(shape[fi + 1 :], dtype=np.int64))
     v = t._value
     v = v.astype(np.float64) if t._dtype.is_narrow else np.ascontiguousarray(v)
     return v.reshape(-1), K.plan(outer, C, inner), C, inner, outer * inner
@@ -136,8 +184,11 @@ def _view(t, fi):
 
 def _vec64(t):
     """A feature vector in float64 (exact for every float type)."""
-    return np.ascontiguousarray(t._value, dtype=np.float64) if not t._dtype.is_narrow \
+    return (
+        np.ascontiguousarray(t._value, dtype=np.float64)
+        if not t._dtype.is_narrow
         else t._value.astype(np.float64)
+    )
 
 
 def _round(v64, dt):
@@ -161,9 +212,7 @@ def _quiet():
 
 # -- gradient-rule helpers (rules are written with xops ops, so they record too) --------
 
-def _needs(a):
-    """Whether argument ``a`` gets a cotangent (a Tensor that requires a gradient)."""
-    return isinstance(a, Tensor) and a.requires_grad
+_needs = _H.needs
 
 
 def _is_zero(g):
@@ -231,7 +280,8 @@ def _mul(a, b):
 # batch_norm_training
 # ---------------------------------------------------------------------------------------
 
-@primitive("batch_norm_training")
+
+@primitive("batch_norm_training", quantized="dequantize")
 def batch_norm_training(operand, scale, offset, epsilon, feature_index):
     """stablehlo.batch_norm_training: normalize ``operand`` by the mean and biased
     variance of every feature (all dims but ``feature_index``), then scale and offset.
@@ -245,13 +295,9 @@ def batch_norm_training(operand, scale, offset, epsilon, feature_index):
     ... # out [[[0, 0], [2, 2]], [[2, 2], [0, 0]]], mean [2, 3], var [1, 1]
     """
     op = "batch_norm_training"
-    x, s, o = operands(op, operand, scale, offset, names=["operand", "scale", "offset"])
-    _float_operand(op, "I1", x, "operand")
-    _feature_vector(op, "I2", s, "scale")
-    _feature_vector(op, "I3", o, "offset")
-    fi = _feature_index(op, "I5", x, feature_index)
-    eps = _epsilon(op, "I4", epsilon, x._dtype)
-    _same_element_type(op, "C2", x, [("scale", s), ("offset", o)])
+    names = ["operand", "scale", "offset"]
+    x, s, o = ts = operands(op, operand, scale, offset, names=names)
+    fi, eps = _check_inputs(op, ts, names, epsilon, feature_index)
     _feature_size(op, "C3", x, fi, s, "scale")
     _feature_size(op, "C4", x, fi, o, "offset")
     # C5-C7 (batch_mean/batch_var sizes, output type) hold by construction
@@ -264,11 +310,10 @@ def _batch_norm_training_vjp(g, out, operand, scale, offset, epsilon, feature_in
     kernel; it accounts for the statistics' own dependence on the operand). batch_mean's
     and batch_var's: ``g_mean / N`` and ``2 g_var (x - mean) / N`` broadcast onto the
     operand's (d var / dx is exact in that form, as sum(x - mean) = 0)."""
-    op = "batch_norm_training"
     gy, gm, gv = g
     _, mean, var = out
     x = as_tensor(operand)
-    fi = _feature_index(op, "I5", x, feature_index)
+    fi = feature_index  # (kept parsed by the op, as epsilon)
     gx = gs = go = None
     if not _is_zero(gy):
         gx, gs, go = batch_norm_grad(x, as_tensor(scale), mean, var, gy, epsilon, fi)
@@ -283,11 +328,15 @@ def _batch_norm_training_vjp(g, out, operand, scale, offset, epsilon, feature_in
             if gv is not None:
                 centered = _E.subtract(_to(x, wt), _bcast(_to(mean, wt), fi, x.shape))
                 coef = _E.multiply(_to(gv, wt), 2.0)
-                extra = _add(extra, _E.multiply(_bcast(_E.divide(coef, n), fi, x.shape),
-                                                centered))
+                extra = _add(extra, _E.multiply(_bcast(_E.divide(coef, n), fi, x.shape), centered))
             gx = _to(_add(_to(gx, wt), extra), dt)
-    return (gx if _needs(operand) else None, gs if _needs(scale) else None,
-            go if _needs(offset) else None, None, None)
+    return (
+        gx if _needs(operand) else None,
+        gs if _needs(scale) else None,
+        go if _needs(offset) else None,
+        None,
+        None,
+    )
 
 
 def _batch_norm_training_impl(x, s, o, eps, fi):
@@ -300,7 +349,7 @@ def _batch_norm_training_impl(x, s, o, eps, fi):
         K.tile_moments(flat.size, flat, C, inner, plan.runs, plan.tiles, plan.starts, psum, pm2)
         K.merge_moments.serial(plan.parts, psum, pm2, mean, var)  # O(tiles): always serial
         mean = _round(mean, dt)  # the element-type batch_mean / batch_var that the spec
-        var = _round(var, dt)    # then feeds to batch_norm_inference
+        var = _round(var, dt)  # then feeds to batch_norm_inference
         a = _vec64(s) / np.sqrt(var + eps)
     out = _normalize(flat, plan, C, inner, mean, a, _vec64(o))
     return (result(out.reshape(x.shape), dt), result(mean, dt), result(var, dt))
@@ -311,8 +360,9 @@ def batch_norm_training_reference(operand, scale, offset, epsilon, feature_index
     float dtype (float32 or float64): the test oracle."""
     mean = _compute_mean_ref(operand, feature_index)
     variance = _compute_variance_ref(operand, feature_index)
-    out = batch_norm_inference_reference(operand, scale, offset, mean, variance, epsilon,
-                                         feature_index)
+    out = batch_norm_inference_reference(
+        operand, scale, offset, mean, variance, epsilon, feature_index
+    )
     return out, mean, variance
 
 
@@ -323,8 +373,9 @@ def _compute_sum_ref(operand, feature_index):
 
 def _compute_mean_ref(operand, feature_index):
     total = _compute_sum_ref(operand, feature_index)
-    divisor = operand.dtype.type(operand.size // operand.shape[feature_index]
-                                 if operand.shape[feature_index] else 0)
+    divisor = operand.dtype.type(
+        operand.size // operand.shape[feature_index] if operand.shape[feature_index] else 0
+    )
     with _quiet():
         return total / divisor
 
@@ -346,32 +397,23 @@ def _bcast_ref(v, feature_index, rank):
 # batch_norm_inference
 # ---------------------------------------------------------------------------------------
 
-@primitive("batch_norm_inference")
+
+@primitive("batch_norm_inference", quantized="dequantize")
 def batch_norm_inference(operand, scale, offset, mean, variance, epsilon, feature_index):
     """stablehlo.batch_norm_inference: ``scale * (operand - mean) / sqrt(variance +
     epsilon) + offset`` per feature, with the given mean and variance.
 
     >>> x = xo.tensor([[[1.0, 2.0], [3.0, 4.0]], [[3.0, 4.0], [1.0, 2.0]]], "f64")
     >>> one = xo.tensor([1.0, 1.0], "f64")
-    >>> xo.batch_norm_inference(x, one, one, xo.tensor([2.0, 3.0], "f64"), one, 0.0, 2)
-    ... # [[[0, 0], [2, 2]], [[2, 2], [0, 0]]]
+    >>> xo.batch_norm_inference(x, one, one, xo.tensor([2.0, 3.0], "f64"), one, 0.0, 2).tolist()
+    [[[0.0, 0.0], [2.0, 2.0]], [[2.0, 2.0], [0.0, 0.0]]]
     """
     op = "batch_norm_inference"
-    x, s, o, m, v = operands(op, operand, scale, offset, mean, variance,
-                             names=["operand", "scale", "offset", "mean", "variance"])
-    _float_operand(op, "I1", x, "operand")
-    _feature_vector(op, "I2", s, "scale")
-    _feature_vector(op, "I3", o, "offset")
-    _feature_vector(op, "I4", m, "mean")
-    _feature_vector(op, "I5", v, "variance")
-    fi = _feature_index(op, "I7", x, feature_index)
-    eps = _epsilon(op, "I6", epsilon, x._dtype)
-    _same_element_type(op, "C2", x, [("scale", s), ("offset", o), ("mean", m),
-                                     ("variance", v)])
-    _feature_size(op, "C3", x, fi, s, "scale")
-    _feature_size(op, "C4", x, fi, o, "offset")
-    _feature_size(op, "C5", x, fi, m, "mean")
-    _feature_size(op, "C6", x, fi, v, "variance")
+    names = ["operand", "scale", "offset", "mean", "variance"]
+    x, s, o, m, v = ts = operands(op, operand, scale, offset, mean, variance, names=names)
+    fi, eps = _check_inputs(op, ts, names, epsilon, feature_index)
+    for k in range(1, 5):
+        _feature_size(op, f"C{k + 2}", x, fi, ts[k], names[k])
     # C7 (result type = operand type) holds by construction
     flat, plan, C, inner, _ = _view(x, fi)
     with _quiet():
@@ -381,16 +423,15 @@ def batch_norm_inference(operand, scale, offset, mean, variance, epsilon, featur
 
 
 @batch_norm_inference.defvjp
-def _batch_norm_inference_vjp(g, out, operand, scale, offset, mean, variance, epsilon,
-                              feature_index):
+def _batch_norm_inference_vjp(
+    g, out, operand, scale, offset, mean, variance, epsilon, feature_index
+):
     """With ``inv = 1 / sqrt(variance + eps)`` and sums over every dim but feature_index:
     operand ``g scale inv``; scale ``inv sum g (x - mean)``; offset ``sum g``; mean
     ``-scale inv sum g``; variance ``-1/2 scale inv^3 sum g (x - mean)``."""
-    op = "batch_norm_inference"
     need = [_needs(a) for a in (operand, scale, offset, mean, variance)]
     x, s, m, v = (as_tensor(a) for a in (operand, scale, mean, variance))
-    fi = _feature_index(op, "I7", x, feature_index)
-    eps = _epsilon(op, "I6", epsilon, x._dtype)
+    fi, eps = feature_index, epsilon  # (kept parsed by the op)
     dt = x._dtype
     wt = _work_dtype(dt)
     gw, s, v = _to(g, wt), _to(s, wt), _to(v, wt)
@@ -405,33 +446,49 @@ def _batch_norm_inference_vjp(g, out, operand, scale, offset, mean, variance, ep
         gs = _E.multiply(_fsum(_E.multiply(gw, centered), fi), inv)  # sum g xhat
         if need[4]:
             gv = _E.multiply(_E.multiply(gs, k), _E.multiply(inv, -0.5))
-    return (_to(gx, dt), _to(gs, dt) if need[1] else None, _to(total, dt) if need[2] else None,
-            _to(gm, dt), _to(gv, dt), None, None)
+    return (
+        _to(gx, dt),
+        _to(gs, dt) if need[1] else None,
+        _to(total, dt) if need[2] else None,
+        _to(gm, dt),
+        _to(gv, dt),
+        None,
+        None,
+    )
 
 
-def batch_norm_inference_reference(operand, scale, offset, mean, variance, epsilon,
-                                   feature_index):
+def batch_norm_inference_reference(operand, scale, offset, mean, variance, epsilon, feature_index):
     """The spec's composition for batch_norm_inference, in NumPy, in the arrays' own
     float dtype: the test oracle."""
-    T = operand.dtype.type
     r = operand.ndim
     scale_bcast = _bcast_ref(scale, feature_index, r)
     offset_bcast = _bcast_ref(offset, feature_index, r)
+    _, _, _, normalized_operand = _normalized_ref(operand, mean, variance, epsilon, feature_index)
+    with _quiet():
+        return scale_bcast * normalized_operand + offset_bcast
+
+
+def _normalized_ref(operand, mean, variance, epsilon, feature_index):
+    """The steps both compositions begin with: ``(centered_operand, variance_bcast +
+    epsilon_bcast, stddev, normalized_operand)``."""
+    T = operand.dtype.type
+    r = operand.ndim
     mean_bcast = _bcast_ref(mean, feature_index, r)
     variance_bcast = _bcast_ref(variance, feature_index, r)
     epsilon_bcast = T(np.float32(epsilon))
     with _quiet():
         centered_operand = operand - mean_bcast
-        stddev = np.sqrt(variance_bcast + epsilon_bcast)
-        normalized_operand = centered_operand / stddev
-        return scale_bcast * normalized_operand + offset_bcast
+        variance_plus_epsilon = variance_bcast + epsilon_bcast
+        stddev = np.sqrt(variance_plus_epsilon)
+        return centered_operand, variance_plus_epsilon, stddev, centered_operand / stddev
 
 
 # ---------------------------------------------------------------------------------------
 # batch_norm_grad
 # ---------------------------------------------------------------------------------------
 
-@primitive("batch_norm_grad")
+
+@primitive("batch_norm_grad", quantized="dequantize")
 def batch_norm_grad(operand, scale, mean, variance, grad_output, epsilon, feature_index):
     """stablehlo.batch_norm_grad: gradients of batch_norm_training's output with
     respect to operand, scale and offset, using the *given* mean and variance (not
@@ -446,35 +503,38 @@ def batch_norm_grad(operand, scale, mean, variance, grad_output, epsilon, featur
     >>> x = xo.tensor([[[1.0, 2.0], [3.0, 4.0]], [[3.0, 4.0], [1.0, 2.0]]], "f64")
     >>> one = xo.tensor([1.0, 1.0], "f64")
     >>> g = xo.tensor(np.full((2, 2, 2), 0.1))
-    >>> xo.batch_norm_grad(x, one, xo.tensor([2.0, 3.0], "f64"), one, g, 0.0, 2)
-    ... # grad_operand zeros, grad_scale [0, 0], grad_offset [0.4, 0.4]
+    >>> grads = xo.batch_norm_grad(x, one, xo.tensor([2.0, 3.0], "f64"), one, g, 0.0, 2)
+    >>> [t.tolist() for t in grads]   # grad_operand zeros, grad_scale, grad_offset
+    [[[[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]], [0.0, 0.0], [0.4, 0.4]]
     """
     op = "batch_norm_grad"
-    x, s, m, v, g = operands(op, operand, scale, mean, variance, grad_output,
-                             names=["operand", "scale", "mean", "variance", "grad_output"])
-    _float_operand(op, "I1", x, "operand")
-    _feature_vector(op, "I2", s, "scale")
-    _feature_vector(op, "I3", m, "mean")
-    _feature_vector(op, "I4", v, "variance")
-    _float_operand(op, "I5", g, "grad_output")
-    fi = _feature_index(op, "I7", x, feature_index)
-    eps = _epsilon(op, "I6", epsilon, x._dtype)
-    _same_element_type(op, "C2", x, [("scale", s), ("mean", m), ("variance", v),
-                                     ("grad_output", g)])
-    check(g.shape == x.shape, op, "C3",
-          lambda: f"operand and grad_output must have the same shape, got {tstr(x)} and "
-                  f"{tstr(g)}")
+    names = ["operand", "scale", "mean", "variance", "grad_output"]
+    x, s, m, v, g = ts = operands(op, operand, scale, mean, variance, grad_output, names=names)
+    fi, eps = _check_inputs(op, ts, names, epsilon, feature_index)
+    check(
+        g.shape == x.shape,
+        op,
+        "C3",
+        lambda: f"operand and grad_output must have the same shape, got {tstr(x)} and {tstr(g)}",
+    )
     for name, t in (("mean", m), ("variance", v)):
-        check(t.shape == s.shape, op, "C4",
-              lambda: f"scale, mean and variance must have the same shape, got scale "
-                      f"{tstr(s)} and {name} {tstr(t)}")
+        check(
+            t.shape == s.shape,
+            op,
+            "C4",
+            lambda: (
+                f"scale, mean and variance must have the same shape, got scale "
+                f"{tstr(s)} and {name} {tstr(t)}"
+            ),
+        )
     _feature_size(op, "C5", x, fi, s, "scale")
     return _batch_norm_grad_impl(x, s, m, v, g, eps, fi)
 
 
 @batch_norm_grad.defvjp
-def _batch_norm_grad_vjp(ct, out, operand, scale, mean, variance, grad_output, epsilon,
-                         feature_index):
+def _batch_norm_grad_vjp(
+    ct, out, operand, scale, mean, variance, grad_output, epsilon, feature_index
+):
     """The vjp of batch_norm_grad's formula, in closed form. Per feature, with
     ``inv = 1/sqrt(variance + eps)``, ``k = scale inv``, ``c = x - mean``,
     ``r = k inv^2 / N``, the output cotangents ``a`` (grad_operand), ``b`` (grad_scale),
@@ -485,12 +545,11 @@ def _batch_norm_grad_vjp(ct, out, operand, scale, mean, variance, grad_output, e
     * operand: ``u g - r S a``;  mean: ``r S A - G u`` (minus the operand's sum)
     * scale: ``inv T``;  variance: ``-1/2 inv^2 (k T + S (u - r P))``
     """
-    op = "batch_norm_grad"
     need_x, need_s, need_m, need_v, need_g = (
-        _needs(a) for a in (operand, scale, mean, variance, grad_output))
+        _needs(a) for a in (operand, scale, mean, variance, grad_output)
+    )
     x, s, m, v, gy = (as_tensor(t) for t in (operand, scale, mean, variance, grad_output))
-    fi = _feature_index(op, "I7", x, feature_index)
-    eps = _epsilon(op, "I6", epsilon, x._dtype)
+    fi, eps = feature_index, epsilon  # (kept parsed by the op)
     dt = x._dtype
     wt = _work_dtype(dt)
     a, b, c0 = (None if _is_zero(c) else _to(c, wt) for c in ct)
@@ -503,6 +562,7 @@ def _batch_norm_grad_vjp(ct, out, operand, scale, mean, variance, grad_output, e
 
     def B(t):
         return _bcast(t, fi, shape)
+
     inv = _E.rsqrt(_E.add(v, eps))
     inv2 = _E.multiply(inv, inv)
     k = _E.multiply(s, inv)
@@ -517,8 +577,10 @@ def _batch_norm_grad_vjp(ct, out, operand, scale, mean, variance, grad_output, e
     rS = _mul(r, S)
     d_g = d_x = d_m = d_s = d_v = None
     if need_g:
-        d_g = _add(_add(_mul(B(k), a), _mul(c, B(u))),
-                   B(_sub(c0, _E.divide(_mul(k, A), n) if A is not None else None)))
+        d_g = _add(
+            _add(_mul(B(k), a), _mul(c, B(u))),
+            B(_sub(c0, _E.divide(_mul(k, A), n) if A is not None else None)),
+        )
     if need_x:
         d_x = _sub(_mul(gy, B(u)), _mul(a, B(rS)))
     if need_m:
@@ -527,8 +589,9 @@ def _batch_norm_grad_vjp(ct, out, operand, scale, mean, variance, grad_output, e
         T = None
         if a is not None:
             Q = _fsum(_E.multiply(a, gy), fi)
-            T = _E.subtract(Q, _E.divide(_E.add(_E.multiply(G, A),
-                                                _E.multiply(inv2, _E.multiply(S, P))), n))
+            T = _E.subtract(
+                Q, _E.divide(_E.add(_E.multiply(G, A), _E.multiply(inv2, _E.multiply(S, P))), n)
+            )
         d_s = _mul(inv, T) if need_s else None
         if need_v:
             inner = _add(_mul(k, T), _mul(S, _sub(u, _mul(r, P))))
@@ -545,41 +608,51 @@ def _batch_norm_grad_impl(x, s, m, v, g, eps, fi):
     sum_g, sum_gc = np.empty(C), np.empty(C)
     out = np.empty_like(flat)
     with _quiet():
-        K.tile_grad_sums(flat.size, flat, gflat, C, inner, plan.runs, plan.tiles, plan.starts,
-                         mean, psg, psgc)
+        K.tile_grad_sums(
+            flat.size, flat, gflat, C, inner, plan.runs, plan.tiles, plan.starts, mean, psg, psgc
+        )
         K.merge_sums.serial(plan.parts, psg, sum_g)  # O(tiles): always serial
         K.merge_sums.serial(plan.parts, psgc, sum_gc)
         inv_std = 1.0 / np.sqrt(_vec64(v) + eps)  # 1 / stddev
         grad_scale = sum_gc * inv_std  # sum(g * xhat)
         k = _vec64(s) * inv_std  # scale / stddev
         # k * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * inv_std
-        K.grad_operand(flat.size, flat, gflat, C, inner, plan.tiles, plan.starts, mean,
-                       sum_g / n, k, k * inv_std * (grad_scale / n), out)
+        K.grad_operand(
+            flat.size,
+            flat,
+            gflat,
+            C,
+            inner,
+            plan.tiles,
+            plan.starts,
+            mean,
+            sum_g / n,
+            k,
+            k * inv_std * (grad_scale / n),
+            out,
+        )
     return (result(out.reshape(x.shape), dt), result(grad_scale, dt), result(sum_g, dt))
 
 
-def batch_norm_grad_reference(operand, scale, mean, variance, grad_output, epsilon,
-                              feature_index):
+def batch_norm_grad_reference(operand, scale, mean, variance, grad_output, epsilon, feature_index):
     """The spec's composition for batch_norm_grad (itself XLA's batchnorm_expander), in
     NumPy, in the arrays' own float dtype, with the spec's variable names: the oracle."""
     T = operand.dtype.type
     r = operand.ndim
     scale_bcast = _bcast_ref(scale, feature_index, r)
-    mean_bcast = _bcast_ref(mean, feature_index, r)
-    variance_bcast = _bcast_ref(variance, feature_index, r)
-    epsilon_bcast = T(np.float32(epsilon))
+    centered_operand, variance_plus_epsilon, stddev, normalized_operand = _normalized_ref(
+        operand, mean, variance, epsilon, feature_index
+    )
     with _quiet():
-        centered_operand = operand - mean_bcast
-        stddev = np.sqrt(variance_bcast + epsilon_bcast)
-        normalized_operand = centered_operand / stddev
         n = operand.size // operand.shape[feature_index] if operand.shape[feature_index] else 0
         elements_per_feature = T(n)
         i1 = grad_output * elements_per_feature
         i2 = _bcast_ref(_compute_sum_ref(grad_output, feature_index), feature_index, r)
-        i3 = _bcast_ref(_compute_sum_ref(grad_output * centered_operand, feature_index),
-                        feature_index, r)
+        i3 = _bcast_ref(
+            _compute_sum_ref(grad_output * centered_operand, feature_index), feature_index, r
+        )
         i4 = i3 * centered_operand
-        i5 = i4 / (variance_bcast + epsilon_bcast)
+        i5 = i4 / variance_plus_epsilon
         i6 = (i1 - i2) - i5
         grad_operand = scale_bcast / stddev / elements_per_feature * i6
         grad_scale = _compute_sum_ref(grad_output * normalized_operand, feature_index)

@@ -24,36 +24,51 @@ it the way the spec defines it for that op:
 Ops with no quantized form in the spec (convert, integer and bitwise ops, fft, ...) raise
 a SpecError that says to dequantize first. Quantized tensors carry no gradients.
 """
+
 import inspect
+from collections.abc import Set
 
 import numpy as np
 
 from ..autodiff import tape
 from ..autodiff.tape import primitive
+from .. import registry
 from ..dtypes import as_dtype, from_compute
 from ..qtype import QuantizedType, is_quantized
 from ..tensor import Tensor, _wrap
 from ._core import SpecError, as_tensor, check, check_arity, tstr
 
-__all__ = ["uniform_quantize", "uniform_dequantize", "dequantize_op_quantize",
-           "QuantizedType", "is_quantized"]
+__all__ = [
+    "uniform_quantize",
+    "uniform_dequantize",
+    "dequantize_op_quantize",
+    "QuantizedType",
+    "is_quantized",
+]
 
 
 # ---------------------------------------------------------------------------------------
 # stablehlo.uniform_quantize / stablehlo.uniform_dequantize
 # ---------------------------------------------------------------------------------------
 
+
 def _quantized_result_type(op, dtype):
     try:
         dt = as_dtype(dtype)
     except (TypeError, ValueError) as e:
         raise SpecError(op, "I2", f"result element type: {e}") from None
-    check(dt.quantized, op, "I2", lambda: f"the result element type must be a quantized type "
-                                          f"(xo.QuantizedType), got {dt.name}")
+    check(
+        dt.quantized,
+        op,
+        "I2",
+        lambda: (
+            f"the result element type must be a quantized type (xo.QuantizedType), got {dt.name}"
+        ),
+    )
     return dt
 
 
-@primitive("uniform_quantize")
+@primitive("uniform_quantize", quantized="native")
 def uniform_quantize(operand, dtype):
     """stablehlo.uniform_quantize: real values -> the quantized type ``dtype``, or a
     quantized tensor -> another quantized type (dequantize, then quantize).
@@ -70,20 +85,32 @@ def uniform_quantize(operand, dtype):
     qt = _quantized_result_type(op, dtype)
     x = as_tensor(operand, qt.expressed_type, op, "operand")
     if x._dtype.quantized:
-        check(x._dtype.expressed_type is qt.expressed_type, op, "C2",
-              lambda: f"expressed_type(result) = expressed_type(operand) is required, got "
-                      f"{x._dtype.name} -> {qt.name}")
+        check(
+            x._dtype.expressed_type is qt.expressed_type,
+            op,
+            "C2",
+            lambda: (
+                f"expressed_type(result) = expressed_type(operand) is required, got "
+                f"{x._dtype.name} -> {qt.name}"
+            ),
+        )
         values = x._dtype.dequantize(x._value)
     else:
-        check(x._dtype is qt.expressed_type, op, "C2",
-              lambda: f"expressed_type(result) = element_type(operand) is required, got "
-                      f"{tstr(x)} -> {qt.name}")
+        check(
+            x._dtype is qt.expressed_type,
+            op,
+            "C2",
+            lambda: (
+                f"expressed_type(result) = element_type(operand) is required, got "
+                f"{tstr(x)} -> {qt.name}"
+            ),
+        )
         values = x._value
     qt.check_shape(op, x.shape)
     return _wrap(qt.quantize(values), qt)
 
 
-@primitive("uniform_dequantize")
+@primitive("uniform_dequantize", quantized="native")
 def uniform_dequantize(operand):
     """stablehlo.uniform_dequantize: a quantized tensor -> its real values
     ``(storage - zero_point) * scale`` in the expressed type (C2), same shape (C1).
@@ -94,7 +121,9 @@ def uniform_dequantize(operand):
     """
     op = "uniform_dequantize"
     x = as_tensor(operand, None, op, "operand")
-    check(x._dtype.quantized, op, "I1", lambda: f"operand must be a quantized tensor, got {tstr(x)}")
+    check(
+        x._dtype.quantized, op, "I1", lambda: f"operand must be a quantized tensor, got {tstr(x)}"
+    )
     qt = x._dtype
     return _wrap(qt.dequantize(x._value), qt.expressed_type)
 
@@ -117,7 +146,9 @@ def dequantize_op_quantize(op, *inputs_and_output_type):
     check_arity(name, "I1", "op", op, len(inputs))
     result = op(*[_dequantized(x) for x in inputs])
     if isinstance(result, (tuple, list)):
-        types = output_type if isinstance(output_type, (tuple, list)) else [output_type] * len(result)
+        types = (
+            output_type if isinstance(output_type, (tuple, list)) else [output_type] * len(result)
+        )
         if len(types) != len(result):
             raise SpecError(name, "I2", f"{len(result)} results but {len(types)} output types")
         return type(result)(_requantized(r, t) for r, t in zip(result, types))
@@ -135,45 +166,54 @@ def _requantized(r, qt):
     return uniform_quantize(r, qt)
 
 
+def run_quantized(name, fn, values, result_types):
+    """Run op ``name`` of a program that declares its result types (the StableHLO
+    executor's entry). When the spec computes ``name`` as ``dequantize_op_quantize``
+    and a value or a result type is quantized, ``fn`` gets ``values`` dequantized and
+    each result is quantized to its entry of ``result_types`` (None leaves it real; with
+    one entry, ``fn`` returns the one result); otherwise this is ``fn(values)``.
+    ``result_types``: per result, its quantized element type or None."""
+    if name not in DEQUANTIZE_OP_QUANTIZE or not (
+        any(t is not None for t in result_types)
+        or any(isinstance(v, Tensor) and v._dtype.quantized for v in values)
+    ):
+        return fn(values)
+    out = fn([_dequantized(v) for v in values])
+    if len(result_types) == 1:
+        return _requantized(out, result_types[0])
+    outs = list(out) if isinstance(out, (list, tuple)) else [] if out is None else [out]
+    return [_requantized(o, t) for o, t in zip(outs, result_types)]
+
+
 # ---------------------------------------------------------------------------------------
 # Ops on quantized operands
 # ---------------------------------------------------------------------------------------
 
+# How each op treats quantized operands is part of its declaration (``@primitive(...,
+# quantized=...)``, see xops.registry.QUANTIZED); these read it.
+
+
+def _declared(name):
+    d = registry._BY_NAME.get(name)
+    return (None, (), ()) if d is None else (d.quantized, d.quantized_params, d.body_params)
+
+
+class _DequantizeOpQuantize(Set):
+    """The ops declared ``quantized="dequantize"`` (a live view of the registry)."""
+
+    def __contains__(self, name):
+        return _declared(name)[0] == "dequantize"
+
+    def __iter__(self):
+        return iter([d.name for d in registry.ops() if d.quantized == "dequantize"])
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+
 # dequantize_op_quantize in the spec (and tan, XLA's dot); the result type is that of
-# the first quantized operand, or of the parameter named here.
-DEQUANTIZE_OP_QUANTIZE = _ARITHMETIC = {
-    "abs", "add", "atan2", "batch_norm_inference", "batch_norm_training", "batch_norm_grad",
-    "cbrt", "ceil", "cholesky", "clamp", "convolution", "cosine", "divide", "dot",
-    "dot_general", "exponential", "exponential_minus_one", "floor", "log", "log_plus_one",
-    "logistic", "maximum", "minimum", "multiply", "negate", "power", "reduce_precision",
-    "remainder", "round_nearest_afz", "round_nearest_even", "rsqrt", "sign", "sine", "sqrt",
-    "subtract", "tan", "tanh", "triangular_solve", "select", "compare", "top_k",
-}
-_RESULT_TYPE_FROM = {"clamp": "operand", "select": "on_true"}
-
-# data movement on the storage integers: the parameters that carry quantized data
-_MOVEMENT = {
-    "broadcast_in_dim": ("operand",), "broadcast": ("operand",), "concatenate": ("inputs",),
-    "dynamic_slice": ("operand",), "dynamic_update_slice": ("operand", "update"),
-    "gather": ("operand",), "pad": ("operand", "padding_value"), "reshape": ("operand",),
-    "collapse": ("operand",), "reverse": ("operand",), "slice": ("operand",),
-    "transpose": ("operand",), "bitcast_convert": ("operand",),
-    "get_dimension_size": ("operand",),
-}
-
-# ops that only pass values along, or take quantized operands natively
-_PASS = {"tuple", "get_tuple_element", "optimization_barrier", "uniform_quantize",
-         "uniform_dequantize"}
-
-# ops with bodies: (data parameters, body parameters -> which data type each argument has)
-_BODIES = {
-    "reduce": (("inputs", "init_values"), ("body",)),
-    "reduce_window": (("inputs", "init_values"), ("body",)),
-    "scatter": (("inputs", "updates"), ("update_computation",)),
-    "select_and_scatter": (("operand", "source", "init_value"), ("select", "scatter")),
-    "sort": (("inputs",), ("comparator",)),
-    "map": (("inputs",), ("computation",)),
-}
+# the first quantized operand, or of the op's declared ``result_type_from`` parameter.
+DEQUANTIZE_OP_QUANTIZE = _DequantizeOpQuantize()
 
 _SIGNATURES = {}
 
@@ -181,33 +221,39 @@ _SIGNATURES = {}
 def dispatch(name, op, fn, args, kwargs):
     """Run primitive ``name`` (public function ``op``, implementation ``fn``) on
     arguments of which at least one is a quantized tensor."""
-    if name in _PASS:
+    how = _declared(name)[0]
+    if how == "native":
         return fn(*args, **kwargs)
     sig = _SIGNATURES.get(name)
     if sig is None:
         sig = _SIGNATURES[name] = inspect.signature(fn)
     bound = sig.bind(*args, **kwargs)
-    if name in _ARITHMETIC:
+    if how == "dequantize":
         return _arithmetic(name, op, bound)
-    if name in _MOVEMENT:
+    if how == "storage":
         return _movement(name, op, bound)
-    if name in _BODIES:
+    if how == "bodies":
         return _bodies(name, op, bound)
     qt = next(t._dtype for t in tape._leaves(list(bound.arguments.values())) if t._dtype.quantized)
-    raise SpecError(name, "I1", f"has no quantized form in the spec, got an operand of type "
-                                f"{qt.name}; dequantize it first (xo.uniform_dequantize)")
+    raise SpecError(
+        name,
+        "I1",
+        f"has no quantized form in the spec, got an operand of type "
+        f"{qt.name}; dequantize it first (xo.uniform_dequantize)",
+    )
 
 
 def _quantized_args(bound):
-    return [(k, t) for k, v in bound.arguments.items() for t in tape._leaves(v)
-            if t._dtype.quantized]
+    return [
+        (k, t) for k, v in bound.arguments.items() for t in tape._leaves(v) if t._dtype.quantized
+    ]
 
 
 def _arithmetic(name, op, bound):
     qargs = _quantized_args(bound)
     if name not in _CONTRACTIONS:
         _check_all_quantized(name, bound)
-    want = _RESULT_TYPE_FROM.get(name)
+    want = registry.get(name).result_type_from
     qt = next((t._dtype for k, t in qargs if k == want), qargs[0][1]._dtype)
     values = {k: _dequantized(v) for k, v in bound.arguments.items()}
     if name in _CONTRACTIONS:
@@ -239,16 +285,26 @@ def _check_all_quantized(name, bound):
         items = [v] if isinstance(v, (np.ndarray, np.generic)) else tape._leaves(v)
         for t in items:
             if isinstance(t, (np.ndarray, np.generic)) or not t._dtype.quantized:
-                what = tstr(t) if not isinstance(t, (np.ndarray, np.generic)) else \
-                    f"a NumPy {np.asarray(t).dtype} array"
-                raise SpecError(name, "C1", f"quantized and non-quantized operands do not mix "
-                                            f"(their baseline types differ): {k} is {what}; "
-                                            f"quantize it (xo.uniform_quantize) or dequantize "
-                                            f"the others")
+                what = (
+                    tstr(t)
+                    if not isinstance(t, (np.ndarray, np.generic))
+                    else f"a NumPy {np.asarray(t).dtype} array"
+                )
+                raise SpecError(
+                    name,
+                    "C1",
+                    f"quantized and non-quantized operands do not mix "
+                    f"(their baseline types differ): {k} is {what}; "
+                    f"quantize it (xo.uniform_quantize) or dequantize "
+                    f"the others",
+                )
 
 
-_CONTRACTIONS = {"dot_general": ("C14", "C15", "C16", "C17"), "dot": ("C14", "C15", "C16", "C17"),
-                 "convolution": ("C28", "C29", "C30", "C31")}
+_CONTRACTIONS = {
+    "dot_general": ("C14", "C15", "C16", "C17"),
+    "dot": ("C14", "C15", "C16", "C17"),
+    "convolution": ("C28", "C29", "C30", "C31"),
+}
 
 
 def _contraction_type(name, bound, default):
@@ -263,29 +319,58 @@ def _contraction_type(name, bound, default):
     op = a.get("op", name)
     for what, t in (("lhs", lhs), ("rhs", rhs), ("result", out)):
         dt = getattr(t, "_dtype", t)
-        check(isinstance(dt, QuantizedType), op, both,
-              lambda: f"lhs, rhs and result must all be quantized, got {what} of type {dt.name}")
+        check(
+            isinstance(dt, QuantizedType),
+            op,
+            both,
+            lambda: f"lhs, rhs and result must all be quantized, got {what} of type {dt.name}",
+        )
     lt, rt = lhs._dtype, rhs._dtype
-    check(lt.storage_type is rt.storage_type, op, storage,
-          lambda: f"storage_type(lhs) = storage_type(rhs) is required, got {lt.name} and {rt.name}")
-    check(lt.expressed_type is rt.expressed_type is out.expressed_type, op, expressed,
-          lambda: f"lhs, rhs and result need one expressed type, got {lt.name}, {rt.name} "
-                  f"and {out.name}")
+    check(
+        lt.storage_type is rt.storage_type,
+        op,
+        storage,
+        lambda: f"storage_type(lhs) = storage_type(rhs) is required, got {lt.name} and {rt.name}",
+    )
+    check(
+        lt.expressed_type is rt.expressed_type is out.expressed_type,
+        op,
+        expressed,
+        lambda: (
+            f"lhs, rhs and result need one expressed type, got {lt.name}, {rt.name} and {out.name}"
+        ),
+    )
     if name == "convolution":
-        check(rt.is_per_axis or not out.is_per_axis, op, last,
-              lambda: f"a per-tensor rhs needs a per-tensor result, got {out.name}")
+        check(
+            rt.is_per_axis or not out.is_per_axis,
+            op,
+            last,
+            lambda: f"a per-tensor rhs needs a per-tensor result, got {out.name}",
+        )
         if rt.is_per_axis or out.is_per_axis:
             from .convolution import _dimension_numbers
+
             dn = _dimension_numbers(op, a.get("dimension_numbers"), rhs.ndim)
             for label, t, d, what in (
-                    ("C32", rt, dn.kernel_output_feature_dimension, "rhs's kernel output"),
-                    ("C33", out, dn.output_feature_dimension, "the result's output")):
-                check(not t.is_per_axis or t.quantization_dimension == d, op, label,
-                      lambda: f"a per-axis type must be quantized along {what} feature "
-                              f"dimension {d}, got {t.name}")
+                ("C32", rt, dn.kernel_output_feature_dimension, "rhs's kernel output"),
+                ("C33", out, dn.output_feature_dimension, "the result's output"),
+            ):
+                check(
+                    not t.is_per_axis or t.quantization_dimension == d,
+                    op,
+                    label,
+                    lambda: (
+                        f"a per-axis type must be quantized along {what} feature "
+                        f"dimension {d}, got {t.name}"
+                    ),
+                )
     else:
-        check(all(z == 0 for z in rt.zero_points), op, last,
-              lambda: f"zero_points(rhs) = 0 is required, got {rt.name}")
+        check(
+            all(z == 0 for z in rt.zero_points),
+            op,
+            last,
+            lambda: f"zero_points(rhs) = 0 is required, got {rt.name}",
+        )
     return out
 
 
@@ -311,8 +396,12 @@ def _run(op, bound, values):
 def _one_type(name, label, tensors):
     types = {t._dtype for t in tensors}
     if len(types) != 1:
-        raise SpecError(name, label, "quantized operands must share one element type, got "
-                                     + ", ".join(sorted(t.name for t in types)))
+        raise SpecError(
+            name,
+            label,
+            "quantized operands must share one element type, got "
+            + ", ".join(sorted(t.name for t in types)),
+        )
     return types.pop()
 
 
@@ -327,18 +416,33 @@ def _data_tensors(name, bound, params):
         if isinstance(v, (list, tuple)) and p not in _VARIADIC:
             # one operand given as a list of quantized tensors: the op would run on their
             # storage stacked by tensor() (into i64) and label it with the quantized type
-            raise SpecError(name, "quantized", f"{p} must be one quantized tensor, got a "
-                                               f"{type(v).__name__} of {len(v)} values (stack "
-                                               f"tensors with xo.concatenate)")
-        if not (isinstance(v, Tensor) or isinstance(v, (list, tuple)) and all(
-                isinstance(t, Tensor) for t in v)):
-            raise SpecError(name, "quantized", f"{p} must be a quantized tensor like the other "
-                                               f"data operands (a Python number has no quantized "
-                                               f"meaning), got {v!r:.80}")
+            raise SpecError(
+                name,
+                "quantized",
+                f"{p} must be one quantized tensor, got a "
+                f"{type(v).__name__} of {len(v)} values (stack "
+                f"tensors with xo.concatenate)",
+            )
+        if not (
+            isinstance(v, Tensor)
+            or isinstance(v, (list, tuple))
+            and all(isinstance(t, Tensor) for t in v)
+        ):
+            raise SpecError(
+                name,
+                "quantized",
+                f"{p} must be a quantized tensor like the other "
+                f"data operands (a Python number has no quantized "
+                f"meaning), got {v!r:.80}",
+            )
         for t in tape._leaves(v):
             if not t._dtype.quantized:
-                raise SpecError(name, "quantized", f"{p} must have the quantized element type of "
-                                                   f"the other data operands, got {tstr(t)}")
+                raise SpecError(
+                    name,
+                    "quantized",
+                    f"{p} must have the quantized element type of "
+                    f"the other data operands, got {tstr(t)}",
+                )
             out.append(t)
     return out
 
@@ -352,11 +456,12 @@ def _check_no_other_quantized(name, bound, params):
 def _storage(x):
     """Quantized tensors (also inside lists/tuples) -> their storage integers."""
     return tape._restructure(
-        x, lambda t: _wrap(t._value, t._dtype.storage_type) if t._dtype.quantized else t)
+        x, lambda t: _wrap(t._value, t._dtype.storage_type) if t._dtype.quantized else t
+    )
 
 
 def _movement(name, op, bound):
-    params = _MOVEMENT[name]
+    params = _declared(name)[1]
     _check_no_other_quantized(name, bound, params)
     qt = _one_type(name, "C1", _data_tensors(name, bound, params))
     values = {k: (_storage(v) if k in params else v) for k, v in bound.arguments.items()}
@@ -393,8 +498,11 @@ def _moved_type(name, qt, bound, out_shape):
     if name == "broadcast_in_dim":
         r = int(list(a["broadcast_dimensions"])[d])
         if in_shape[d] == 1 and out_shape[r] != 1:  # C6: one scale serves every slice
-            return qt.replace(quantization_dimension=r, scales=qt.scales * out_shape[r],
-                              zero_points=qt.zero_points * out_shape[r])
+            return qt.replace(
+                quantization_dimension=r,
+                scales=qt.scales * out_shape[r],
+                zero_points=qt.zero_points * out_shape[r],
+            )
         return qt.replace(quantization_dimension=r)
     if name == "broadcast":
         return qt.replace(quantization_dimension=d + len(list(a["broadcast_sizes"])))
@@ -403,9 +511,13 @@ def _moved_type(name, qt, bound, out_shape):
         for r in range(len(out_shape)):
             if int(np.prod(out_shape[:r])) == before and out_shape[r] == size:
                 return qt.replace(quantization_dimension=r)
-        raise SpecError(name, "C3", f"a per-axis quantized operand needs its quantization "
-                                    f"dimension {d} (size {size}) kept whole, got "
-                                    f"{list(in_shape)} -> {list(out_shape)}")
+        raise SpecError(
+            name,
+            "C3",
+            f"a per-axis quantized operand needs its quantization "
+            f"dimension {d} (size {size}) kept whole, got "
+            f"{list(in_shape)} -> {list(out_shape)}",
+        )
     return qt
 
 
@@ -422,31 +534,42 @@ def _check_round_trip(name, qt):
         check_type = qt
         if qt.is_per_axis:  # every value against every slice's scale and zero point
             if v.size * len(qt.scales) > 1 << 24:
-                raise SpecError(name, "quantized", f"{qt.name} has too many scales to check that "
-                                                   f"its body can run on real values; dequantize "
-                                                   f"first")
+                raise SpecError(
+                    name,
+                    "quantized",
+                    f"{qt.name} has too many scales to check that "
+                    f"its body can run on real values; dequantize "
+                    f"first",
+                )
             v = np.repeat(v[:, None], len(qt.scales), axis=1)
             check_type = qt.replace(quantization_dimension=1)
         s = from_compute(v.astype(qt.storage_type.compute), qt.storage_type)
         ok = bool(np.array_equal(check_type.quantize(check_type.dequantize(s)), s))
         _EXACT[qt] = ok
     if not ok:
-        raise SpecError(name, "quantized", f"runs its body on real values, which needs "
-                                           f"quantize(dequantize(i)) == i for every storage "
-                                           f"value of {qt.name}; that fails for this type: "
-                                           f"dequantize first")
+        raise SpecError(
+            name,
+            "quantized",
+            f"runs its body on real values, which needs "
+            f"quantize(dequantize(i)) == i for every storage "
+            f"value of {qt.name}; that fails for this type: "
+            f"dequantize first",
+        )
 
 
 def _bodies(name, op, bound):
-    data, bodies = _BODIES[name]
+    _, data, bodies = _declared(name)
     _check_no_other_quantized(name, bound, data)
     for p in data:  # every data operand a quantized Tensor (NumPy data cannot be)
         v = bound.arguments.get(p)
-        for t in (v if isinstance(v, (list, tuple)) else [v]):
+        for t in v if isinstance(v, (list, tuple)) else [v]:
             if not (isinstance(t, Tensor) and t._dtype.quantized):
                 what = tstr(t) if isinstance(t, Tensor) else type(t).__name__
-                raise SpecError(name, "quantized", f"quantized and non-quantized data operands "
-                                                   f"do not mix, got {what} for {p}")
+                raise SpecError(
+                    name,
+                    "quantized",
+                    f"quantized and non-quantized data operands do not mix, got {what} for {p}",
+                )
     groups = [tape._leaves(bound.arguments.get(p)) for p in data]
     for t in (t for g in groups for t in g):
         _check_round_trip(name, t._dtype)
@@ -485,10 +608,14 @@ def _result_types(name, groups):
 def _quantized_body(body, types):
     """The body as the op runs it on real values: its arguments are quantized to their
     types first, its quantized results dequantized after."""
+
     def on_real_values(*xs):
-        qs = [uniform_quantize(x, t) if isinstance(x, Tensor) and x._dtype.is_float else x
-              for x, t in zip(xs, types)]
+        qs = [
+            uniform_quantize(x, t) if isinstance(x, Tensor) and x._dtype.is_float else x
+            for x, t in zip(xs, types)
+        ]
         return _dequantized(body(*qs))
+
     return on_real_values
 
 

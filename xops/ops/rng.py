@@ -28,6 +28,7 @@ consumes counter blocks, so a program that seeds once gives the same numbers on 
 run and every machine (independent of NumPy's generators and of the thread count).
 The stream is shared by all threads (calls are serialised by a lock).
 """
+
 import threading
 
 import numpy as np
@@ -48,6 +49,7 @@ _ALGORITHMS = ("DEFAULT", "THREE_FRY", "PHILOX")
 # ---------------------------------------------------------------------------------------
 # NumPy references of the block functions (the test oracle beside the Numba kernels)
 # ---------------------------------------------------------------------------------------
+
 
 def _rotl32(x, r):
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
@@ -91,18 +93,26 @@ def philox4x32_reference(key, c):
 # XLA's counter layouts (prng.cc), over the Numba block kernels
 # ---------------------------------------------------------------------------------------
 
+
 def _threefry_blocks(key, counter, n):
     out0 = np.empty(n, np.uint32)
     out1 = np.empty(n, np.uint32)
-    K.threefry2x32(n, np.uint64(key & 0xFFFFFFFF), np.uint64(key >> 32), np.uint64(counter),
-                   out0, out1)
+    K.threefry2x32(
+        n, np.uint64(key & 0xFFFFFFFF), np.uint64(key >> 32), np.uint64(counter), out0, out1
+    )
     return out0, out1
 
 
 def _philox_blocks(key, counter, n):
     out = np.empty((n, 4), np.uint32)
-    K.philox4x32(n, np.uint64(key & 0xFFFFFFFF), np.uint64(key >> 32),
-                 np.uint64(counter & _M64), np.uint64(counter >> 64), out)
+    K.philox4x32(
+        n,
+        np.uint64(key & 0xFFFFFFFF),
+        np.uint64(key >> 32),
+        np.uint64(counter & _M64),
+        np.uint64(counter >> 64),
+        out,
+    )
     return out
 
 
@@ -126,11 +136,11 @@ def threefry_bits(key, counter, shape, bits):
         lo, _ = _threefry_blocks(key, counter, 1)
         return lo.reshape(()), 1
     s = _split_dim(shape)
-    half = shape[:s] + ((shape[s] + 1) // 2, 1) + shape[s + 1:]
+    half = shape[:s] + ((shape[s] + 1) // 2, 1) + shape[s + 1 :]
     m = int(np.prod(half, dtype=np.int64))
     lo, hi = _threefry_blocks(key, counter, m)
     pair = np.concatenate([lo.reshape(half), hi.reshape(half)], axis=s + 1)
-    full = pair.reshape(shape[:s] + (2 * half[s],) + shape[s + 1:])
+    full = pair.reshape(shape[:s] + (2 * half[s],) + shape[s + 1 :])
     return np.ascontiguousarray(full[(slice(None),) * s + (slice(0, shape[s]),)]), m
 
 
@@ -156,7 +166,7 @@ def _bit_generator(algorithm, state, shape, bits):
     counter = state[1] | (hi << 64)
     out, m = philox_bits(key, counter, shape, bits)
     new = (counter + m) & ((1 << 128) - 1)
-    return out, [key, new & _M64, new >> 64][:len(state)]
+    return out, [key, new & _M64, new >> 64][: len(state)]
 
 
 def _raw_to(bits, dt):
@@ -186,25 +196,44 @@ def rng_bit_generator(rng_algorithm, initial_state, shape, dtype="ui64"):
 
     >>> state, bits = xo.rng_bit_generator("THREE_FRY", xo.tensor([1, 2], "ui64"), [2, 2])
     >>> state   # [1, 6]; bits: [[9236835810183407956, ...], ...] (the spec's example)
+    xo.tensor([1, 6], ui64[2])
     """
     op = "rng_bit_generator"
     algo = str(rng_algorithm).upper()
-    check(algo in _ALGORITHMS, op, "I1",
-          lambda: f"rng_algorithm must be one of {', '.join(_ALGORITHMS)}, got {rng_algorithm!r}")
+    check(
+        algo in _ALGORITHMS,
+        op,
+        "I1",
+        lambda: f"rng_algorithm must be one of {', '.join(_ALGORITHMS)}, got {rng_algorithm!r}",
+    )
     st = as_tensor(initial_state, "ui64", op, "initial_state")
-    check(st._dtype.name == "ui64" and st.ndim == 1, op, "I2",
-          lambda: f"initial_state must be a 1-D tensor of ui64, got {tstr(st)}")
+    check(
+        st._dtype.name == "ui64" and st.ndim == 1,
+        op,
+        "I2",
+        lambda: f"initial_state must be a 1-D tensor of ui64, got {tstr(st)}",
+    )
     sizes = (2,) if algo == "THREE_FRY" else (2, 3)
-    check(st.shape[0] in sizes, op, "C2",
-          lambda: f"initial_state must have {' or '.join(map(str, sizes))} elements for "
-                  f"{algo}{' (= PHILOX)' if algo == 'DEFAULT' else ''}, got {tstr(st)}")
+    check(
+        st.shape[0] in sizes,
+        op,
+        "C2",
+        lambda: (
+            f"initial_state must have {' or '.join(map(str, sizes))} elements for "
+            f"{algo}{' (= PHILOX)' if algo == 'DEFAULT' else ''}, got {tstr(st)}"
+        ),
+    )
     dims = _shape_operand(op, "I2", shape)
     try:
         dt = as_dtype(dtype)
     except TypeError as e:
         raise SpecError(op, "I2", f"output element type: {e}") from None
-    check(dt.kind in ("si", "ui", "float"), op, "I2",
-          lambda: f"output must be a tensor of integer or floating-point type, got {dt.name}")
+    check(
+        dt.kind in ("si", "ui", "float"),
+        op,
+        "I2",
+        lambda: f"output must be a tensor of integer or floating-point type, got {dt.name}",
+    )
     check_nbytes(op, dims, dt)
     state = [int(v) for v in st._value]
     bits, new = _bit_generator(algo, state, dims, 64 if dt.bits == 64 else 32)
@@ -215,6 +244,7 @@ def rng_bit_generator(rng_algorithm, initial_state, shape, dtype="ui64"):
 # ---------------------------------------------------------------------------------------
 # rng: UNIFORM and NORMAL from the module-level Philox stream
 # ---------------------------------------------------------------------------------------
+
 
 class _Stream:
     """The hidden state of ``xo.rng``: a Philox key and a 128-bit block counter."""
@@ -264,12 +294,16 @@ def _shape_operand(op, label, shape):
             vals = [int(v) for v in arr] if ok else None
         except (TypeError, ValueError):
             ok, vals = False, None
-    check(ok and all(v >= 0 for v in vals), op, label,
-          lambda: f"shape must be a 1-D sequence of non-negative integers, got {shape!r}")
+    check(
+        ok and all(v >= 0 for v in vals),
+        op,
+        label,
+        lambda: f"shape must be a 1-D sequence of non-negative integers, got {shape!r}",
+    )
     return tuple(vals)
 
 
-_TWO_M53 = 2.0 ** -53
+_TWO_M53 = 2.0**-53
 
 
 def _unit_uniform(n):
@@ -303,7 +337,7 @@ def _uniform_int(a, b, shape, dt):
     lo, hi = int(compute(a)), int(compute(b))
     span = np.uint64(hi - lo)  # in (0, 2**64): fits
     offset = _STREAM.bits64(n) % span  # bias below 2**-64 * span: negligible
-    v = (np.uint64(lo & _M64) + offset)  # wraps modulo 2**64 back into [lo, hi)
+    v = np.uint64(lo & _M64) + offset  # wraps modulo 2**64 back into [lo, hi)
     if dt.kind == "si":
         v = v.view(np.int64)
     if dt.bits < 8:
@@ -330,17 +364,37 @@ def _normal(mu, sigma, shape, dt):
 def _rng(op, a, b, shape, rng_distribution, names):
     x, y = operands(op, a, b, names=names)
     dist = str(rng_distribution).upper()
-    check(dist in ("UNIFORM", "NORMAL"), op, "I4",
-          lambda: f"rng_distribution must be UNIFORM or NORMAL, got {rng_distribution!r}")
+    check(
+        dist in ("UNIFORM", "NORMAL"),
+        op,
+        "I4",
+        lambda: f"rng_distribution must be UNIFORM or NORMAL, got {rng_distribution!r}",
+    )
     for t, name, label in ((x, names[0], "I1"), (y, names[1], "I2")):
-        check(t.ndim == 0 and t._dtype.kind in ("bool", "si", "ui", "float"), op, label,
-              lambda: f"{name} must be a 0-d tensor of integer, boolean or floating-point "
-                      f"type, got {tstr(t)}")
-    check(x._dtype is y._dtype, op, "C1",
-          lambda: f"{names[0]} and {names[1]} must have the same element type, got "
-                  f"{tstr(x)} and {tstr(y)}")
-    check(dist == "UNIFORM" or x._dtype.kind == "float", op, "C2",
-          lambda: f"NORMAL needs a floating-point type, got {tstr(x)}")
+        check(
+            t.ndim == 0 and t._dtype.kind in ("bool", "si", "ui", "float"),
+            op,
+            label,
+            lambda: (
+                f"{name} must be a 0-d tensor of integer, boolean or floating-point "
+                f"type, got {tstr(t)}"
+            ),
+        )
+    check(
+        x._dtype is y._dtype,
+        op,
+        "C1",
+        lambda: (
+            f"{names[0]} and {names[1]} must have the same element type, got "
+            f"{tstr(x)} and {tstr(y)}"
+        ),
+    )
+    check(
+        dist == "UNIFORM" or x._dtype.kind == "float",
+        op,
+        "C2",
+        lambda: f"NORMAL needs a floating-point type, got {tstr(x)}",
+    )
     dims = _shape_operand(op, "C3", shape)
     dt = x._dtype
     check_nbytes(op, dims, dt)
@@ -348,12 +402,20 @@ def _rng(op, a, b, shape, rng_distribution, names):
     if dist == "NORMAL":
         sd = float(compute(y))
         if not sd >= 0:
-            raise SpecError(op, "I2", f"NORMAL needs {names[1]} >= 0 (the spec leaves a "
-                                      f"negative standard deviation undefined), got {sd}")
+            raise SpecError(
+                op,
+                "I2",
+                f"NORMAL needs {names[1]} >= 0 (the spec leaves a "
+                f"negative standard deviation undefined), got {sd}",
+            )
         return _wrap(_normal(x, y, dims, dt), dt)
     if not compute(x) < compute(y):
-        raise SpecError(op, "I2", f"UNIFORM needs {names[0]} < {names[1]} (the spec leaves "
-                                  f"a >= b undefined), got {x.item()} and {y.item()}")
+        raise SpecError(
+            op,
+            "I2",
+            f"UNIFORM needs {names[0]} < {names[1]} (the spec leaves "
+            f"a >= b undefined), got {x.item()} and {y.item()}",
+        )
     if dt.kind == "float":
         return _wrap(_uniform_float(x, y, dims, dt), dt)
     if dt.kind == "bool":  # [False, True) holds only False
@@ -375,24 +437,29 @@ def rng(a, b, shape, rng_distribution):
 
     >>> xo.random_seed(0)
     >>> xo.rng(xo.tensor(0, "i32"), xo.tensor(2, "i32"), [3, 3], "UNIFORM")   # 0s and 1s
+    xo.tensor([[1, 0, 0],
+               [1, 1, 1],
+               [1, 1, 0]], i32[3,3])
     """
     return _rng("rng", a, b, shape, rng_distribution, ["a", "b"])
 
 
-@primitive("rng_uniform")
+@primitive("rng_uniform", spec="xla")
 def rng_uniform(a, b, shape):
     """XLA RngUniform: ``rng(a, b, shape, "UNIFORM")`` — uniform on [a, b).
 
     >>> xo.rng_uniform(0.0, 1.0, [2, 2])   # f32[2,2] in [0, 1)
+    xo.tensor(..., f32[2,2])
     """
     return _rng("rng_uniform", a, b, shape, "UNIFORM", ["a", "b"])
 
 
-@primitive("rng_normal")
+@primitive("rng_normal", spec="xla")
 def rng_normal(mu, sigma, shape):
     """XLA RngNormal: ``rng(mu, sigma, shape, "NORMAL")`` — normal with mean ``mu`` and
     standard deviation ``sigma`` (floating-point types).
 
     >>> xo.rng_normal(0.0, 1.0, [1000])   # f32[1000], mean ~0, std ~1
+    xo.tensor(..., f32[1000])
     """
     return _rng("rng_normal", mu, sigma, shape, "NORMAL", ["mu", "sigma"])

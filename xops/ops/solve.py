@@ -15,6 +15,7 @@ Implementation-defined cases (spec: "implementation-defined" / "undefined"):
 * triangular_solve: a zero on the (read) diagonal divides by zero, giving inf/NaN in
   the affected columns as BLAS trsm does (no error, as XLA).
 """
+
 import numpy as np
 
 from ..autodiff.tape import primitive
@@ -34,9 +35,12 @@ def _flag(op, label, name, value):
 
 
 def _inexact(op, label, t, name):
-    check(t._dtype.kind in ("float", "complex"), op, label,
-          lambda: f"{name} must be a tensor of {kinds_str(('float', 'complex'))} type, "
-                  f"got {tstr(t)}")
+    check(
+        t._dtype.kind in ("float", "complex"),
+        op,
+        label,
+        lambda: f"{name} must be a tensor of {kinds_str(('float', 'complex'))} type, got {tstr(t)}",
+    )
 
 
 def _batched(v):
@@ -48,7 +52,8 @@ def _batched(v):
 # cholesky
 # ---------------------------------------------------------------------------------------
 
-@primitive("cholesky")
+
+@primitive("cholesky", quantized="dequantize")
 def cholesky(a, lower=False):
     """stablehlo.cholesky: the Cholesky factor of each Hermitian positive definite
     matrix in ``a`` (its last two dims; leading dims are batch dims): lower triangular
@@ -61,14 +66,21 @@ def cholesky(a, lower=False):
 
     >>> a = xo.tensor([[1.0, 2.0, 3.0], [2.0, 20.0, 26.0], [3.0, 26.0, 70.0]])
     >>> xo.cholesky(a, lower=True)   # [[1, 0, 0], [2, 4, 0], [3, 5, 6]] (spec example)
+    xo.tensor([[1., 0., 0.],
+               [2., 4., 0.],
+               [3., 5., 6.]], f32[3,3])
     """
     op = "cholesky"
     (x,) = operands(op, a, names=["a"])
     low = _flag(op, "I2", "lower", lower)
     _inexact(op, "I1", x, "a")
     check(x.ndim >= 2, op, "C2", lambda: f"a must have rank >= 2, got {tstr(x)}")
-    check(x.shape[-1] == x.shape[-2], op, "C3",
-          lambda: f"a's last two dims must be equal (square matrices), got {tstr(x)}")
+    check(
+        x.shape[-1] == x.shape[-2],
+        op,
+        "C3",
+        lambda: f"a's last two dims must be equal (square matrices), got {tstr(x)}",
+    )
     v = compute(x)
     out = _cholesky_impl(v, low)
     return _wrap(from_compute(out, x._dtype), x._dtype)
@@ -91,6 +103,7 @@ def _cholesky_impl(v, low):
 
 def _cholesky_each(v, low):
     from scipy.linalg import lapack
+
     mats, batch = _batched(v)
     (potrf,) = lapack.get_lapack_funcs(("potrf",), (mats,))
     out = np.empty_like(mats)
@@ -118,7 +131,8 @@ def cholesky_reference(a, lower):
 # triangular_solve
 # ---------------------------------------------------------------------------------------
 
-@primitive("triangular_solve")
+
+@primitive("triangular_solve", quantized="dequantize")
 def triangular_solve(a, b, left_side, lower, unit_diagonal, transpose_a):
     """stablehlo.triangular_solve: x with op(a) x = b (``left_side``) or x op(a) = b,
     batched over the leading dims, where op(a) is a, aᵀ or aᴴ for ``transpose_a`` =
@@ -132,6 +146,9 @@ def triangular_solve(a, b, left_side, lower, unit_diagonal, transpose_a):
     >>> a = xo.tensor([[1.0, 0.0, 0.0], [2.0, 4.0, 0.0], [3.0, 5.0, 6.0]])
     >>> b = xo.tensor([[2.0, 0.0, 0.0], [4.0, 8.0, 0.0], [6.0, 10.0, 12.0]])
     >>> xo.triangular_solve(a, b, True, True, False, "NO_TRANSPOSE")   # 2 * identity
+    xo.tensor([[2., 0., 0.],
+               [0., 2., 0.],
+               [0., 0., 2.]], f32[3,3])
     """
     op = "triangular_solve"
     x, y = operands(op, a, b, names=["a", "b"])
@@ -139,21 +156,44 @@ def triangular_solve(a, b, left_side, lower, unit_diagonal, transpose_a):
     low = _flag(op, "I4", "lower", lower)
     unit = _flag(op, "I5", "unit_diagonal", unit_diagonal)
     mode = str(transpose_a).upper()
-    check(mode in _TRANSPOSE, op, "I6",
-          lambda: f"transpose_a must be one of {', '.join(_TRANSPOSE)}, got {transpose_a!r}")
+    check(
+        mode in _TRANSPOSE,
+        op,
+        "I6",
+        lambda: f"transpose_a must be one of {', '.join(_TRANSPOSE)}, got {transpose_a!r}",
+    )
     _inexact(op, "I1", x, "a")
     _inexact(op, "I2", y, "b")
-    check(x._dtype is y._dtype, op, "C1",
-          lambda: f"a and b must have the same element type, got {tstr(x)} and {tstr(y)}")
-    check(x.ndim >= 2 and x.ndim == y.ndim, op, "C2",
-          lambda: f"a and b must have the same rank >= 2, got {tstr(x)} and {tstr(y)}")
-    check(x.shape[:-2] == y.shape[:-2], op, "C3",
-          lambda: f"a and b must have the same batch dims (no broadcasting), got {tstr(x)} "
-                  f"and {tstr(y)}")
+    check(
+        x._dtype is y._dtype,
+        op,
+        "C1",
+        lambda: f"a and b must have the same element type, got {tstr(x)} and {tstr(y)}",
+    )
+    check(
+        x.ndim >= 2 and x.ndim == y.ndim,
+        op,
+        "C2",
+        lambda: f"a and b must have the same rank >= 2, got {tstr(x)} and {tstr(y)}",
+    )
+    check(
+        x.shape[:-2] == y.shape[:-2],
+        op,
+        "C3",
+        lambda: (
+            f"a and b must have the same batch dims (no broadcasting), got {tstr(x)} and {tstr(y)}"
+        ),
+    )
     k = y.shape[-2] if left else y.shape[-1]
-    check(x.shape[-1] == x.shape[-2] == k, op, "C3",
-          lambda: f"a must be square with the size of b's dim {-2 if left else -1} "
-                  f"({'left' if left else 'right'} side), got {tstr(x)} and {tstr(y)}")
+    check(
+        x.shape[-1] == x.shape[-2] == k,
+        op,
+        "C3",
+        lambda: (
+            f"a must be square with the size of b's dim {-2 if left else -1} "
+            f"({'left' if left else 'right'} side), got {tstr(x)} and {tstr(y)}"
+        ),
+    )
     out = _triangular_solve_impl(compute(x), compute(y), left, low, unit, mode)
     return _wrap(from_compute(out, y._dtype), y._dtype)
 
@@ -162,14 +202,16 @@ def _triangular_solve_impl(a, b, left, low, unit, mode):
     if b.size == 0:
         return np.zeros_like(b)
     from scipy.linalg import blas
+
     am, batch = _batched(a)
     bm, _ = _batched(b)
     (trsm,) = blas.get_blas_funcs(("trsm",), (am, bm))
     out = np.empty_like(bm)
     trans = _TRANSPOSE.index(mode)  # BLAS: 0 = op(a) = a, 1 = aᵀ, 2 = aᴴ
     for i in range(am.shape[0]):
-        out[i] = trsm(1.0, am[i], bm[i], side=0 if left else 1, lower=int(low),
-                      trans_a=trans, diag=int(unit))
+        out[i] = trsm(
+            1.0, am[i], bm[i], side=0 if left else 1, lower=int(low), trans_a=trans, diag=int(unit)
+        )
     return out.reshape(b.shape)
 
 
@@ -187,7 +229,7 @@ def triangular_solve_reference(a, b, left_side, lower, unit_diagonal, transpose_
         t, b, is_lower = t.T, b.T, not is_lower
     n = t.shape[0]
     x = np.zeros(b.shape, np.result_type(t, b))
-    for i in (range(n) if is_lower else range(n - 1, -1, -1)):
+    for i in range(n) if is_lower else range(n - 1, -1, -1):
         x[i] = (b[i] - t[i] @ x) / t[i, i]  # x holds zeros where not solved yet
     return x if left_side else x.T
 
@@ -196,15 +238,18 @@ def triangular_solve_reference(a, b, left_side, lower, unit_diagonal, transpose_
 # Gradients (JAX's convention for complex cotangents, as every xops rule)
 # ---------------------------------------------------------------------------------------
 
+
 def _conj(t):
     if not t.dtype.is_complex:
         return t
     from .elementwise import complex, imag, negate, real
+
     return complex(real(t), negate(imag(t)))
 
 
 def _mT(t):
     from .movement import transpose
+
     perm = list(range(t.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]
     return transpose(t, perm)
@@ -217,6 +262,7 @@ def _mH(t):
 def _matmul(x, y, tx=False, ty=False):
     """x @ y over the last two dims (batched), with x or y transposed if asked."""
     from .linalg import dot_general
+
     r = x.ndim
     batch = list(range(r - 2))
     return dot_general(x, y, batch, batch, [r - 2 if tx else r - 1], [r - 1 if ty else r - 2])
@@ -225,9 +271,11 @@ def _matmul(x, y, tx=False, ty=False):
 def _triangle_mask(t, lower, k):
     """t with everything outside tril(., k) (lower) or triu(., k) set to zero."""
     from .elementwise import multiply
+
     n = t.shape[-1]
     m = np.tril(np.ones((n, n)), k) if lower else np.triu(np.ones((n, n)), k)
     from ..tensor import tensor
+
     return multiply(t, tensor(np.broadcast_to(m, t.shape), t.dtype))
 
 
@@ -244,6 +292,7 @@ def _solve_flip(a, y, left, lower, unit, mode):
 @triangular_solve.defvjp
 def _triangular_solve_vjp(g, x, a, b, left_side, lower, unit_diagonal, transpose_a):
     from .elementwise import negate
+
     mode = str(transpose_a).upper()
     gb = _solve_flip(a, g, left_side, lower, unit_diagonal, mode)
     if not a.requires_grad:
@@ -263,12 +312,15 @@ def _cholesky_lower_vjp(L, gL):
     A = tril(a) + tril(a, -1)ᴴ (real diagonal). Transposed: P = Lᵀ ḡ, W = Φ(P),
     Ā = L⁻ᵀ W conj(L)⁻¹, and back through A: ā = Φ(Ā + Āᴴ)."""
     from .elementwise import add, multiply
+
     n = L.shape[-1]
     half = np.tril(np.ones((n, n))) - 0.5 * np.eye(n)
 
     def phi(t):
         from ..tensor import tensor
+
         return multiply(t, tensor(np.broadcast_to(half, t.shape), t.dtype))
+
     w = phi(_matmul(L, gL, tx=True))
     y = triangular_solve(L, w, True, True, False, "TRANSPOSE")  # L⁻ᵀ W
     abar = _conj(triangular_solve(L, _conj(y), False, True, False, "NO_TRANSPOSE"))

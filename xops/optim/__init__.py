@@ -5,9 +5,19 @@
 rebind each parameter in place with ``xo.nn.assign_``: parameter objects keep their
 identity across steps.
 """
+
 from . import lr_scheduler  # noqa: F401
 from .lr_scheduler import CosineAnnealingLR, LambdaLR, LRScheduler, StepLR
 from .optimizer import SGD, Adam, AdamW, Optimizer
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler", "LRScheduler", "StepLR",
-           "CosineAnnealingLR", "LambdaLR"]
+__all__ = [
+    "Optimizer",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "lr_scheduler",
+    "LRScheduler",
+    "StepLR",
+    "CosineAnnealingLR",
+    "LambdaLR",
+]

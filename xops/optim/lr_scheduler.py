@@ -4,6 +4,7 @@ Call ``scheduler.step()`` once per epoch (or per step), after ``optimizer.step()
 in PyTorch. Schedules are closed-form functions of the step count ``last_epoch``, so
 they can be queried (``lr_at(t)``) and restarted without drift.
 """
+
 import math
 
 __all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR"]
@@ -40,8 +41,11 @@ class LRScheduler:
         """Every attribute but the optimizer (and LambdaLR's function), as PyTorch's:
         ``last_epoch``, ``base_lrs`` and the schedule's own settings (``step_size``,
         ``gamma``, ``T_max``, ...). Plain values: ``xo.nn.save`` stores it."""
-        return {k: (list(v) if k == "base_lrs" else v) for k, v in vars(self).items()
-                if k not in self._not_state}
+        return {
+            k: (list(v) if k == "base_lrs" else v)
+            for k, v in vars(self).items()
+            if k not in self._not_state
+        }
 
     def load_state_dict(self, state):
         """Restore a :meth:`state_dict` and set each group's lr to the schedule's value
@@ -55,13 +59,19 @@ class LRScheduler:
     _not_state = ("optimizer", "lr_lambda")
 
 
+def _at_least_one(scheduler, name, value):
+    """The setting ``name`` as an int >= 1 (ValueError otherwise, as PyTorch)."""
+    if int(value) < 1:
+        raise ValueError(f"{scheduler}: {name} must be >= 1, got {value}")
+    return int(value)
+
+
 class StepLR(LRScheduler):
     """lr = base_lr * gamma ** (epoch // step_size)."""
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
-        if int(step_size) < 1:
-            raise ValueError(f"StepLR: step_size must be >= 1, got {step_size}")
-        self.step_size, self.gamma = int(step_size), float(gamma)
+        self.step_size = _at_least_one("StepLR", "step_size", step_size)
+        self.gamma = float(gamma)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch):
@@ -74,9 +84,8 @@ class CosineAnnealingLR(LRScheduler):
     eta_min after T_max."""
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
-        if int(T_max) < 1:
-            raise ValueError(f"CosineAnnealingLR: T_max must be >= 1, got {T_max}")
-        self.T_max, self.eta_min = int(T_max), float(eta_min)
+        self.T_max = _at_least_one("CosineAnnealingLR", "T_max", T_max)
+        self.eta_min = float(eta_min)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, epoch):

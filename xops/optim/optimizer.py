@@ -15,6 +15,7 @@ index being its position over all groups in order. The state holds tensors (immu
 values, so the dict is a snapshot) and plain numbers; ``xo.nn.save`` / ``xo.nn.load``
 store it in an ``.npz`` file.
 """
+
 import math
 
 import numpy as np
@@ -38,8 +39,10 @@ class Optimizer:
         self.param_groups = []
         self.state = {}  # id(param) -> dict of state tensors
         if isinstance(params, Tensor):
-            raise TypeError("params must be an iterable of Tensors (e.g. model.parameters()), "
-                            "got a single Tensor")
+            raise TypeError(
+                "params must be an iterable of Tensors (e.g. model.parameters()), "
+                "got a single Tensor"
+            )
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -57,9 +60,11 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer params must be Tensors, got {type(p).__name__}")
             if not p.requires_grad or p._node is not None:
-                raise ValueError(f"optimizer params must be leaf tensors that require a "
-                                 f"gradient, got {p.type}"
-                                 f"{' (an op output)' if p._node is not None else ''}")
+                raise ValueError(
+                    f"optimizer params must be leaf tensors that require a "
+                    f"gradient, got {p.type}"
+                    f"{' (an op output)' if p._node is not None else ''}"
+                )
             if id(p) in seen:
                 raise ValueError("a parameter appears in more than one parameter group")
             seen.add(id(p))
@@ -83,6 +88,7 @@ class Optimizer:
         loss = None
         if closure is not None:
             from ..autodiff.tape import enable_grad
+
             with enable_grad():
                 loss = closure()
         with no_grad():
@@ -92,8 +98,10 @@ class Optimizer:
                         continue
                     g = p.grad
                     if g.shape != p.shape or g.dtype is not p.dtype:
-                        raise ValueError(f"{type(self).__name__}.step: .grad {g.type} does "
-                                         f"not match its parameter {p.type}")
+                        raise ValueError(
+                            f"{type(self).__name__}.step: .grad {g.type} does "
+                            f"not match its parameter {p.type}"
+                        )
                     state = self.state.setdefault(id(p), {})
                     assign_(p, self._update(p.detach(), g.detach(), state, group))
         return loss
@@ -130,14 +138,18 @@ class Optimizer:
         saved = list(state_dict["param_groups"])
         name = type(self).__name__
         if len(saved) != len(self.param_groups):
-            raise ValueError(f"{name}.load_state_dict: the state has {len(saved)} parameter "
-                             f"groups, this optimizer {len(self.param_groups)}")
+            raise ValueError(
+                f"{name}.load_state_dict: the state has {len(saved)} parameter "
+                f"groups, this optimizer {len(self.param_groups)}"
+            )
         params = {}
         for k, (old, group) in enumerate(zip(saved, self.param_groups)):
             if len(old["params"]) != len(group["params"]):
-                raise ValueError(f"{name}.load_state_dict: group {k} has "
-                                 f"{len(old['params'])} parameters in the state, "
-                                 f"{len(group['params'])} in this optimizer")
+                raise ValueError(
+                    f"{name}.load_state_dict: group {k} has "
+                    f"{len(old['params'])} parameters in the state, "
+                    f"{len(group['params'])} in this optimizer"
+                )
             params.update((int(i), p) for i, p in zip(old["params"], group["params"]))
         state, problems = {}, []
         for i, entries in state_dict["state"].items():
@@ -145,8 +157,9 @@ class Optimizer:
             if p is None:
                 problems.append(f"state for parameter index {i}, which no group lists")
                 continue
-            state[id(p)] = {k: _state_value(v, p, f"state[{i}][{k!r}]", problems)
-                            for k, v in entries.items()}
+            state[id(p)] = {
+                k: _state_value(v, p, f"state[{i}][{k!r}]", problems) for k, v in entries.items()
+            }
         if problems:
             raise ValueError(f"{name}.load_state_dict: " + "; ".join(problems))
         for old, group in zip(saved, self.param_groups):
@@ -180,21 +193,30 @@ def _check(name, value, low=0.0):
 class SGD(Optimizer):
     """Stochastic gradient descent, as ``torch.optim.SGD``::
 
-        g = grad + weight_decay * p
-        buf = g (first step), else momentum * buf + (1 - dampening) * g
-        g = g + momentum * buf (nesterov)  or  buf (momentum > 0)
-        p = p - lr * g
+    g = grad + weight_decay * p
+    buf = g (first step), else momentum * buf + (1 - dampening) * g
+    g = g + momentum * buf (nesterov)  or  buf (momentum > 0)
+    p = p - lr * g
     """
 
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False):
+    def __init__(
+        self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False
+    ):
         _check("lr", lr)
         _check("momentum", momentum)
         _check("weight_decay", weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum needs momentum > 0 and dampening = 0")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                dampening=dampening,
+                weight_decay=weight_decay,
+                nesterov=nesterov,
+            ),
+        )
 
     def _update(self, p, g, state, group):
         wd, mom = group["weight_decay"], group["momentum"]
@@ -205,8 +227,10 @@ class SGD(Optimizer):
             if buf is None:
                 buf = g
             else:
-                buf = add(multiply(buf, mom), multiply(g, 1 - group["dampening"])
-                          if group["dampening"] else g)
+                buf = add(
+                    multiply(buf, mom),
+                    multiply(g, 1 - group["dampening"]) if group["dampening"] else g,
+                )
             state["momentum_buffer"] = buf
             g = add(g, multiply(buf, mom)) if group["nesterov"] else buf
         return subtract(p, multiply(g, group["lr"]))
@@ -215,9 +239,9 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam (Kingma & Ba, 2015), as ``torch.optim.Adam``::
 
-        g = grad + weight_decay * p                 (L2 penalty; see AdamW)
-        m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
-        p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+    g = grad + weight_decay * p                 (L2 penalty; see AdamW)
+    m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+    p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
     """
 
     _decoupled = False
@@ -244,7 +268,7 @@ class Adam(Optimizer):
         g2 = multiply(g, g)
         v = multiply(g2, 1 - b2) if v is None else add(multiply(v, b2), multiply(g2, 1 - b2))
         state.update(step=t, exp_avg=m, exp_avg_sq=v)
-        bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
+        bc1, bc2 = 1 - b1**t, 1 - b2**t
         denom = add(divide(sqrt(v), math.sqrt(bc2)), eps)
         return subtract(p, multiply(divide(m, denom), lr / bc1))
 

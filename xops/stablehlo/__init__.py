@@ -13,19 +13,36 @@ public ``xo.*`` functions, so loaded programs use xops' kernels, checks and auto
 runs a program's functions and reports pass/fail/skip per function, printing @main's
 results. See ``--help`` and docs/stablehlo.md.
 """
+
 from . import limits
-from .executor import (CheckFailure, Function, LoadError, OpNotImplemented, Program,
-                       Unsupported, load, load_all)
+from .exceptions import CheckFailure, LoadError, OpNotImplemented, Unsupported
+from .executor import Function, Program, load, load_all
 from .ir import Module, Op, TensorType
 from .parser import ParseError, parse, parse_attribute, parse_type
 
-__all__ = ["load", "load_all", "Program", "Function", "parse", "parse_type",
-           "parse_attribute", "ParseError", "OpNotImplemented", "Unsupported",
-           "CheckFailure", "LoadError", "Module", "Op", "TensorType", "OPS", "limits"]
+__all__ = [
+    "load",
+    "load_all",
+    "Program",
+    "Function",
+    "parse",
+    "parse_type",
+    "parse_attribute",
+    "ParseError",
+    "OpNotImplemented",
+    "Unsupported",
+    "CheckFailure",
+    "LoadError",
+    "Module",
+    "Op",
+    "TensorType",
+    "OPS",
+    "limits",
+]
 
+# The handler modules register their ops into the table the executor reads (.table); the
+# package imports them here, above everything else in it, so no module below imports up.
+from . import handlers, collectives, chlo, targets  # noqa: E402,F401
+from .table import OPS  # noqa: E402
 
-def __getattr__(name):
-    if name == "OPS":  # the op table (imports every handler)
-        from .handlers import OPS
-        return OPS
-    raise AttributeError(f"module 'xops.stablehlo' has no attribute {name!r}")
+assert all(f"stablehlo.{n}" in OPS for n in handlers.SPEC_OPS)

@@ -2,6 +2,7 @@
 
 See ``python -m xops.stablehlo --help`` (the text below) and docs/stablehlo.md.
 """
+
 import argparse
 import sys
 
@@ -50,23 +51,42 @@ class UsageError(Exception):
 
 
 def _parser():
-    ap = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog=PROG,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("files", nargs="+", metavar="FILE", help="StableHLO .mlir files")
-    ap.add_argument("--args", default=None, metavar="LITERALS",
-                    help='the arguments of @main, a list of typed literals: '
-                         '"[dense<[1, 2]> : tensor<2xi32>, dense<1.0> : tensor<f32>]" '
-                         '(overrides the file\'s RUN line)')
+    ap.add_argument(
+        "--args",
+        default=None,
+        metavar="LITERALS",
+        help="the arguments of @main, a list of typed literals: "
+        '"[dense<[1, 2]> : tensor<2xi32>, dense<1.0> : tensor<f32>]" '
+        "(overrides the file's RUN line)",
+    )
     printing = ap.add_mutually_exclusive_group()
-    printing.add_argument("--print", dest="print_all", action="store_true",
-                          help="print the results of every function (default: @main only)")
-    printing.add_argument("--no-print", dest="no_print", action="store_true",
-                          help="print no results")
-    ap.add_argument("--allow-skip", action="store_true",
-                    help="functions xops cannot run yet (unknown ops, collectives, ...) "
-                         "are SKIP and do not fail the run")
-    ap.add_argument("--trace", action="store_true",
-                    help="print every op as it runs, with its types and a value summary")
+    printing.add_argument(
+        "--print",
+        dest="print_all",
+        action="store_true",
+        help="print the results of every function (default: @main only)",
+    )
+    printing.add_argument(
+        "--no-print", dest="no_print", action="store_true", help="print no results"
+    )
+    ap.add_argument(
+        "--allow-skip",
+        action="store_true",
+        help="functions xops cannot run yet (unknown ops, collectives, ...) "
+        "are SKIP and do not fail the run",
+    )
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="print every op as it runs, with its types and a value summary",
+    )
     return ap
 
 
@@ -74,6 +94,7 @@ def read_text(path):
     """The text of ``path``; UsageError with a one-line reason when it cannot be read
     or is not UTF-8 (the Python API raises the same reason as a LoadError)."""
     from .executor import LoadError, read_file
+
     try:
         return read_file(path)
     except LoadError as e:
@@ -85,18 +106,22 @@ def parse_args_option(text):
     from .ir import DenseAttr, TensorType
     from .literals import constant_tensor
     from .parser import ParseError, parse_attribute
+
     try:
         attr = parse_attribute(text)
     except ParseError as e:
-        raise UsageError(f"--args: column {e.column}: {str(e).splitlines()[0].split(': ', 2)[-1]}"
-                         ) from None
+        raise UsageError(
+            f"--args: column {e.column}: {str(e).splitlines()[0].split(': ', 2)[-1]}"
+        ) from None
     if not isinstance(attr, list):
         attr = [attr]
     out = []
     for i, a in enumerate(attr):
         if not isinstance(a, DenseAttr) or not isinstance(a.type, TensorType):
-            raise UsageError(f"--args: argument #{i} must be a typed literal "
-                             f"'dense<...> : tensor<...>', got {a!r}")
+            raise UsageError(
+                f"--args: argument #{i} must be a typed literal "
+                f"'dense<...> : tensor<...>', got {a!r}"
+            )
         try:
             out.append(constant_tensor(a))
         except SpecError as e:
@@ -123,10 +148,12 @@ def main(argv=None):
         return 2
     from .printer import format_value
     from .runner import run_file
+
     passed = failed = skipped = 0
     for path, text in texts:
-        results = run_file(path, trace=sys.stdout if ns.trace else None, text=text,
-                           args=args, report_main=True)
+        results = run_file(
+            path, trace=sys.stdout if ns.trace else None, text=text, args=args, report_main=True
+        )
         for r in results:
             where = f" (line {r.line})" if r.line else ""
             if r.status == "pass":

@@ -24,14 +24,16 @@
   ``error_message`` when its predicate is false; sharding/placement annotations are
   identities (see :data:`CUSTOM_CALL_TARGETS`).
 """
+
 import numpy as np
 
 from ..dtypes import DType
 from ..errors import SpecError
 from ..tensor import Tensor, tensor
-from .executor import CheckFailure, value_type_str
+from .exceptions import CheckFailure
 from .ir import TensorType
 from .literals import constant_tensor
+from .values import matches, value_type_str
 
 __all__ = ["CHECK_OPS", "CUSTOM_CALL_TARGETS", "coerce_argument", "DEFAULT_TOLERANCE"]
 
@@ -48,18 +50,22 @@ def coerce_argument(func, i, a, vectorised=False):
             try:
                 a = tensor(a, t.elem)
             except (TypeError, ValueError) as e:
-                raise SpecError("func.call", "", f"argument #{i} of @{func.name} must be "
-                                                 f"{t}: {e}") from None
-        from .executor import matches
+                raise SpecError(
+                    "func.call", "", f"argument #{i} of @{func.name} must be {t}: {e}"
+                ) from None
         if not matches(a, t, vectorised):
-            raise SpecError("func.call", "", f"argument #{i} of @{func.name} must be {t}, "
-                                             f"got {value_type_str(a)}")
+            raise SpecError(
+                "func.call",
+                "",
+                f"argument #{i} of @{func.name} must be {t}, got {value_type_str(a)}",
+            )
     return a
 
 
 # ---------------------------------------------------------------------------------------
 # Comparisons
 # ---------------------------------------------------------------------------------------
+
 
 def _values(t):
     a = np.asarray(t)
@@ -84,8 +90,10 @@ def _same_type(op, actual, expected):
     if not isinstance(actual, Tensor):
         raise CheckFailure(f"{op}: expected a tensor, got {value_type_str(actual)}")
     if actual.dtype is not expected.dtype or actual.shape != expected.shape:
-        raise CheckFailure(f"{op}: types differ: {value_type_str(actual)} (actual) vs "
-                           f"{value_type_str(expected)} (expected)")
+        raise CheckFailure(
+            f"{op}: types differ: {value_type_str(actual)} (actual) vs "
+            f"{value_type_str(expected)} (expected)"
+        )
 
 
 def _first_mismatch(op, ok, a, b, extra=""):
@@ -93,9 +101,11 @@ def _first_mismatch(op, ok, a, b, extra=""):
     if bad.size:
         i = int(bad[0])
         idx = _index(i, a.shape)
-        raise CheckFailure(f"{op}: {bad.size} of {a.size} element(s) differ{extra}; first "
-                           f"at index {idx}: {_fmt(a.reshape(-1)[i])} (actual) vs "
-                           f"{_fmt(b.reshape(-1)[i])} (expected)")
+        raise CheckFailure(
+            f"{op}: {bad.size} of {a.size} element(s) differ{extra}; first "
+            f"at index {idx}: {_fmt(a.reshape(-1)[i])} (actual) vs "
+            f"{_fmt(b.reshape(-1)[i])} (expected)"
+        )
 
 
 def expect_eq(op, actual, expected):
@@ -104,8 +114,9 @@ def expect_eq(op, actual, expected):
     if a.dtype.kind in "fc":
         ok = (a == b) | (np.isnan(a) & np.isnan(b))
         if a.dtype.kind == "c":
-            ok = ((a.real == b.real) | (np.isnan(a.real) & np.isnan(b.real))) & \
-                 ((a.imag == b.imag) | (np.isnan(a.imag) & np.isnan(b.imag)))
+            ok = ((a.real == b.real) | (np.isnan(a.real) & np.isnan(b.real))) & (
+                (a.imag == b.imag) | (np.isnan(a.imag) & np.isnan(b.imag))
+            )
     else:
         ok = a == b
     _first_mismatch(op, np.asarray(ok), a, b)
@@ -127,8 +138,9 @@ def expect_almost_eq(op, actual, expected, tolerance=None):
     tol = DEFAULT_TOLERANCE if tolerance is None else float(tolerance)
     a, b = _values(actual), _values(expected)
     if a.dtype.kind == "c":
-        ok = _almost(a.real.astype(np.float64), b.real.astype(np.float64), tol) & \
-            _almost(a.imag.astype(np.float64), b.imag.astype(np.float64), tol)
+        ok = _almost(a.real.astype(np.float64), b.real.astype(np.float64), tol) & _almost(
+            a.imag.astype(np.float64), b.imag.astype(np.float64), tol
+        )
     elif a.dtype.kind == "f":
         ok = _almost(a.astype(np.float64), b.astype(np.float64), tol)
     else:
@@ -154,10 +166,13 @@ def _ulp_diff(actual, expected):
         same = np.where(am > bm, am - bm, bm - am)
         opp = am + bm
     d = np.where(a_neg != b_neg, opp, same)
-    out = np.where(ab == bb, np.uint64(0),
-                   np.where(fa & fb, d,
-                            np.where(np.isnan(va) & np.isnan(vb), np.uint64(0),
-                                     np.uint64(2 ** 64 - 1))))
+    out = np.where(
+        ab == bb,
+        np.uint64(0),
+        np.where(
+            fa & fb, d, np.where(np.isnan(va) & np.isnan(vb), np.uint64(0), np.uint64(2**64 - 1))
+        ),
+    )
     return out
 
 
@@ -169,20 +184,24 @@ def expect_close(op, actual, expected, max_ulp=None, min_ulp=None):
     if dt.kind == "complex":
         part = "f32" if dt.np == np.complex64 else "f64"
         a, b = np.asarray(actual), np.asarray(expected)
-        d = np.maximum(_ulp_diff(tensor(a.real, part), tensor(b.real, part)),
-                       _ulp_diff(tensor(a.imag, part), tensor(b.imag, part)))
+        d = np.maximum(
+            _ulp_diff(tensor(a.real, part), tensor(b.real, part)),
+            _ulp_diff(tensor(a.imag, part), tensor(b.imag, part)),
+        )
     elif dt.kind == "float":
         d = _ulp_diff(actual, expected)
     else:
         raise CheckFailure(f"{op}: needs floating-point or complex values, got {dt.name}")
     ok = (d <= np.uint64(hi)) & (d >= np.uint64(lo))
-    _first_mismatch(op, ok, _values(actual), _values(expected),
-                    f" (ULP difference must be in [{lo}, {hi}])")
+    _first_mismatch(
+        op, ok, _values(actual), _values(expected), f" (ULP difference must be in [{lo}, {hi}])"
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Handlers (registered into xops.stablehlo.handlers.OPS)
 # ---------------------------------------------------------------------------------------
+
 
 def _const(ctx, op):
     v = op.attrs.get("value")
@@ -209,8 +228,13 @@ def _h_almost_const(ctx, op, args):
 
 
 def _h_close(ctx, op, args):
-    expect_close(op.name, args[0], args[1], op.attrs.get("max_ulp_difference"),
-                 op.attrs.get("min_ulp_difference"))
+    expect_close(
+        op.name,
+        args[0],
+        args[1],
+        op.attrs.get("max_ulp_difference"),
+        op.attrs.get("min_ulp_difference"),
+    )
 
 
 def _h_serialized(ctx, op, args):
@@ -218,8 +242,9 @@ def _h_serialized(ctx, op, args):
     it = int(op.attrs.get("iter", 0))
     got = ctx.interp.probes.get(pid, [])
     if it >= len(got):
-        raise CheckFailure(f"{op.name}: no value probed as {pid!r} at iteration {it} "
-                           f"({len(got)} recorded)")
+        raise CheckFailure(
+            f"{op.name}: no value probed as {pid!r} at iteration {it} ({len(got)} recorded)"
+        )
     expect_eq(op.name, got[it], args[0])
 
 
@@ -231,10 +256,11 @@ def _h_probe(ctx, op, args):
 
 def _h_print(ctx, op, args):
     import sys
+
     v = args[0]
     if isinstance(v, Tensor):
         a = _values(v)
-        body = np.array2string(a, separator=", ", threshold=10 ** 6)
+        body = np.array2string(a, separator=", ", threshold=10**6)
         text = f"{value_type_str(v)} {{\n  {body}\n}}"
     else:
         text = value_type_str(v)
@@ -269,22 +295,30 @@ CUSTOM_CALL_TOLERANCE = 0.001
 
 def _cc_operands(op, args, n):
     if len(args) != n:
-        raise SpecError(f"custom_call @{op.attrs.get('call_target_name')}", "",
-                        f"takes {n} operands, got {len(args)}")
+        raise SpecError(
+            f"custom_call @{op.attrs.get('call_target_name')}",
+            "",
+            f"takes {n} operands, got {len(args)}",
+        )
     return args
 
 
 def _cc_close(ctx, op, args):
     a, b = _cc_operands(op, args, 2)
-    expect_close("check.expect_close", a, b,
-                 op.attrs.get("max_ulp_difference", CUSTOM_CALL_MAX_ULP),
-                 op.attrs.get("min_ulp_difference"))
+    expect_close(
+        "check.expect_close",
+        a,
+        b,
+        op.attrs.get("max_ulp_difference", CUSTOM_CALL_MAX_ULP),
+        op.attrs.get("min_ulp_difference"),
+    )
 
 
 def _cc_almost(ctx, op, args):
     a, b = _cc_operands(op, args, 2)
-    expect_almost_eq("check.expect_almost_eq", a, b,
-                     op.attrs.get("tolerance", CUSTOM_CALL_TOLERANCE))
+    expect_almost_eq(
+        "check.expect_almost_eq", a, b, op.attrs.get("tolerance", CUSTOM_CALL_TOLERANCE)
+    )
 
 
 def _cc_eq(ctx, op, args):

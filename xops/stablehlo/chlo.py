@@ -14,11 +14,13 @@ the same way (so they differentiate like any other program):
 * ``chlo.square`` is ``multiply(x, x)``; ``chlo.top_k``, ``chlo.erf`` and ``chlo.tan``
   are ``xo.top_k``, ``xo.erf`` and ``xo.tan``.
 """
+
 import numpy as np
 
 import xops as xo
 from ..errors import SpecError
 from .ir import StructAttr
+from .table import register
 
 __all__ = ["CHLO_OPS"]
 
@@ -28,9 +30,18 @@ def _full(value, like):
     return xo.broadcast_in_dim(xo.constant(value, like.dtype), [], list(like.shape))
 
 
-_WIDER = {("si", 2): "i8", ("si", 4): "i8", ("si", 8): "i16", ("si", 16): "i32",
-          ("si", 32): "i64", ("ui", 2): "ui8", ("ui", 4): "ui8", ("ui", 8): "ui16",
-          ("ui", 16): "ui32", ("ui", 32): "ui64"}
+_WIDER = {
+    ("si", 2): "i8",
+    ("si", 4): "i8",
+    ("si", 8): "i16",
+    ("si", 16): "i32",
+    ("si", 32): "i64",
+    ("ui", 2): "ui8",
+    ("ui", 4): "ui8",
+    ("ui", 8): "ui16",
+    ("ui", 16): "ui32",
+    ("ui", 32): "ui64",
+}
 
 
 def mulhi(lhs, rhs):
@@ -51,8 +62,9 @@ def mulhi(lhs, rhs):
     lo_lo, hi_lo = xo.multiply(a_lo, b_lo), xo.multiply(a_hi, b_lo)
     lo_hi, hi_hi = xo.multiply(a_lo, b_hi), xo.multiply(a_hi, b_hi)
     cross = xo.add(xo.add(xo.shift_right_logical(lo_lo, k32), xo.and_(hi_lo, mask)), lo_hi)
-    hi = xo.add(xo.add(hi_hi, xo.shift_right_logical(hi_lo, k32)),
-                xo.shift_right_logical(cross, k32))
+    hi = xo.add(
+        xo.add(hi_hi, xo.shift_right_logical(hi_lo, k32)), xo.shift_right_logical(cross, k32)
+    )
     if dt.kind == "ui":
         return hi
     # signed: hi(a*b) = hi_u(a, b) - (a < 0 ? b : 0) - (b < 0 ? a : 0)  (mod 2**64)
@@ -86,10 +98,12 @@ def _stack(parts, dim):
 
 
 def _scan(ctx, op, args):
-    seg = op.attrs.get("operandSegmentSizes") or [len(args) - len(op.results) // 2,
-                                                  len(op.results) // 2]
+    seg = op.attrs.get("operandSegmentSizes") or [
+        len(args) - len(op.results) // 2,
+        len(op.results) // 2,
+    ]
     n_in, n_init = int(seg[0]), int(seg[1])
-    inputs, carry = list(args[:n_in]), list(args[n_in:n_in + n_init])
+    inputs, carry = list(args[:n_in]), list(args[n_in : n_in + n_init])
     dim = int(op.attrs.get("dimension", 0))
     reverse = bool(op.attrs.get("is_reverse", False))
     n_out = len(op.results) - n_init
@@ -122,13 +136,19 @@ def _ragged_dot(ctx, op, args):
     lc, rc = lst("lhs_contracting_dimensions"), lst("rhs_contracting_dimensions")
     ragged, group = lst("lhs_ragged_dimensions"), lst("rhs_group_dimensions")
     if len(ragged) != 1 or len(group) != 1 or ragged[0] in lc or ragged[0] in lb:
-        raise SpecError(op.name, "", "only a ragged non-contracting lhs dimension with a "
-                                     "rhs group dimension (mode 1) is supported")
+        raise SpecError(
+            op.name,
+            "",
+            "only a ragged non-contracting lhs dimension with a "
+            "rhs group dimension (mode 1) is supported",
+        )
     rd, gd = ragged[0], group[0]
     sizes = np.asarray(group_sizes).reshape(-1).astype(np.int64)
     if sizes.size != rhs.shape[gd]:
-        raise SpecError(op.name, "", f"group_sizes has {sizes.size} entries for "
-                                     f"{rhs.shape[gd]} groups")
+        raise SpecError(
+            op.name, "", f"group_sizes has {sizes.size} entries for {rhs.shape[gd]} groups"
+        )
+
     # rhs dims after removing the group dim
     def shift(d):
         return d - 1 if d > gd else d
@@ -140,12 +160,20 @@ def _ragged_dot(ctx, op, args):
     total = None
     start = 0
     for g, size in enumerate(sizes.tolist()):
-        part = xo.dot_general(lhs, _take(rhs, gd, g), lb, rb2, lc, rc2,
-                              preferred_element_type=out_type if out_type is not lhs.dtype
-                              else None)
+        part = xo.dot_general(
+            lhs,
+            _take(rhs, gd, g),
+            lb,
+            rb2,
+            lc,
+            rc2,
+            preferred_element_type=out_type if out_type is not lhs.dtype else None,
+        )
         iota = xo.iota(ragged_pos, list(part.shape), "i64")
-        inside = xo.and_(xo.compare(iota, _full(start, iota), "GE"),
-                         xo.compare(iota, _full(start + size, iota), "LT"))
+        inside = xo.and_(
+            xo.compare(iota, _full(start, iota), "GE"),
+            xo.compare(iota, _full(start + size, iota), "LT"),
+        )
         part = xo.select(inside, part, _full(0, part))
         total = part if total is None else xo.add(total, part)
         start += size
@@ -171,3 +199,6 @@ CHLO_OPS = {
 from .chlo_math import CHLO_MATH_OPS  # noqa: E402  (elementwise math, broadcast_<op>)
 
 CHLO_OPS.update(CHLO_MATH_OPS)
+
+for _name, (_h, _needs) in CHLO_OPS.items():  # into the executor's table (.table)
+    register(_name, _h, _needs)

@@ -19,6 +19,7 @@ so a loaded program differentiates through it.
 * ``chlo.broadcast_<op>``: NumPy-style broadcasting (or the op's
   ``broadcast_dimensions``) followed by the StableHLO op.
 """
+
 import numpy as np
 
 import xops as xo
@@ -78,131 +79,133 @@ def _apply(name, x, fn, complex_ok=True):
 # Inverse trigonometric and hyperbolic functions (real and complex)
 # ---------------------------------------------------------------------------------------
 
+
+def _unary_primitive(name, formula, vjp, doc, complex_ok=True):
+    """The primitive ``chlo.<name>``: ``formula`` over the operand's values in double
+    precision, rounded once to its element type (see :func:`_apply`), with the gradient
+    rule ``vjp(g, out, operand)`` (None: no rule) and the docstring ``doc``."""
+    op_name = f"chlo.{name}"
+
+    def fn(operand):
+        return _apply(op_name, operand, formula, complex_ok)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    op = primitive(op_name)(fn)
+    if vjp is not None:
+        op.defvjp(vjp)
+    return op
+
+
 def _one_minus_sq(x):
     return xo.multiply(xo.subtract(1, x), xo.add(1, x))  # (1 - x)(1 + x): no cancellation
 
 
-@primitive("chlo.asin")
-def asin(operand):
+asin = _unary_primitive(
+    "asin",
+    np.arcsin,
+    lambda g, out, x: xo.multiply(g, xo.rsqrt(_one_minus_sq(x))),
     """chlo.asin: arcsine (principal branch).
 
     >>> asin(xo.tensor([0.0, 1.0]))   # [0, pi/2]
-    """
-    return _apply("chlo.asin", operand, np.arcsin)
+    xo.tensor([0.       , 1.5707964], f32[2])
+    """,
+)
 
-
-@asin.defvjp
-def _asin_vjp(g, out, operand):
-    return xo.multiply(g, xo.rsqrt(_one_minus_sq(operand)))
-
-
-@primitive("chlo.acos")
-def acos(operand):
+acos = _unary_primitive(
+    "acos",
+    np.arccos,
+    lambda g, out, x: xo.negate(xo.multiply(g, xo.rsqrt(_one_minus_sq(x)))),
     """chlo.acos: arccosine (principal branch).
 
     >>> acos(xo.tensor([1.0]))   # [0]
-    """
-    return _apply("chlo.acos", operand, np.arccos)
+    xo.tensor([0.], f32[1])
+    """,
+)
 
-
-@acos.defvjp
-def _acos_vjp(g, out, operand):
-    return xo.negate(xo.multiply(g, xo.rsqrt(_one_minus_sq(operand))))
-
-
-@primitive("chlo.atan")
-def atan(operand):
+atan = _unary_primitive(
+    "atan",
+    np.arctan,
+    lambda g, out, x: xo.divide(g, xo.add(1, xo.multiply(x, x))),
     """chlo.atan: arctangent.
 
     >>> atan(xo.tensor([1.0]))   # [pi/4]
-    """
-    return _apply("chlo.atan", operand, np.arctan)
+    xo.tensor([0.7853982], f32[1])
+    """,
+)
 
-
-@atan.defvjp
-def _atan_vjp(g, out, operand):
-    return xo.divide(g, xo.add(1, xo.multiply(operand, operand)))
-
-
-@primitive("chlo.asinh")
-def asinh(operand):
+asinh = _unary_primitive(
+    "asinh",
+    np.arcsinh,
+    lambda g, out, x: xo.multiply(g, xo.rsqrt(xo.add(xo.multiply(x, x), 1))),
     """chlo.asinh: inverse hyperbolic sine.
 
     >>> asinh(xo.tensor([0.0]))   # [0]
-    """
-    return _apply("chlo.asinh", operand, np.arcsinh)
+    xo.tensor([0.], f32[1])
+    """,
+)
 
-
-@asinh.defvjp
-def _asinh_vjp(g, out, operand):
-    return xo.multiply(g, xo.rsqrt(xo.add(xo.multiply(operand, operand), 1)))
-
-
-@primitive("chlo.acosh")
-def acosh(operand):
+# acosh' = 1 / (sqrt(x - 1) sqrt(x + 1)): the branch that holds for complex x too
+acosh = _unary_primitive(
+    "acosh",
+    np.arccosh,
+    lambda g, out, x: xo.divide(g, xo.multiply(xo.sqrt(xo.subtract(x, 1)), xo.sqrt(xo.add(x, 1)))),
     """chlo.acosh: inverse hyperbolic cosine (NaN below 1 for real operands).
 
     >>> acosh(xo.tensor([1.0]))   # [0]
-    """
-    return _apply("chlo.acosh", operand, np.arccosh)
+    xo.tensor([0.], f32[1])
+    """,
+)
 
-
-@acosh.defvjp
-def _acosh_vjp(g, out, operand):
-    # 1 / (sqrt(x - 1) sqrt(x + 1)): the branch that holds for complex x too
-    return xo.divide(g, xo.multiply(xo.sqrt(xo.subtract(operand, 1)),
-                                    xo.sqrt(xo.add(operand, 1))))
-
-
-@primitive("chlo.atanh")
-def atanh(operand):
+atanh = _unary_primitive(
+    "atanh",
+    np.arctanh,
+    lambda g, out, x: xo.divide(g, _one_minus_sq(x)),
     """chlo.atanh: inverse hyperbolic tangent (NaN outside [-1, 1] for real operands).
 
     >>> atanh(xo.tensor([0.0]))   # [0]
-    """
-    return _apply("chlo.atanh", operand, np.arctanh)
+    xo.tensor([0.], f32[1])
+    """,
+)
 
-
-@atanh.defvjp
-def _atanh_vjp(g, out, operand):
-    return xo.divide(g, _one_minus_sq(operand))
-
-
-@primitive("chlo.sinh")
-def sinh(operand):
+sinh = _unary_primitive(
+    "sinh",
+    np.sinh,
+    lambda g, out, x: xo.multiply(g, cosh(x)),
     """chlo.sinh: hyperbolic sine.
 
     >>> sinh(xo.tensor([0.0]))   # [0]
-    """
-    return _apply("chlo.sinh", operand, np.sinh)
+    xo.tensor([0.], f32[1])
+    """,
+)
 
+cosh = _unary_primitive(
+    "cosh",
+    np.cosh,
+    lambda g, out, x: xo.multiply(g, sinh(x)),
+    """chlo.cosh: hyperbolic cosine, even: cosh(-x) = cosh(x) >= 1.
 
-@sinh.defvjp
-def _sinh_vjp(g, out, operand):
-    return xo.multiply(g, cosh(operand))
-
-
-@primitive("chlo.cosh")
-def cosh(operand):
-    """chlo.cosh: hyperbolic cosine.
-
-    >>> cosh(xo.tensor([0.0]))   # [1]
-    """
-    return _apply("chlo.cosh", operand, np.cosh)
-
-
-@cosh.defvjp
-def _cosh_vjp(g, out, operand):
-    return xo.multiply(g, sinh(operand))
+    >>> cosh(xo.tensor([0.0, -1.0, 1.0]))   # [1, 1.5430806, 1.5430806]
+    xo.tensor([1.       , 1.5430807, 1.5430807], f32[3])
+    """,
+)
 
 
 # ---------------------------------------------------------------------------------------
 # Special functions (real)
 # ---------------------------------------------------------------------------------------
 
+
 def _special(name):
-    import scipy.special as sp  # imported on first use: keeps `import xops` fast
-    return getattr(sp, name)
+    """scipy.special's function ``name``, imported on its first call: keeps `import xops`
+    fast."""
+
+    def call(*args):
+        import scipy.special as sp
+
+        return getattr(sp, name)(*args)
+
+    return call
 
 
 def _nonpositive_integer(x):
@@ -214,18 +217,17 @@ def _lgamma(x):
     return np.where(_nonpositive_integer(x), np.inf, out)  # poles: log|Gamma| = +inf
 
 
-@primitive("chlo.lgamma")
-def lgamma(operand):
+lgamma = _unary_primitive(
+    "lgamma",
+    _lgamma,
+    lambda g, out, x: xo.multiply(g, digamma(x)),
     """chlo.lgamma: log|Gamma(x)| (+inf at the poles 0, -1, -2, ...).
 
     >>> lgamma(xo.tensor([1.0, 3.0]))   # [0, log 2]
-    """
-    return _apply("chlo.lgamma", operand, _lgamma, complex_ok=False)
-
-
-@lgamma.defvjp
-def _lgamma_vjp(g, out, operand):
-    return xo.multiply(g, digamma(operand))
+    xo.tensor([0.       , 0.6931472], f32[2])
+    """,
+    complex_ok=False,
+)
 
 
 def _digamma(x):
@@ -233,70 +235,82 @@ def _digamma(x):
     return np.where(_nonpositive_integer(x), np.nan, out)  # CHLO: NaN at the poles
 
 
-@primitive("chlo.digamma")
-def digamma(operand):
+digamma = _unary_primitive(
+    "digamma",
+    _digamma,
+    lambda g, out, x: xo.multiply(
+        g, polygamma(xo.broadcast_in_dim(xo.constant(1, x.dtype), [], x.shape), x)
+    ),
     """chlo.digamma: psi(x) = d/dx log Gamma(x) (NaN at 0, -1, -2, ...).
 
     >>> digamma(xo.tensor([1.0]))   # [-0.5772156649]
-    """
-    return _apply("chlo.digamma", operand, _digamma, complex_ok=False)
+    xo.tensor([-0.5772157], f32[1])
+    """,
+    complex_ok=False,
+)
 
-
-@digamma.defvjp
-def _digamma_vjp(g, out, operand):
-    return xo.multiply(g, polygamma(xo.constant(1, operand.dtype), operand))
-
-
-@primitive("chlo.erfc")
-def erfc(operand):
+# erfc' = -2/sqrt(pi) e^(-x^2); erf_inv' = sqrt(pi)/2 e^(erf_inv(x)^2)
+erfc = _unary_primitive(
+    "erfc",
+    _special("erfc"),
+    lambda g, out, x: xo.multiply(
+        g, xo.multiply(xo.exponential(xo.negate(xo.multiply(x, x))), -1.1283791670955126)
+    ),
     """chlo.erfc: 1 - erf(x), without the cancellation for large x.
 
     >>> erfc(xo.tensor([0.0]))   # [1]
-    """
-    return _apply("chlo.erfc", operand, _special("erfc"), complex_ok=False)
+    xo.tensor([1.], f32[1])
+    """,
+    complex_ok=False,
+)
 
-
-@erfc.defvjp
-def _erfc_vjp(g, out, operand):
-    return xo.multiply(g, xo.multiply(xo.exponential(xo.negate(xo.multiply(operand, operand))),
-                                      -1.1283791670955126))
-
-
-@primitive("chlo.erf_inv")
-def erf_inv(operand):
+erf_inv = _unary_primitive(
+    "erf_inv",
+    _special("erfinv"),
+    lambda g, out, x: xo.multiply(
+        g, xo.multiply(xo.exponential(xo.multiply(out, out)), 0.88622692545275801)
+    ),
     """chlo.erf_inv: the inverse of erf on (-1, 1); +-inf at +-1, NaN outside.
 
     >>> erf_inv(xo.tensor([0.0]))   # [0]
-    """
-    return _apply("chlo.erf_inv", operand, _special("erfinv"), complex_ok=False)
+    xo.tensor([0.], f32[1])
+    """,
+    complex_ok=False,
+)
 
-
-@erf_inv.defvjp
-def _erf_inv_vjp(g, out, operand):
-    return xo.multiply(g, xo.multiply(xo.exponential(xo.multiply(out, out)),
-                                      0.88622692545275801))  # sqrt(pi) / 2
-
-
-@primitive("chlo.bessel_i1e")
-def bessel_i1e(operand):
+bessel_i1e = _unary_primitive(
+    "bessel_i1e",
+    _special("i1e"),
+    None,
     """chlo.bessel_i1e: exp(-|x|) I1(x), the exponentially scaled modified Bessel
     function of order 1.
 
     >>> bessel_i1e(xo.tensor([0.0]))   # [0]
-    """
-    return _apply("chlo.bessel_i1e", operand, _special("i1e"), complex_ok=False)
+    xo.tensor([0.], f32[1])
+    """,
+    complex_ok=False,
+)
 
 
 def _pair(name, a, b):
     x, y = operands(name, a, b, names=["lhs", "rhs"])
     for t in (x, y):
         if t._dtype.kind != "float":
-            raise SpecError(name, "", f"operands must be floating-point tensors, got "
-                                      f"{tstr(x)} and {tstr(y)}")
+            raise SpecError(
+                name, "", f"operands must be floating-point tensors, got {tstr(x)} and {tstr(y)}"
+            )
     if x._dtype is not y._dtype or x.shape != y.shape:
-        raise SpecError(name, "", f"operands must have the same type, got {tstr(x)} and "
-                                  f"{tstr(y)}")
+        raise SpecError(name, "", f"operands must have the same type, got {tstr(x)} and {tstr(y)}")
     return x, y
+
+
+def _apply2(name, a, b, fn):
+    """fn over the values of same-typed float tensors a and b in float64, rounded once to
+    their element type."""
+    x, y = _pair(name, a, b)
+    with np.errstate(all="ignore"):
+        out = fn(_wide(x), _wide(y))
+    return result(out, x._dtype)
 
 
 def _polygamma(n, x):
@@ -311,12 +325,10 @@ def _polygamma(n, x):
 def polygamma(n, x):
     """chlo.polygamma: the n-th derivative of digamma (NaN unless n = 0, 1, 2, ...).
 
-    >>> polygamma(xo.tensor([1.0]), xo.tensor([1.0]))   # [pi^2 / 6]
+    >>> polygamma(xo.tensor([0.0, 1.0]), xo.tensor([1.0, 1.0]))   # [digamma(1), pi^2 / 6]
+    xo.tensor([-0.5772157,  1.644934 ], f32[2])
     """
-    n, x = _pair("chlo.polygamma", n, x)
-    with np.errstate(all="ignore"):
-        out = _polygamma(_wide(n), _wide(x))
-    return result(out, x._dtype)
+    return _apply2("chlo.polygamma", n, x, _polygamma)
 
 
 @polygamma.defvjp
@@ -336,11 +348,9 @@ def zeta(x, q):
     """chlo.zeta: the Hurwitz zeta function sum_k (q + k)^-x (x > 1).
 
     >>> zeta(xo.tensor([2.0]), xo.tensor([1.0]))   # [pi^2 / 6]
+    xo.tensor([1.644934], f32[1])
     """
-    x, q = _pair("chlo.zeta", x, q)
-    with np.errstate(all="ignore"):
-        out = _zeta(_wide(x), _wide(q))
-    return result(out, x._dtype)
+    return _apply2("chlo.zeta", x, q, _zeta)
 
 
 @zeta.defvjp
@@ -354,6 +364,7 @@ def next_after(x, y):
     the element type's own bit patterns (x itself when x == y; NaN if either is NaN).
 
     >>> next_after(xo.tensor([1.0], "bf16"), xo.tensor([2.0], "bf16"))   # [1.0078125]
+    xo.tensor([1.00781], bf16[1])
     """
     x, y = _pair("chlo.next_after", x, y)
     dt = x._dtype
@@ -375,6 +386,7 @@ def next_after(x, y):
 # ---------------------------------------------------------------------------------------
 # Compositions
 # ---------------------------------------------------------------------------------------
+
 
 def _inf_like(x, negative=False):
     v = -np.inf if negative else np.inf
@@ -403,6 +415,7 @@ def conj(x):
 # chlo.broadcast_<op>: implicit broadcasting, then the op
 # ---------------------------------------------------------------------------------------
 
+
 def _broadcast_operands(op, args, out_shape):
     """Each operand broadcast to ``out_shape``: by ``broadcast_dimensions`` (for the
     lower-rank operand) when given, else aligned at the trailing dimensions."""
@@ -414,6 +427,7 @@ def _broadcast_operands(op, args, out_shape):
             continue
         if dims_attr is not None and a.ndim < len(out_shape):
             from .handlers import ints
+
             dims = ints(dims_attr)
         else:
             dims = list(range(len(out_shape) - a.ndim, len(out_shape)))
@@ -439,6 +453,7 @@ def _broadcasting(fn):
     def handler(ctx, op, args):
         shape = _out_shape(op, args)
         return fn(ctx, op, _broadcast_operands(op, args, shape))
+
     handler.__name__ = f"broadcasting_{getattr(fn, '__name__', 'op')}"
     return handler
 
@@ -446,19 +461,26 @@ def _broadcasting(fn):
 def _xo_binary(name):
     def run(ctx, op, args):
         return getattr(xo, name)(*args)
+
     run.__name__ = name
     return run
 
 
 def _compare(ctx, op, args):
     from .handlers import enum
-    return xo.compare(args[0], args[1], enum(op.attrs.get("comparison_direction")),
-                      compare_type=enum(op.attrs.get("compare_type")))
+
+    return xo.compare(
+        args[0],
+        args[1],
+        enum(op.attrs.get("comparison_direction")),
+        compare_type=enum(op.attrs.get("compare_type")),
+    )
 
 
 def _unary(fn):
     def handler(ctx, op, args):
         return fn(args[0])
+
     handler.__name__ = f"run_{fn.__name__}"
     return handler
 
@@ -466,6 +488,7 @@ def _unary(fn):
 def _binary(fn):
     def handler(ctx, op, args):
         return fn(args[0], args[1])
+
     handler.__name__ = f"run_{fn.__name__}"
     return handler
 
@@ -475,22 +498,48 @@ def _constant_like(ctx, op, args):
     v = op.attrs.get("value")
     from .ir import DenseAttr
     from .literals import constant_tensor
+
     if isinstance(v, DenseAttr):
         v = constant_tensor(v).tolist()
     return xo.broadcast_in_dim(xo.constant(v, x.dtype), [], list(x.shape))
 
 
-_BINARY_XO = {"add": "add", "atan2": "atan2", "divide": "divide", "maximum": "maximum",
-              "minimum": "minimum", "multiply": "multiply", "power": "power",
-              "remainder": "remainder", "shift_left": "shift_left",
-              "shift_right_arithmetic": "shift_right_arithmetic",
-              "shift_right_logical": "shift_right_logical", "subtract": "subtract",
-              "and": "and_", "or": "or_", "xor": "xor", "complex": "complex"}
+_BINARY_XO = {
+    "add": "add",
+    "atan2": "atan2",
+    "divide": "divide",
+    "maximum": "maximum",
+    "minimum": "minimum",
+    "multiply": "multiply",
+    "power": "power",
+    "remainder": "remainder",
+    "shift_left": "shift_left",
+    "shift_right_arithmetic": "shift_right_arithmetic",
+    "shift_right_logical": "shift_right_logical",
+    "subtract": "subtract",
+    "and": "and_",
+    "or": "or_",
+    "xor": "xor",
+    "complex": "complex",
+}
 
 # name -> (handler, xo functions it needs)
 CHLO_MATH_OPS = {}
-for _f in (acos, acosh, asin, asinh, atan, atanh, cosh, sinh, lgamma, digamma, erfc,
-           erf_inv, bessel_i1e):
+for _f in (
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atanh,
+    cosh,
+    sinh,
+    lgamma,
+    digamma,
+    erfc,
+    erf_inv,
+    bessel_i1e,
+):
     CHLO_MATH_OPS[_f.op_name] = (_unary(_f), [])
 for _f in (is_inf, is_pos_inf, is_neg_inf, conj):
     CHLO_MATH_OPS[f"chlo.{_f.__name__}"] = (_unary(_f), ["compare"])
@@ -500,6 +549,8 @@ for _f in (polygamma, zeta, next_after):
 for _n, _x in _BINARY_XO.items():
     CHLO_MATH_OPS[f"chlo.broadcast_{_n}"] = (_broadcasting(_xo_binary(_x)), [_x])
 CHLO_MATH_OPS["chlo.broadcast_compare"] = (_broadcasting(_compare), ["compare"])
-CHLO_MATH_OPS["chlo.broadcast_select"] = (_broadcasting(
-    lambda ctx, op, args: xo.select(*args)), ["select"])
+CHLO_MATH_OPS["chlo.broadcast_select"] = (
+    _broadcasting(lambda ctx, op, args: xo.select(*args)),
+    ["select"],
+)
 CHLO_MATH_OPS["chlo.constant_like"] = (_constant_like, ["broadcast_in_dim"])

@@ -16,6 +16,7 @@ specs are handled here, on top of the xops ops: ``collective_broadcast`` with
 source) and ``collective_reduce`` (an all_reduce whose result only the first process of
 each group keeps; the others get zeros).
 """
+
 import numpy as np
 
 import xops as xo
@@ -23,6 +24,7 @@ import xops as xo
 from ..errors import SpecError
 from ..tensor import Tensor
 from .ir import DenseAttr, StructAttr, SymbolRef
+from .table import register as _register_op
 
 __all__ = ["OPS"]
 
@@ -73,41 +75,70 @@ def _results(out):
 
 def _body(ctx):
     from .handlers import body_of
+
     return body_of(ctx, 0)
 
 
 def _all_gather(ctx, op, args):
     cid, _ = _channel(op)
-    return _results(xo.all_gather(_operand(args), _int(op.attrs.get("all_gather_dim")),
-                                  _rows(op.attrs.get("replica_groups")), cid,
-                                  _flag(op, "use_global_device_ids")))
+    return _results(
+        xo.all_gather(
+            _operand(args),
+            _int(op.attrs.get("all_gather_dim")),
+            _rows(op.attrs.get("replica_groups")),
+            cid,
+            _flag(op, "use_global_device_ids"),
+        )
+    )
 
 
 def _all_reduce(ctx, op, args):
     cid, _ = _channel(op)
-    return _results(xo.all_reduce(_operand(args), _rows(op.attrs.get("replica_groups")), cid,
-                                  _flag(op, "use_global_device_ids"), _body(ctx)))
+    return _results(
+        xo.all_reduce(
+            _operand(args),
+            _rows(op.attrs.get("replica_groups")),
+            cid,
+            _flag(op, "use_global_device_ids"),
+            _body(ctx),
+        )
+    )
 
 
 def _reduce_scatter(ctx, op, args):
     cid, _ = _channel(op)
-    return _results(xo.reduce_scatter(_operand(args), _int(op.attrs.get("scatter_dimension")),
-                                      _rows(op.attrs.get("replica_groups")), cid,
-                                      _flag(op, "use_global_device_ids"), _body(ctx)))
+    return _results(
+        xo.reduce_scatter(
+            _operand(args),
+            _int(op.attrs.get("scatter_dimension")),
+            _rows(op.attrs.get("replica_groups")),
+            cid,
+            _flag(op, "use_global_device_ids"),
+            _body(ctx),
+        )
+    )
 
 
 def _all_to_all(ctx, op, args):
     a = op.attrs
     cid, _ = _channel(op)
-    return _results(xo.all_to_all(_operand(args), _int(a.get("split_dimension")),
-                                  _int(a.get("concat_dimension")), _int(a.get("split_count")),
-                                  _rows(a.get("replica_groups")), cid))
+    return _results(
+        xo.all_to_all(
+            _operand(args),
+            _int(a.get("split_dimension")),
+            _int(a.get("concat_dimension")),
+            _int(a.get("split_count")),
+            _rows(a.get("replica_groups")),
+            cid,
+        )
+    )
 
 
 def _collective_permute(ctx, op, args):
     cid, _ = _channel(op)
-    return _results(xo.collective_permute(_operand(args),
-                                          _rows(op.attrs.get("source_target_pairs")), cid))
+    return _results(
+        xo.collective_permute(_operand(args), _rows(op.attrs.get("source_target_pairs")), cid)
+    )
 
 
 def _collective_broadcast(ctx, op, args):
@@ -119,20 +150,28 @@ def _collective_broadcast(ctx, op, args):
     # broadcast from a group reordered so that the source comes first
     data, root = list(args[:-1]), args[-1]
     if not isinstance(root, Tensor) or root.ndim != 1 or root.shape[0] != len(data):
-        raise SpecError(op.name, "has_dynamic_root", f"the last operand must be a 1-D tensor "
-                                                     f"with one root index per data operand "
-                                                     f"({len(data)}), got {root!r}")
+        raise SpecError(
+            op.name,
+            "has_dynamic_root",
+            f"the last operand must be a 1-D tensor "
+            f"with one root index per data operand "
+            f"({len(data)}), got {root!r}",
+        )
     outs = []
     for x, r in zip(data, np.asarray(root).tolist()):
         if groups and not all(0 <= r < len(g) for g in groups):
-            raise SpecError(op.name, "has_dynamic_root", f"root index {r} is outside a "
-                                                         f"group of {groups}")
-        moved = [[g[r]] + g[:r] + g[r + 1:] for g in groups] if groups else None
+            raise SpecError(
+                op.name, "has_dynamic_root", f"root index {r} is outside a group of {groups}"
+            )
+        moved = [[g[r]] + g[:r] + g[r + 1 :] for g in groups] if groups else None
         if moved is None:
-            n = xo.distributed.current().num_replicas if cid <= 0 else \
-                xo.distributed.current().num_partitions
+            n = (
+                xo.distributed.current().num_replicas
+                if cid <= 0
+                else xo.distributed.current().num_partitions
+            )
             everyone = list(range(n))
-            moved = [[everyone[r]] + everyone[:r] + everyone[r + 1:]]
+            moved = [[everyone[r]] + everyone[:r] + everyone[r + 1 :]]
         outs.append(xo.collective_broadcast(x, moved, cid))
     return outs if len(outs) > 1 else outs[0]
 
@@ -140,6 +179,7 @@ def _collective_broadcast(ctx, op, args):
 def _collective_reduce(ctx, op, args):
     """all_reduce, kept by the first process of each group (the root); zeros elsewhere."""
     from ..ops.collectives import _strategy, process_groups
+
     cid, _ = _channel(op)
     groups = _rows(op.attrs.get("replica_groups"))
     glob = _flag(op, "use_global_device_ids")
@@ -151,6 +191,7 @@ def _collective_reduce(ctx, op, args):
     outs = list(reduced) if isinstance(reduced, tuple) else [reduced]
     if not root:
         from ..ops.collectives import _zeros_like
+
         outs = [_zeros_like(o) for o in outs]
     return outs if len(outs) > 1 else outs[0]
 
@@ -193,16 +234,24 @@ def _symbols(op, name, v):
 
 def _run_parallel(ctx, op, args):
     from ..distributed import run_parallel
+
     programs = op.attrs.get("programs")
     if not isinstance(programs, (list, tuple)) or not programs:
-        raise SpecError(op.name, "programs", f"programs must be a non-empty list of lists of "
-                                             f"function symbols, got {programs!r}")
+        raise SpecError(
+            op.name,
+            "programs",
+            f"programs must be a non-empty list of lists of function symbols, got {programs!r}",
+        )
     grid = [_symbols(op, "programs", row) for row in programs]
     cols = len(grid[0])
     if any(len(row) != cols for row in grid) or cols == 0:
-        raise SpecError(op.name, "programs", f"programs must form a num_replicas x "
-                                             f"num_partitions grid, got rows of "
-                                             f"{[len(r) for r in grid]}")
+        raise SpecError(
+            op.name,
+            "programs",
+            f"programs must form a num_replicas x "
+            f"num_partitions grid, got rows of "
+            f"{[len(r) for r in grid]}",
+        )
     funcs = ctx.module.funcs
     for name in (n for row in grid for n in row):
         if name not in funcs:
@@ -213,12 +262,11 @@ def _run_parallel(ctx, op, args):
         cells = []
         for name in row:
             n = len(funcs[name].arg_types)
-            cells.append(tuple(args[it:it + n]))
+            cells.append(tuple(args[it : it + n]))
             it += n
         per_process.append(cells)
     if it != len(args):
-        raise SpecError(op.name, "", f"the programs take {it} operands in all, got "
-                                     f"{len(args)}")
+        raise SpecError(op.name, "", f"the programs take {it} operands in all, got {len(args)}")
     infeed = None
     if op.attrs.get("infeed") is not None:
         infeed = []
@@ -229,7 +277,9 @@ def _run_parallel(ctx, op, args):
     def program(name):
         def run(*a):
             return ctx.call(name, list(a))
+
         return run
+
     fns = [[program(name) for name in row] for row in grid]
     outs = run_parallel(fns, per_process, timeout=RUN_PARALLEL_TIMEOUT, infeed=infeed)
     flat = [v for row in outs for cell in row for v in cell]
@@ -240,17 +290,23 @@ def _register(name, handler, needs=()):
     OPS[name] = (handler, tuple(needs))
 
 
-_register("stablehlo.all_gather", _all_gather, ["all_gather"])
-_register("stablehlo.all_reduce", _all_reduce, ["all_reduce"])
-_register("stablehlo.reduce_scatter", _reduce_scatter, ["reduce_scatter"])
-_register("stablehlo.all_to_all", _all_to_all, ["all_to_all"])
-_register("stablehlo.collective_permute", _collective_permute, ["collective_permute"])
-_register("stablehlo.collective_broadcast", _collective_broadcast, ["collective_broadcast"])
-_register("stablehlo.collective_reduce", _collective_reduce, ["all_reduce"])
-_register("stablehlo.replica_id", _replica_id, ["replica_id"])
-_register("stablehlo.partition_id", _partition_id, ["partition_id"])
-_register("stablehlo.send", _send, ["send"])
-_register("stablehlo.recv", _recv, ["recv"])
-_register("stablehlo.infeed", _infeed, ["infeed"])
-_register("stablehlo.outfeed", _outfeed, ["outfeed"])
+for _h, _xo in (
+    (_all_gather, "all_gather"),
+    (_all_reduce, "all_reduce"),
+    (_reduce_scatter, "reduce_scatter"),
+    (_all_to_all, "all_to_all"),
+    (_collective_permute, "collective_permute"),
+    (_collective_broadcast, "collective_broadcast"),
+    (_collective_reduce, "all_reduce"),
+    (_replica_id, "replica_id"),
+    (_partition_id, "partition_id"),
+    (_send, "send"),
+    (_recv, "recv"),
+    (_infeed, "infeed"),
+    (_outfeed, "outfeed"),
+):
+    _register("stablehlo." + _h.__name__[1:], _h, [_xo])  # the handler named _<op>
 _register("interpreter.run_parallel", _run_parallel)
+
+for _name, (_h, _needs) in OPS.items():  # into the executor's table (xops/stablehlo/table.py)
+    _register_op(_name, _h, _needs)

@@ -1,6 +1,7 @@
 """Run parsed StableHLO programs eagerly, one op at a time, through the public ``xo.*``.
 
-Every op of a program is looked up in :data:`xops.stablehlo.handlers.OPS` and runs
+Every op of a program is looked up in the op table :data:`xops.stablehlo.table.OPS`
+(which the handler modules fill, see xops/stablehlo/table.py) and runs
 through the same public functions users call (``xo.add``, ``xo.reduce``, ...), so the
 kernels, dtype rules, constraint checks and the autodiff tape are the ones of xops
 itself: ``xo.grad(lambda x: prog.main(x))`` differentiates a loaded program.
@@ -12,9 +13,11 @@ itself: ``xo.grad(lambda x: prog.main(x))`` differentiates a loaded program.
   the values of the enclosing blocks). Bodies that xops calls *vectorised* (reduce,
   reduce_window, select_and_scatter, map, scatter, sort, all_reduce) get whole arrays
   instead of 0-d values; 0-d values inside them (constants, captured values) are
-  broadcast to the arrays' shape for elementwise ops. A body that is exactly one known
-  op (``stablehlo.add %a, %b``; ``stablehlo.compare GE, %a, %b``) is passed as that xops
-  function, so xops can use its fast kernels and gradient rules.
+  broadcast to the arrays' shape for elementwise ops. Regions are passed as tagged
+  bodies (:class:`xops.ops._bodies.Body`): a body that is exactly one known op is a
+  built-in (``stablehlo.add %a, %b`` the xops function itself, ``stablehlo.compare GE,
+  %a, %b`` ``Body.compare("GE")``), so xops can use its fast kernels and gradient rules;
+  any other region is ``Body.traced``, which xops never tries to recognise.
 * **Types.** Each result is checked against its declared type (element type and, outside
   vectorised bodies, shape): a mismatch is a SpecError naming the op and its line.
 * **Errors** keep their type (SpecError, ...) and get a note with the op and its source
@@ -24,6 +27,7 @@ itself: ``xo.grad(lambda x: prog.main(x))`` differentiates a loaded program.
 * **Tracing** (``load(..., trace=True)`` or ``prog.main.trace(...)``) prints every op
   with its operands' and results' types and a summary of the result values.
 """
+
 import os
 import sys
 
@@ -31,41 +35,29 @@ import numpy as np
 
 from ..dtypes import DType
 from ..errors import SpecError
-from ..ops.quantization import DEQUANTIZE_OP_QUANTIZE, _dequantized, _requantized
+from ..ops._bodies import Body
+from ..ops.quantization import run_quantized
 from ..tensor import Tensor
-from .ir import DenseAttr, QuantType, TensorType, TokenType, TupleType
+from .checks import coerce_argument
+from .exceptions import CheckFailure, LoadError, OpNotImplemented, Unsupported
+from .ir import DenseAttr, QuantType, TensorType
 from .parser import parse
+from .table import ELEMENTWISE, OPS, TERMINATORS
+from .values import matches, value_type_str
 
-__all__ = ["load", "load_all", "Program", "Function", "OpNotImplemented", "Unsupported",
-           "CheckFailure", "LoadError", "read_file", "value_type_str", "summarize"]
-
-
-class OpNotImplemented(NotImplementedError):
-    """The program uses an op whose xops function does not exist yet."""
-
-    def __init__(self, xo_name, op_name=None):
-        self.xo_name = xo_name
-        self.op_name = op_name or xo_name
-        super().__init__(f"op not implemented in xops yet: xo.{xo_name} (for {self.op_name})")
-
-
-class Unsupported(NotImplementedError):
-    """A feature the StableHLO executor does not run yet (``reason`` says which)."""
-
-    def __init__(self, reason):
-        self.reason = reason
-        super().__init__(reason)
-
-
-class CheckFailure(AssertionError):
-    """A ``check.expect_*`` op of the program failed."""
-
-
-class LoadError(SpecError):
-    """A program file that is missing, unreadable or not UTF-8 text."""
-
-    def __init__(self, message):
-        super().__init__("stablehlo.load", "", message)
+__all__ = [
+    "load",
+    "load_all",
+    "Program",
+    "Function",
+    "OpNotImplemented",
+    "Unsupported",
+    "CheckFailure",
+    "LoadError",
+    "read_file",
+    "value_type_str",
+    "summarize",
+]
 
 
 def read_file(path):
@@ -79,8 +71,10 @@ def read_file(path):
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise LoadError(f"{os.fspath(path)!r} is not UTF-8 text (byte "
-                        f"0x{data[e.start]:02x} at offset {e.start})") from None
+        raise LoadError(
+            f"{os.fspath(path)!r} is not UTF-8 text (byte "
+            f"0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
 
 
 _MISSING = object()
@@ -94,12 +88,9 @@ class _Scope:
         self.parent = parent
 
     def get(self, name):
-        s = self
-        while s is not None:
-            v = s.vals.get(name, _MISSING)
-            if v is not _MISSING:
-                return v
-            s = s.parent
+        v = self._find(name)
+        if v is not _MISSING:
+            return v
         base, sep, idx = name.partition("#")
         if sep and idx == "0":  # %x#0 of a single-result %x
             return self.get(base)
@@ -153,8 +144,9 @@ class Context:
         value, or a tuple for several."""
         op = self.op
         if i >= len(op.regions):
-            raise SpecError(op.name, "", f"expected at least {i + 1} region(s), got "
-                                         f"{len(op.regions)}")
+            raise SpecError(
+                op.name, "", f"expected at least {i + 1} region(s), got {len(op.regions)}"
+            )
         return self.interp.region_callable(op.regions[i], self, vectorised)
 
     def call(self, name, args):
@@ -162,8 +154,9 @@ class Context:
         callee runs vectorised too: its arguments carry the body's batch of positions
         (a reduce body calling ``@logaddexp(tensor<f32>, tensor<f32>)`` gets whole
         arrays), so its declared shapes are checked per element, as the body's are."""
-        return self.interp.call_symbol(self.module, name, args, self.depth + 1,
-                                       self.vectorised, self.batch_shape)
+        return self.interp.call_symbol(
+            self.module, name, args, self.depth + 1, self.vectorised, self.batch_shape
+        )
 
 
 class Interpreter:
@@ -179,41 +172,59 @@ class Interpreter:
     def call_symbol(self, module, name, args, depth=0, vectorised=False, batch_shape=()):
         f = module.funcs.get(name)
         if f is None:
-            raise SpecError("func.call", "", f"no function @{name} in this module "
-                                             f"(has {', '.join('@' + n for n in module.funcs)})")
+            raise SpecError(
+                "func.call",
+                "",
+                f"no function @{name} in this module "
+                f"(has {', '.join('@' + n for n in module.funcs)})",
+            )
         return self.call_func(module, f, args, depth, vectorised, batch_shape)
 
     def call_func(self, module, func, args, depth=0, vectorised=False, batch_shape=()):
-        from .checks import coerce_argument
         if func.body is None:
             raise SpecError("func.call", "", f"@{func.name} is only declared (no body)")
         if len(args) != len(func.arg_types):
-            raise SpecError("func.call", "", f"@{func.name} takes {len(func.arg_types)} "
-                                             f"argument(s), got {len(args)}")
+            raise SpecError(
+                "func.call",
+                "",
+                f"@{func.name} takes {len(func.arg_types)} argument(s), got {len(args)}",
+            )
         vals = [coerce_argument(func, i, a, vectorised) for i, a in enumerate(args)]
         if self.trace_file is not None:
-            self._trace_line(depth, f"func @{func.name}(" + ", ".join(
-                f"{n}: {value_type_str(v)}" for n, v in zip(func.arg_names, vals)) + ")")
-        outs = self.run_block(func.body.entry, vals, None, module, depth, vectorised,
-                              batch_shape if vectorised else ())
+            self._trace_line(
+                depth,
+                f"func @{func.name}("
+                + ", ".join(f"{n}: {value_type_str(v)}" for n, v in zip(func.arg_names, vals))
+                + ")",
+            )
+        outs = self.run_block(
+            func.body.entry,
+            vals,
+            None,
+            module,
+            depth,
+            vectorised,
+            batch_shape if vectorised else (),
+        )
         self._check_types(func, outs, func.result_types, f"@{func.name} result", vectorised)
         return outs
 
     # -- blocks -----------------------------------------------------------------------------
     def run_block(self, block, args, parent, module, depth, vectorised, batch_shape):
-        from .handlers import OPS, ELEMENTWISE, TERMINATORS
         scope = _Scope(parent)
         if len(args) != len(block.args):
-            raise SpecError("region", "", f"the block takes {len(block.args)} argument(s), "
-                                          f"got {len(args)}")
+            raise SpecError(
+                "region", "", f"the block takes {len(block.args)} argument(s), got {len(args)}"
+            )
         for (name, _), v in zip(block.args, args):
             scope.vals[name] = v
         for op in block.ops:
             try:
                 vals = [scope.get(n) for n in op.operands]
             except KeyError as e:
-                raise _located(SpecError(op.name, "", f"use of undefined value {e.args[0]}"),
-                               op, module) from None
+                raise _located(
+                    SpecError(op.name, "", f"use of undefined value {e.args[0]}"), op, module
+                ) from None
             if op.name in TERMINATORS:
                 if vectorised and batch_shape:
                     vals = [_broadcast0(v, batch_shape) for v in vals]
@@ -230,13 +241,24 @@ class Interpreter:
                 out = _run_handler(handler, ctx, op, vals)
                 outs = _as_list(out, len(op.results))
                 if len(outs) != len(op.results):
-                    raise SpecError(op.name, "", f"produced {len(outs)} result(s), the text "
-                                                 f"names {len(op.results)}")
+                    raise SpecError(
+                        op.name,
+                        "",
+                        f"produced {len(outs)} result(s), the text names {len(op.results)}",
+                    )
                 if op.result_types:
                     self._check_types(op, outs, op.result_types, "result", vectorised)
-            except (SpecError, OpNotImplemented, Unsupported, CheckFailure, TypeError,
-                    ValueError, IndexError, ArithmeticError) as e:
-                raise _located(e, op, module)
+            except (
+                SpecError,
+                OpNotImplemented,
+                Unsupported,
+                CheckFailure,
+                TypeError,
+                ValueError,
+                IndexError,
+                ArithmeticError,
+            ) as e:
+                raise _located(e, op, module)  # noqa: B904 (the same error, located in the text)
             for name, v in zip(op.results, outs):
                 scope.vals[name] = v
             if self.trace_file is not None:
@@ -245,8 +267,10 @@ class Interpreter:
 
     def region_callable(self, region, ctx, vectorised):
         if len(region.blocks) != 1:
-            raise Unsupported(f"{ctx.op.name}: regions with {len(region.blocks)} blocks "
-                              f"(branches between blocks) are not supported")
+            raise Unsupported(
+                f"{ctx.op.name}: regions with {len(region.blocks)} blocks "
+                f"(branches between blocks) are not supported"
+            )
         block = region.entry
         interp, scope, module, depth = self, ctx.scope, ctx.module, ctx.depth + 1
         outer_batch = ctx.batch_shape
@@ -256,23 +280,30 @@ class Interpreter:
             if vectorised:
                 shapes = [a.shape for a in args if isinstance(a, Tensor)]
                 batch = max(shapes, key=len) if shapes else ()
-            outs = interp.run_block(block, list(args), scope, module, depth,
-                                    vectorised or ctx.vectorised, batch)
+            outs = interp.run_block(
+                block, list(args), scope, module, depth, vectorised or ctx.vectorised, batch
+            )
             return outs[0] if len(outs) == 1 else tuple(outs)
 
         body.__name__ = f"region_of_{ctx.op.name.replace('.', '_')}"
         body.__qualname__ = body.__name__
-        return body
+        return Body.traced(body, body.__name__)  # tagged: xops never reads its code
 
     # -- types ----------------------------------------------------------------------------
     def _check_types(self, where, values, types, what, vectorised):
         if len(values) != len(types):
-            raise SpecError(getattr(where, "name", "func"), "",
-                            f"{what} {len(values)} value(s), the type says {len(types)}")
+            raise SpecError(
+                getattr(where, "name", "func"),
+                "",
+                f"{what} {len(values)} value(s), the type says {len(types)}",
+            )
         for i, (v, t) in enumerate(zip(values, types)):
             if not matches(v, t, vectorised):
-                raise SpecError(getattr(where, "name", "func"), "type",
-                                f"{what} #{i} is declared {t}, got {value_type_str(v)}")
+                raise SpecError(
+                    getattr(where, "name", "func"),
+                    "type",
+                    f"{what} #{i} is declared {t}, got {value_type_str(v)}",
+                )
 
     # -- tracing --------------------------------------------------------------------------
     def _trace_line(self, depth, text):
@@ -296,17 +327,12 @@ class Interpreter:
 
 def _run_handler(handler, ctx, op, vals):
     """Run one op. An arithmetic op on quantized values is the spec's
-    ``dequantize_op_quantize`` with the result types the program declares."""
-    name = op.name.partition(".")[2]
-    if op.name.startswith("stablehlo.") and name in DEQUANTIZE_OP_QUANTIZE and (
-            any(_is_quantized(t) for t in op.result_types or ())
-            or any(isinstance(v, Tensor) and v.dtype.quantized for v in vals)):
-        out = handler(ctx, op, [_dequantized(v) for v in vals])
-        types = [t.elem if _is_quantized(t) else None for t in op.result_types or ()]
-        if len(types) == 1:
-            return _requantized(out, types[0])
-        return [_requantized(o, t) for o, t in zip(_as_list(out, len(types)), types)]
-    return handler(ctx, op, vals)
+    ``dequantize_op_quantize`` with the result types the program declares, which the
+    quantization module runs (:func:`xops.ops.quantization.run_quantized`)."""
+    if not op.name.startswith("stablehlo."):
+        return handler(ctx, op, vals)
+    types = [t.elem if _is_quantized(t) else None for t in op.result_types or ()]
+    return run_quantized(op.name.partition(".")[2], lambda vs: handler(ctx, op, vs), vals, types)
 
 
 def _is_quantized(t):
@@ -325,6 +351,7 @@ def _as_list(out, n):
 
 def _broadcast0(v, shape):
     import xops as xo
+
     if isinstance(v, Tensor) and v.ndim == 0 and shape:
         return xo.broadcast_in_dim(v, [], list(shape))
     return v
@@ -338,39 +365,6 @@ def _located(e, op, module):
         if hasattr(e, "add_note"):
             e.add_note(note)
     return e
-
-
-def matches(v, t, vectorised=False):
-    """Whether value ``v`` has type ``t`` (shape checks are skipped for vectorised
-    bodies, whose values carry a leading batch of positions)."""
-    import xops as xo
-    if isinstance(t, TensorType):
-        if not isinstance(v, Tensor):
-            return False
-        if isinstance(t.elem, DType) and v.dtype is not t.elem and v.dtype != t.elem:
-            return False
-        if vectorised or t.shape is None:
-            return True
-        return len(v.shape) == len(t.shape) and all(
-            d is None or d == s for d, s in zip(t.shape, v.shape))
-    if isinstance(t, TokenType):
-        return isinstance(v, xo.Token)
-    if isinstance(t, TupleType):
-        return isinstance(v, tuple) and len(v) == len(t.types) and all(
-            matches(a, b, vectorised) for a, b in zip(v, t.types))
-    return True  # opaque types: nothing to check
-
-
-def value_type_str(v):
-    """A value's type as MLIR writes it: ``tensor<2x3xf32>``, ``!stablehlo.token``."""
-    if isinstance(v, Tensor):
-        return "tensor<" + "".join(f"{d}x" for d in v.shape) + v.dtype.spec_name + ">"
-    if isinstance(v, tuple):
-        return "tuple<" + ", ".join(value_type_str(x) for x in v) + ">"
-    import xops as xo
-    if isinstance(v, xo.Token):
-        return "!stablehlo.token"
-    return type(v).__name__
 
 
 def summarize(v, limit=8):
@@ -389,10 +383,9 @@ def summarize(v, limit=8):
             a = np.where(a, "true", "false")
             body = np.array2string(a, separator=", ", formatter={"all": str})
         else:
-            body = np.array2string(a, separator=", ", threshold=limit + 1,
-                                   max_line_width=10 ** 6)
+            body = np.array2string(a, separator=", ", threshold=limit + 1, max_line_width=10**6)
         return " ".join(body.split())
-    head = ", ".join(_fmt(x) for x in flat[:limit - 2])
+    head = ", ".join(_fmt(x) for x in flat[: limit - 2])
     extra = ""
     if a.dtype.kind in "fiub":
         with np.errstate(all="ignore"):
@@ -416,6 +409,7 @@ def _fmt(x):
 # ---------------------------------------------------------------------------------------
 # Programs
 # ---------------------------------------------------------------------------------------
+
 
 class Function:
     """One function of a loaded program; call it with tensors (or arrays).
@@ -467,10 +461,13 @@ class Program:
         for m in self.modules:
             for fname, f in m.funcs.items():
                 if fname in self.functions:
-                    raise SpecError("stablehlo.load", "",
-                                    f"function @{fname} is defined in two `// -----` "
-                                    f"sections; load them one by one with "
-                                    f"xo.stablehlo.load_all")
+                    raise SpecError(
+                        "stablehlo.load",
+                        "",
+                        f"function @{fname} is defined in two `// -----` "
+                        f"sections; load them one by one with "
+                        f"xo.stablehlo.load_all",
+                    )
                 self.functions[fname] = Function(self, m, f)
         self.interpreter = Interpreter()
 
@@ -489,8 +486,10 @@ class Program:
         try:
             return self.functions[name]
         except KeyError:
-            raise AttributeError(f"the program has no function @{name} (it has "
-                                 f"{', '.join('@' + n for n in self.functions)})") from None
+            raise AttributeError(
+                f"the program has no function @{name} (it has "
+                f"{', '.join('@' + n for n in self.functions)})"
+            ) from None
 
     def __getitem__(self, name):
         try:
@@ -504,9 +503,12 @@ class Program:
         if args and isinstance(args[0], str):
             return self.call(*args)
         if "main" not in self.functions:
-            raise SpecError("stablehlo.load", "", f"the program has no @main to call (it "
-                                                  f"has {', '.join('@' + n for n in self.functions)}"
-                                                  f"); use prog.call(name, *args)")
+            names = ", ".join("@" + n for n in self.functions)
+            raise SpecError(
+                "stablehlo.load",
+                "",
+                f"the program has no @main to call (it has {names}); use prog.call(name, *args)",
+            )
         return self.functions["main"](*args)
 
     def call(self, name, *args):
@@ -528,13 +530,14 @@ def _read(text_or_path):
     """(text, name): a path (str or PathLike naming an existing file, or ending in
     .mlir) is read; anything else is program text."""
     if isinstance(text_or_path, os.PathLike) or (
-            isinstance(text_or_path, str) and "\n" not in text_or_path and
-            (text_or_path.endswith(".mlir") or os.path.isfile(text_or_path))):
+        isinstance(text_or_path, str)
+        and "\n" not in text_or_path
+        and (text_or_path.endswith(".mlir") or os.path.isfile(text_or_path))
+    ):
         path = os.fspath(text_or_path)
         return read_file(path), os.path.basename(path)
     if not isinstance(text_or_path, str):
-        raise TypeError(f"load() takes program text or a path, got "
-                        f"{type(text_or_path).__name__}")
+        raise TypeError(f"load() takes program text or a path, got {type(text_or_path).__name__}")
     return text_or_path, None
 
 
@@ -551,7 +554,9 @@ def load(text_or_path, trace=False):
     ...   func.return %0 : tensor<f32>
     ... }''')
     >>> prog.main(xo.tensor(3.0))            # 9.0
+    xo.tensor(9., f32[])
     >>> xo.grad(prog.main)(xo.tensor(3.0))   # 6.0
+    xo.tensor(6., f32[])
     """
     text, name = _read(text_or_path)
     return Program(parse(text), trace=trace, name=name)
@@ -567,7 +572,7 @@ def load_all(text_or_path, trace=False):
 def dense_value(attr, type_=None):
     """A Tensor from a dense attribute (``dense<[1, 2]> : tensor<2xi32>``)."""
     from .literals import constant_tensor
+
     if not isinstance(attr, DenseAttr):
         raise SpecError("stablehlo.constant", "", f"expected a dense literal, got {attr!r}")
     return constant_tensor(attr, type_)
-

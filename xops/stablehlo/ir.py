@@ -6,14 +6,32 @@ Everything here is plain data. :mod:`xops.stablehlo.parser` builds it from text 
 (``stablehlo.add %a, %b : ...``) parse to the same :class:`Op`: attributes carry the
 spec's names (``iota_dimension``, ``dot_dimension_numbers``, ``window_strides``, ...).
 """
+
 from dataclasses import dataclass, field
 
 from ..dtypes import DType
 from ..qtype import QuantizedType
 
-__all__ = ["TensorType", "TupleType", "TokenType", "QuantType", "OpaqueType", "FunctionType",
-           "DenseAttr", "EnumAttr", "StructAttr", "SymbolRef", "OpaqueAttr", "Op", "Block",
-           "Region", "Func", "Module", "type_str", "elem_str"]
+__all__ = [
+    "TensorType",
+    "TupleType",
+    "TokenType",
+    "QuantType",
+    "OpaqueType",
+    "FunctionType",
+    "DenseAttr",
+    "EnumAttr",
+    "StructAttr",
+    "SymbolRef",
+    "OpaqueAttr",
+    "Op",
+    "Block",
+    "Region",
+    "Func",
+    "Module",
+    "type_str",
+    "elem_str",
+]
 
 
 # ---------------------------------------------------------------------------------------
@@ -25,18 +43,25 @@ QuantType = QuantizedType
 
 
 @dataclass(frozen=True)
-class OpaqueType:
-    """A type xops has no values for (``tf32``, ``index``, other dialects' types)."""
+class _Verbatim:
+    """Something kept as its text, printed as it is (the base of the opaque types and
+    attributes: equal only to one of its own class)."""
+
     text: str
 
     def __str__(self):
         return self.text
 
 
+class OpaqueType(_Verbatim):
+    """A type xops has no values for (``tf32``, ``index``, other dialects' types)."""
+
+
 @dataclass(frozen=True)
 class TensorType:
     """``tensor<2x?x3xf32>``: ``shape`` has None for a dynamic dim (None for unranked);
     ``elem`` is a :class:`xops.DType`, a :class:`QuantType` or an :class:`OpaqueType`."""
+
     shape: object
     elem: object
     encoding: object = None
@@ -96,20 +121,23 @@ def type_str(t):
 # Attributes (Python values: int, float, bool, str, list, dict, and the classes below)
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class DenseAttr:
     """``dense<...> : tensor<...>``. ``data`` is the literal as written: nested lists
     whose leaves are Python ints, bools, float literals kept as their decimal text
     (``str``, so narrow types round from the exact decimal once), :class:`Hex` bit
     patterns and ``(re, im)`` tuples; or a hex blob (``bytes``). ``type`` is the
-    attribute's tensor type. :func:`xops.stablehlo.literals.to_array` converts it."""
+    attribute's tensor type. :func:`xops.stablehlo.literals.to_array` converts it; that
+    module, above this one, installs it as the method ``to_array`` (the package imports
+    it), so this module imports nothing of the package."""
+
     data: object
     type: object = None
 
     def ints(self):
         """The literal as (nested) Python ints, for integer attributes."""
-        from .literals import to_array
-        return to_array(self).tolist()
+        return self.to_array().tolist()
 
     def __repr__(self):
         return f"dense<{_short(self.data)}> : {self.type}"
@@ -117,12 +145,14 @@ class DenseAttr:
 
 class Hex(int):
     """An integer literal written in hexadecimal: a bit pattern for float elements."""
+
     __slots__ = ()
 
 
 class EnumAttr(str):
     """An enum value: ``#stablehlo<comparison_direction GE>`` is ``EnumAttr("GE")`` with
     ``kind == "comparison_direction"``; in pretty forms the bare word ``GE``."""
+
     __slots__ = ("kind",)
 
     def __new__(cls, value, kind=None):
@@ -135,6 +165,7 @@ class EnumAttr(str):
 class StructAttr:
     """``#stablehlo.gather<offset_dims = [2, 3], ...>``: ``kind`` ("gather") and its
     fields by name."""
+
     kind: str
     fields: dict
 
@@ -145,19 +176,15 @@ class StructAttr:
 @dataclass(frozen=True)
 class SymbolRef:
     """``@name``: a reference to a function (or another symbol)."""
+
     name: str
 
     def __str__(self):
         return f"@{self.name}"
 
 
-@dataclass(frozen=True)
-class OpaqueAttr:
+class OpaqueAttr(_Verbatim):
     """An attribute kept as its text (``dense_resource<...>``, unknown dialects)."""
-    text: str
-
-    def __str__(self):
-        return self.text
 
 
 def _short(data, limit=60):
@@ -169,11 +196,13 @@ def _short(data, limit=60):
 # Operations, blocks, regions, functions, modules
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class Op:
     """One operation. ``results`` and ``operands`` are SSA names (``%0``, ``%x#1``);
     ``result_types`` the declared types (``operand_types`` too where the text gives
     them); ``line``/``column`` locate it in the source."""
+
     name: str
     results: list = field(default_factory=list)
     operands: list = field(default_factory=list)
@@ -227,6 +256,7 @@ class Module:
     """A module: its functions by name, in source order. ``chunk`` is the index of the
     ``// -----`` section it came from (0 when the text has none); ``first_line`` the
     source line where that section starts."""
+
     funcs: dict = field(default_factory=dict)
     name: str = None
     attrs: dict = field(default_factory=dict)

@@ -2,6 +2,7 @@
 positions, so the parser can also read characters directly where MLIR's syntax is not a
 token stream (``tensor<2x3xf32>``: ``2x3x`` are dimensions, not a number and a name).
 """
+
 import bisect
 import re
 
@@ -27,7 +28,8 @@ class ParseError(SpecError):
 
 _WS = re.compile(r"(?:\s+|//[^\n]*)+")
 _ID = r"[A-Za-z_$.\-][A-Za-z0-9_$.\-]*"
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
  (?P<value>%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?)
 |(?P<symbol>@(?:[A-Za-z_$.\-][A-Za-z0-9_$.\-]*|"(?:[^"\\]|\\.)*"))
 |(?P<caret>\^[A-Za-z0-9_$.\-]+)
@@ -40,7 +42,9 @@ _TOKEN = re.compile(r"""
 |(?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)
 |(?P<arrow>->)
 |(?P<punct>[()\[\]{}<>,:=*?+|\-])
-""", re.X)
+""",
+    re.X,
+)
 
 
 class Tok:
@@ -82,7 +86,7 @@ class Lexer:
         line, col = self.loc(pos)
         start = self._line_starts[line - 1 - self.line_offset]
         end = self.text.find("\n", start)
-        src = self.text[start:end if end >= 0 else len(self.text)]
+        src = self.text[start : end if end >= 0 else len(self.text)]
         return ParseError(message, line, col, src.rstrip())
 
     def skip_ws(self):
@@ -175,8 +179,8 @@ def unquote(s):
                 out.append("\t")
                 i += 2
                 continue
-            if re.match(r"[0-9A-Fa-f]{2}", body[i + 1:i + 3]):
-                out.append(chr(int(body[i + 1:i + 3], 16)))
+            if re.match(r"[0-9A-Fa-f]{2}", body[i + 1 : i + 3]):
+                out.append(chr(int(body[i + 1 : i + 3], 16)))
                 i += 3
                 continue
         out.append(c)

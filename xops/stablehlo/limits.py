@@ -7,6 +7,7 @@ at that type. The limit is the one every op obeys, ``xops.config.max_bytes`` (en
 ``XOPS_MAX_BYTES``; default: half the physical memory), so it is configured in one
 place (:mod:`xops.limits`).
 """
+
 import numpy as np
 
 __all__ = ["max_tensor_bytes", "tensor_bytes"]
@@ -18,6 +19,7 @@ def max_tensor_bytes():
         from ..limits import max_bytes
     except ImportError:  # pragma: no cover - xops.limits is part of xops
         import os
+
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
     return max_bytes()
 

@@ -13,6 +13,7 @@
   for i1 and the sub-byte types), or a single element for a splat.
 * A single element fills the whole shape (a splat); ``dense<>`` is an empty tensor.
 """
+
 from fractions import Fraction
 
 import numpy as np
@@ -62,8 +63,9 @@ def to_array(attr, type_=None):
     if not isinstance(t, TensorType):
         raise _err(f"a dense literal needs a tensor type, got {t}")
     if not isinstance(t.elem, DType):
-        raise SpecError("stablehlo.constant", "",
-                        f"literals of element type {t.elem} are not supported")
+        raise SpecError(
+            "stablehlo.constant", "", f"literals of element type {t.elem} are not supported"
+        )
     if not t.is_static:
         raise _err(f"a dense literal needs a static shape, got {t}")
     dt, shape = t.elem, tuple(t.shape)
@@ -109,8 +111,7 @@ def _elements(flat, dt):
                 # the sign bit comes out set: -2 : ui8 is 254 (two's complement)
                 v += 1 << dt.bits
             if not dt.min <= v <= dt.max:
-                raise _err(f"integer literal {v} does not fit {dt.name} "
-                           f"[{dt.min}, {dt.max}]")
+                raise _err(f"integer literal {v} does not fit {dt.name} [{dt.min}, {dt.max}]")
             vals.append(v)
         big = np.array(vals, np.uint64 if dt.kind == "ui" else np.int64)
         return big.astype(dt.np)
@@ -134,6 +135,7 @@ def _elements(flat, dt):
 
 def _part_dtype(dt):
     from ..dtypes import as_dtype
+
     return as_dtype("f32" if dt.np == np.complex64 else "f64")
 
 
@@ -218,8 +220,10 @@ def _from_blob(data, dt, shape, size):
         arr = np.frombuffer(data, np.uint8).astype(np.bool_)
     elif dt.bits < 8:
         raw = np.frombuffer(data, np.uint8).astype(np.int64)
-        vals = [_wrap_bits(int(b), dt) if dt.kind == "si" else int(b) & ((1 << dt.bits) - 1)
-                for b in raw]
+        vals = [
+            _wrap_bits(int(b), dt) if dt.kind == "si" else int(b) & ((1 << dt.bits) - 1)
+            for b in raw
+        ]
         if dt.kind == "float":
             arr = np.array(vals, np.uint8).view(dt.np)
         else:
@@ -234,6 +238,7 @@ def _from_blob(data, dt, shape, size):
 def constant_tensor(attr, type_=None):
     """A Tensor for a dense attribute (used for constants and check literals)."""
     from ..tensor import tensor
+
     t = type_ if type_ is not None else attr.type
     return tensor(to_array(attr, t), t.elem)
 

@@ -5,6 +5,7 @@ matches its generic form (spec names: ``iota_dimension``, ``dot_dimension_number
 The parser reads a pretty op's pieces in one loop (operands, ``key = value`` pairs, bare
 words, literals, regions, types); :func:`normalize` then renames and restructures them.
 """
+
 import re
 
 from .ir import DenseAttr, EnumAttr, StructAttr, SymbolRef
@@ -16,10 +17,12 @@ __all__ = ["normalize", "result_types", "conv_fields"]
 # Convolution dimension labels
 # ---------------------------------------------------------------------------------------
 
+
 def conv_fields(lhs, rhs, out, error=ValueError):
     """The spec's ConvDimensionNumbers fields from the layouts ``[b, 0, 1, f]``
     (input), ``[0, 1, i, o]`` (kernel) and ``[b, 0, 1, f]`` (output): the position of
     each label; spatial dims are numbered 0, 1, ... in every layout."""
+
     def find(layout, label, what):
         if layout.count(label) != 1:
             raise error(f"the {what} layout {layout} must contain {label!r} exactly once")
@@ -67,8 +70,11 @@ _RENAME = {
     "stablehlo.get_dimension_size": {"dim": "dimension"},
     "stablehlo.set_dimension_size": {"dim": "dimension"},
     "stablehlo.dynamic_slice": {"sizes": "slice_sizes"},
-    "stablehlo.pad": {"low": "edge_padding_low", "high": "edge_padding_high",
-                      "interior": "interior_padding"},
+    "stablehlo.pad": {
+        "low": "edge_padding_low",
+        "high": "edge_padding_high",
+        "interior": "interior_padding",
+    },
     "stablehlo.fft": {"type": "fft_type", "length": "fft_length"},
     "stablehlo.rng": {"distribution": "rng_distribution"},
     "stablehlo.rng_bit_generator": {"algorithm": "rng_algorithm"},
@@ -82,8 +88,12 @@ _RENAME = {
 
 
 # Ops whose pretty form is ``name dense<...> : type`` (the type belongs to the literal).
-_CONSTANT_LIKE = ("stablehlo.constant", "chlo.constant", "check.expect_eq_const",
-                  "check.expect_almost_eq_const")
+_CONSTANT_LIKE = (
+    "stablehlo.constant",
+    "chlo.constant",
+    "check.expect_eq_const",
+    "check.expect_almost_eq_const",
+)
 
 
 def normalize(op, positional, extra):
@@ -122,26 +132,34 @@ def normalize(op, positional, extra):
         a["exponent_bits"], a["mantissa_bits"] = int(m.group(1)), int(m.group(2))
     elif name == "stablehlo.dot_general":
         fields = {}
-        for key, (l_name, r_name) in (("batching_dims", ("lhs_batching_dimensions",
-                                                         "rhs_batching_dimensions")),
-                                      ("contracting_dims", ("lhs_contracting_dimensions",
-                                                            "rhs_contracting_dimensions"))):
+        for key, (l_name, r_name) in (
+            ("batching_dims", ("lhs_batching_dimensions", "rhs_batching_dimensions")),
+            ("contracting_dims", ("lhs_contracting_dimensions", "rhs_contracting_dimensions")),
+        ):
             if key in a:
                 v = a.pop(key)
                 if not (isinstance(v, tuple) and v[0] == "x"):
                     raise ValueError(f"{key} must be '[...] x [...]'")
                 fields[l_name], fields[r_name] = v[1], v[2]
         if fields or "dot_dimension_numbers" not in a:
-            for f in ("lhs_batching_dimensions", "rhs_batching_dimensions",
-                      "lhs_contracting_dimensions", "rhs_contracting_dimensions"):
+            for f in (
+                "lhs_batching_dimensions",
+                "rhs_batching_dimensions",
+                "lhs_contracting_dimensions",
+                "rhs_contracting_dimensions",
+            ):
                 fields.setdefault(f, [])
             a["dot_dimension_numbers"] = StructAttr("dot", fields)
     elif name == "stablehlo.convolution" or name == "stablehlo.dynamic_conv":
         w = a.pop("window", None)
         if isinstance(w, dict):
-            for old, new in (("stride", "window_strides"), ("pad", "padding"),
-                             ("lhs_dilate", "lhs_dilation"), ("rhs_dilate", "rhs_dilation"),
-                             ("reverse", "window_reversal")):
+            for old, new in (
+                ("stride", "window_strides"),
+                ("pad", "padding"),
+                ("lhs_dilate", "lhs_dilation"),
+                ("rhs_dilate", "rhs_dilation"),
+                ("reverse", "window_reversal"),
+            ):
                 if old in w:
                     a[new] = w.pop(old)
             if w:

@@ -10,9 +10,11 @@ that :func:`xops.stablehlo.parse_attribute` reads it back to the same value, bit
 * a tensor whose elements are all the same is a splat (``dense<0.0e+00>``), as in MLIR;
 * tuples as ``(v1, v2)``, tokens as ``!stablehlo.token``.
 """
+
 import numpy as np
 
 from ..tensor import Tensor
+from .values import value_type_str
 
 __all__ = ["format_value"]
 
@@ -30,8 +32,9 @@ def _float_texts(holder, dt):
     hexw = max(1, (dt.bits + 3) // 4)
     for v, b in zip(values.tolist() if not native else values, bits.tolist()):
         if np.isfinite(v):
-            out.append(np.format_float_scientific(v if native else np.float32(v),
-                                                  unique=True, trim="0"))
+            out.append(
+                np.format_float_scientific(v if native else np.float32(v), unique=True, trim="0")
+            )
         else:
             out.append(f"0x{int(b):0{hexw}X}")
     return out
@@ -47,6 +50,7 @@ def _element_texts(t):
     if dt.kind == "complex":
         part = a.real.dtype
         from ..dtypes import as_dtype
+
         pdt = as_dtype("f32" if part == np.float32 else "f64")
         re_ = _float_texts(np.ascontiguousarray(a.real), pdt)
         im = _float_texts(np.ascontiguousarray(a.imag), pdt)
@@ -60,13 +64,15 @@ def _nest(texts, shape):
     if len(shape) == 1:
         return "[" + ", ".join(texts) + "]"
     step = len(texts) // shape[0] if shape[0] else 0
-    return "[" + ", ".join(_nest(texts[i * step:(i + 1) * step], shape[1:])
-                           for i in range(shape[0])) + "]"
+    return (
+        "["
+        + ", ".join(_nest(texts[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0]))
+        + "]"
+    )
 
 
 def format_value(v):
     """``v`` (a Tensor, tuple or token) as StableHLO literal text."""
-    from .executor import value_type_str
     if isinstance(v, tuple):
         return "(" + ", ".join(format_value(x) for x in v) + ")"
     if not isinstance(v, Tensor):

@@ -12,6 +12,7 @@ This is what ``python -m xops.stablehlo FILE.mlir`` and the conformance tests us
   conformance tests). ``interpreter.run_parallel`` runs its programs on xops'
   in-process process grid (``xops/stablehlo/collectives.py``).
 """
+
 import os
 import re
 import time
@@ -21,8 +22,14 @@ from ..errors import SpecError
 from .executor import CheckFailure, OpNotImplemented, Program, Unsupported
 from .parser import ParseError, parse_attribute, parse_module, split_chunks
 
-__all__ = ["FunctionResult", "collect", "run_entry", "run_file", "static_skip_reason",
-           "run_line_args"]
+__all__ = [
+    "FunctionResult",
+    "collect",
+    "run_entry",
+    "run_file",
+    "static_skip_reason",
+    "run_line_args",
+]
 
 # ops whose presence makes a function a skip (the executor does not run them yet); the
 # collectives, send/recv, infeed/outfeed and interpreter.run_parallel run since issue 16
@@ -45,6 +52,7 @@ class FunctionResult:
 @dataclass
 class Entry:
     """One runnable function of a file: its module, name, args and test id."""
+
     file: str
     module: object
     name: str
@@ -89,8 +97,7 @@ _ARGS = re.compile(r'--args="(\[.*?\])"')
 def run_line_args(text):
     """The ``--args="[...]"`` of a file's ``RUN:`` lines, as attributes, or None."""
     for line in text.splitlines():
-        if line.startswith("// RUN:") and "--args=" in line and not line.startswith(
-                "// RUN: not"):
+        if line.startswith("// RUN:") and "--args=" in line and not line.startswith("// RUN: not"):
             m = _ARGS.search(line)
             if m:
                 return parse_attribute(m.group(1))
@@ -112,8 +119,7 @@ def collect(path, text=None, args=None, display=None, report_main=False):
         try:
             m = parse_module(chunk, line, i)
         except ParseError as e:
-            entries.append(Entry(fname, None, "<parse>", f"{fname}::<section {i + 1}>",
-                                 error=e))
+            entries.append(Entry(fname, None, "<parse>", f"{fname}::<section {i + 1}>", error=e))
             continue
         for name, f in m.funcs.items():
             fargs, skip = None, None
@@ -121,8 +127,10 @@ def collect(path, text=None, args=None, display=None, report_main=False):
                 if name == "main" and run_args is not None:
                     fargs = run_args
                 elif name == "main" and report_main:
-                    skip = (f"@main takes {len(f.arg_types)} argument(s) "
-                            f"({', '.join(map(str, f.arg_types))}): give them with --args")
+                    skip = (
+                        f"@main takes {len(f.arg_types)} argument(s) "
+                        f"({', '.join(map(str, f.arg_types))}): give them with --args"
+                    )
                 else:
                     continue
             if f.body is None:
@@ -135,6 +143,7 @@ def collect(path, text=None, args=None, display=None, report_main=False):
 
 def _arg_values(entry):
     from .literals import constant_tensor
+
     return [a if not hasattr(a, "data") else constant_tensor(a) for a in (entry.args or [])]
 
 
@@ -143,9 +152,15 @@ def run_entry(entry, trace=None, programs=None):
     module."""
     t0 = time.perf_counter()
     if entry.error is not None:
-        return FunctionResult(entry.file, entry.name, entry.test_id, "fail",
-                              str(entry.error).splitlines()[0], entry.error.line,
-                              error=entry.error)
+        return FunctionResult(
+            entry.file,
+            entry.name,
+            entry.test_id,
+            "fail",
+            str(entry.error).splitlines()[0],
+            entry.error.line,
+            error=entry.error,
+        )
     reason = entry.skip or static_skip_reason(entry.module, entry.name)
     if reason:
         return FunctionResult(entry.file, entry.name, entry.test_id, "skip", reason)
@@ -170,17 +185,35 @@ def run_entry(entry, trace=None, programs=None):
     except CheckFailure as e:
         status, reason, error = "fail", str(e), e
         line = _line(e)
-    except (SpecError, ParseError, TypeError, ValueError, IndexError, KeyError,
-            ArithmeticError, AttributeError, NotImplementedError, AssertionError) as e:
+    except (
+        SpecError,
+        ParseError,
+        TypeError,
+        ValueError,
+        IndexError,
+        KeyError,
+        ArithmeticError,
+        AttributeError,
+        NotImplementedError,
+        AssertionError,
+    ) as e:
         status, reason, error = "fail", f"{type(e).__name__}: {_first_line(e)}", e
         line = _line(e)
     except (RuntimeError, MemoryError, LookupError, OSError) as e:
         # a runner reports every function; an error of this kind is a bug in xops
-        status, reason, error = "fail", f"internal error {type(e).__name__}: " \
-                                        f"{_first_line(e)}", e
+        status, reason, error = "fail", f"internal error {type(e).__name__}: {_first_line(e)}", e
         line = _line(e)
-    return FunctionResult(entry.file, entry.name, entry.test_id, status, reason, line,
-                          time.perf_counter() - t0, values, error)
+    return FunctionResult(
+        entry.file,
+        entry.name,
+        entry.test_id,
+        status,
+        reason,
+        line,
+        time.perf_counter() - t0,
+        values,
+        error,
+    )
 
 
 def _first_line(e):

@@ -1,0 +1,639 @@
+"""CUDA kernels of the elementwise families: unary and binary arithmetic, bitwise and
+transcendental ops, compare, select, clamp and convert.
+
+Each kernel function takes the op's arguments, runs the CPU op's operand checks
+(``_unary`` / ``_binary`` of :mod:`xops.ops.elementwise._base`; compare, select, clamp and
+convert validate by running the CPU op on stride-0 stand-ins of the operands' types and
+shapes, which also gives the result type) and launches one thread per element. Element
+types: i1, si8-64, ui8-64, f32, f64; others (f16, bf16, f8, int4, complex) raise a
+SpecError naming the op, the type and the device. Integer results are bit-exact with the
+CPU; float results follow CUDA's libdevice (within a few ULP of the CPU's NumPy).
+"""
+
+import math
+
+import numpy as np
+
+from ...dtypes import as_dtype
+from ...errors import SpecError
+from ...ops._core import operands
+from ...ops.elementwise import _base as B
+from ...registry import get as _get_op
+from ...tensor import Tensor, _wrap
+from numba import cuda
+
+from ._storage import device_empty, flat, from_holder, launch_1d
+
+__all__ = ["KERNELS"]
+
+_OK = {
+    np.dtype(t)
+    for t in (
+        np.bool_,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float32,
+        np.float64,
+    )
+}
+
+
+def _supported(op, *ts):
+    for t in ts:
+        if t._dtype.np not in _OK or t._dtype.kind == "quant":
+            raise SpecError(
+                op,
+                "device",
+                f"has no cuda kernel for element type "
+                f"{t._dtype.name} (CUDA kernels take i1, si8-64, "
+                f"ui8-64, f32 and f64)",
+            )
+
+
+def _dev(op, t):
+    """``t``'s device array, flat; a 0-d CPU tensor made from a weak Python scalar goes to
+    the device here (it is the op's attribute-like scalar, not a tensor the user placed)."""
+    v = t._value
+    if not hasattr(v, "copy_to_host"):
+        if v.ndim != 0:
+            raise SpecError(op, "device", "operands live on different devices (cpu, cuda:0)")
+        v = cuda.to_device(np.ascontiguousarray(v.reshape(1)))
+    return flat(v)
+
+
+_cache = {}
+
+
+def _kernel1(fn):
+    k = _cache.get(fn)
+    if k is None:
+        dfn = cuda.jit(device=True)(fn)
+
+        def map1(x, out):
+            i = cuda.grid(1)
+            if i < out.shape[0]:
+                out[i] = dfn(x[i])
+
+        k = _cache[fn] = cuda.jit(map1)
+    return k
+
+
+def _kernel2(fn):
+    k = _cache.get(fn)
+    if k is None:
+        dfn = cuda.jit(device=True)(fn)
+
+        def map2(a, b, sa, sb, out):
+            i = cuda.grid(1)
+            if i < out.shape[0]:
+                out[i] = dfn(a[i * sa], b[i * sb])
+
+        k = _cache[fn] = cuda.jit(map2)
+    return k
+
+
+def _kernel1p(fn):
+    k = _cache.get((fn, "p"))
+    if k is None:
+        dfn = cuda.jit(device=True)(fn)
+
+        def map1p(x, p, out):
+            i = cuda.grid(1)
+            if i < out.shape[0]:
+                out[i] = dfn(x[i], p)
+
+        k = _cache[(fn, "p")] = cuda.jit(map1p)
+    return k
+
+
+def _kernel2p(fn):
+    k = _cache.get((fn, "p"))
+    if k is None:
+        dfn = cuda.jit(device=True)(fn)
+
+        def map2p(a, b, sa, sb, p, out):
+            i = cuda.grid(1)
+            if i < out.shape[0]:
+                out[i] = dfn(a[i * sa], b[i * sb], p)
+
+        k = _cache[(fn, "p")] = cuda.jit(map2p)
+    return k
+
+
+def _run1(op, fn, x, out_dt=None):
+    out_dt = out_dt or x._dtype
+    out = device_empty(x.shape, out_dt.np)
+    launch_1d(_kernel1(fn), x.size, _dev(op, x), flat(out))
+    return from_holder(out, out_dt)
+
+
+def _run2(op, fn, x, y, out_dt=None, param=None):
+    """out = fn(x, y) elementwise (fn(x, y, param) with a parameter); a 0-d operand
+    (a weak scalar) is read at every index."""
+    out_dt = out_dt or x._dtype
+    shape = x.shape if x.ndim or not y.ndim else y.shape
+    n = int(np.prod(shape, dtype=np.int64))
+    out = device_empty(shape, out_dt.np)
+    args = (_dev(op, x), _dev(op, y), int(x.ndim != 0), int(y.ndim != 0))
+    if param is None:
+        launch_1d(_kernel2(fn), n, *args, flat(out))
+    else:
+        launch_1d(_kernel2p(fn), n, *args, param, flat(out))
+    return from_holder(out, out_dt)
+
+
+# -- device functions (one thread, one element) ------------------------------------------
+
+
+def _add(a, b):
+    return a + b
+
+
+def _sub(a, b):
+    return a - b
+
+
+def _mul(a, b):
+    return a * b
+
+
+def _div(a, b):
+    return a / b
+
+
+def _or(a, b):
+    return a | b
+
+
+def _and(a, b):
+    return a & b
+
+
+def _xor(a, b):
+    return a ^ b
+
+
+def _neg(a):
+    return -a
+
+
+def _abs(a):
+    return abs(a)
+
+
+def _not_bool(a):
+    return not a
+
+
+def _invert(a):
+    return ~a
+
+
+def _exp(a):
+    return math.exp(a)
+
+
+def _log(a):
+    return math.log(a)
+
+
+def _sqrt(a):
+    return math.sqrt(a)
+
+
+def _tanh(a):
+    return math.tanh(a)
+
+
+def _sin(a):
+    return math.sin(a)
+
+
+def _cos(a):
+    return math.cos(a)
+
+
+def _logistic(a):
+    return 1.0 / (1.0 + math.exp(-a))
+
+
+def _fmax(a, b):  # NaN propagates; max(-0, +0) = +0 (the CPU kernel's rule)
+    if a != a or b != b:
+        return a + b
+    if a == b:
+        return b if math.copysign(1.0, a) < 0 else a
+    return a if a > b else b
+
+
+def _fmin(a, b):
+    if a != a or b != b:
+        return a + b
+    if a == b:
+        return a if math.copysign(1.0, a) < 0 else b
+    return a if a < b else b
+
+
+def _imax(a, b):
+    return a if a > b else b
+
+
+def _imin(a, b):
+    return a if a < b else b
+
+
+def _eq(a, b):
+    return a == b
+
+
+def _ne(a, b):
+    return a != b
+
+
+def _ge(a, b):
+    return a >= b
+
+
+def _gt(a, b):
+    return a > b
+
+
+def _le(a, b):
+    return a <= b
+
+
+def _lt(a, b):
+    return a < b
+
+
+def _sdiv(a, b):  # truncating; x/0 = -1, INT_MIN/-1 = INT_MIN (the CPU kernel's rules)
+    if b == 0:
+        return a - a - 1
+    if b == -1:
+        return -a
+    q = a // b
+    if q * b != a and (a < 0) != (b < 0):
+        q += 1
+    return q
+
+
+def _udiv(a, b):  # x/0 = all ones
+    if b == 0:
+        return a - a - 1
+    return a // b
+
+
+def _srem(a, b):  # sign of the dividend; x%0 = x, INT_MIN % -1 = 0
+    if b == 0:
+        return a
+    if b == -1:
+        return a - a
+    q = a // b
+    if q * b != a and (a < 0) != (b < 0):
+        q += 1
+    return a - q * b
+
+
+def _urem(a, b):
+    if b == 0:
+        return a
+    return a % b
+
+
+def _fmod(a, b):
+    return math.fmod(a, b)
+
+
+def _atan2(a, b):
+    return math.atan2(a, b)
+
+
+def _pow(a, b):
+    return a**b
+
+
+def _rsqrt(a):
+    return 1.0 / math.sqrt(a)
+
+
+def _expm1(a):
+    return math.expm1(a)
+
+
+def _log1p(a):
+    return math.log1p(a)
+
+
+def _tan(a):
+    return math.tan(a)
+
+
+def _erf(a):
+    return math.erf(a)
+
+
+def _isfinite(a):
+    return (a - a) == 0  # inf - inf and NaN - NaN are NaN
+
+
+# Rounding without math.floor/trunc (numba types those as int64 and the simulator cannot
+# run libdevice): below 2**52 a - fmod(a, 1) is trunc(a), exactly; from 2**52 on (and for
+# inf, NaN) every float is its own rounding. copysign keeps the sign of zero.
+_BIG = 4503599627370496.0  # 2**52
+
+
+def _floor(a):
+    if not abs(a) < _BIG:
+        return a
+    t = math.copysign(a - math.fmod(a, 1.0), a)
+    return t - 1.0 if t > a else t
+
+
+def _ceil(a):
+    if not abs(a) < _BIG:
+        return a
+    t = math.copysign(a - math.fmod(a, 1.0), a)
+    return t + 1.0 if t < a else t
+
+
+def _round_afz(a):  # half away from zero
+    if not abs(a) < _BIG:
+        return a
+    t = math.copysign(a - math.fmod(a, 1.0), a)
+    if abs(a - t) >= 0.5:
+        t = t + math.copysign(1.0, a)
+    return math.copysign(t, a)
+
+
+def _round_even(a):  # half to even
+    if not abs(a) < _BIG:
+        return a
+    t = math.copysign(a - math.fmod(a, 1.0), a)
+    d = abs(a - t)
+    if d > 0.5 or (d == 0.5 and math.fmod(t, 2.0) != 0):
+        t = t + math.copysign(1.0, a)
+    return math.copysign(t, a)
+
+
+def _fsign(a):  # NaN -> NaN, -0 -> -0, +0 -> +0
+    if a > 0:
+        return a - a + 1
+    if a < 0:
+        return a - a - 1
+    return a
+
+
+def _isign(a):
+    if a > 0:
+        return a - a + 1
+    if a < 0:
+        return a - a - 1
+    return a - a
+
+
+def _shl(a, s, bits):  # the amount read as unsigned: amounts >= bits (or < 0) give 0
+    if s < 0 or s >= bits:
+        return a - a
+    return a << s
+
+
+def _sar(a, s, bits):  # signed: amounts >= bits give the sign fill
+    if s < 0 or s >= bits:
+        return a - a - 1 if a < 0 else a - a
+    return a >> s
+
+
+def _popcnt(a, bits):
+    c = a - a
+    for k in range(bits):
+        c += (a >> k) & 1
+    return c
+
+
+def _clz(a, bits):
+    c = a - a
+    k = bits - 1
+    while k >= 0 and ((a >> k) & 1) == 0:
+        c += 1
+        k -= 1
+    return c
+
+
+_I1 = as_dtype("i1")
+_CMP = {"EQ": _eq, "NE": _ne, "GE": _ge, "GT": _gt, "LE": _le, "LT": _lt}
+
+
+# -- the ops ------------------------------------------------------------------------------
+
+
+def _binary_op(name, kinds, by_kind, bits=False):
+    """The kernel function of binary op ``name``: the CPU's operand checks, then
+    ``by_kind[element kind]`` per element (given the type's bit width if ``bits``)."""
+
+    def kernel(lhs, rhs):
+        x, y = B._binary(name, lhs, rhs, kinds)
+        _supported(name, x)
+        fn = by_kind.get(x._dtype.kind)
+        if fn is None:
+            raise SpecError(name, "device", f"has no cuda kernel for element type {x._dtype.name}")
+        return _run2(name, fn, x, y, param=x._dtype.bits if bits else None)
+
+    kernel.__name__ = f"{name}_cuda"
+    return kernel
+
+
+def _unary_op(name, kinds, by_kind, bits=False, out_kind=None):
+    """The kernel function of unary op ``name`` (see :func:`_binary_op`); ``out_kind``
+    "bool": an i1 result."""
+
+    def kernel(operand):
+        x = B._unary(name, operand, kinds)
+        _supported(name, x)
+        fn = by_kind.get(x._dtype.kind)
+        if fn is None:
+            raise SpecError(name, "device", f"has no cuda kernel for element type {x._dtype.name}")
+        out_dt = _I1 if out_kind == "bool" else x._dtype
+        if bits:
+            out = device_empty(x.shape, out_dt.np)
+            launch_1d(_kernel1p(fn), x.size, _dev(name, x), x._dtype.bits, flat(out))
+            return from_holder(out, out_dt)
+        return _run1(name, fn, x, out_dt)
+
+    kernel.__name__ = f"{name}_cuda"
+    return kernel
+
+
+_I = ("si", "ui")
+
+
+def _stand_in(t):
+    """A CPU tensor of ``t``'s type and shape that allocates one element (stride 0)."""
+    if not isinstance(t, Tensor) or not hasattr(t._value, "copy_to_host"):
+        return t
+    one = np.zeros(1, t._dtype.np)
+    v = np.lib.stride_tricks.as_strided(one, t.shape, (0,) * t.ndim) if t.ndim else one.reshape(())
+    return _wrap(v, t._dtype)
+
+
+def _checked(name, *args):
+    """Run the CPU op ``name`` on stand-ins of ``args``: its checks, and the result's
+    type (its value is discarded)."""
+    return _get_op(name).kernels["cpu"](*[_stand_in(a) for a in args])
+
+
+def compare(lhs, rhs, comparison_direction, compare_type=None):
+    r = _checked("compare", lhs, rhs, comparison_direction, compare_type)
+    x, y = B._binary("compare", lhs, rhs, B._ANY, shape_label="C2")
+    _supported("compare", x)
+    direction = str(comparison_direction).upper()
+    ctype = compare_type and str(compare_type).upper()
+    if ctype == "TOTALORDER":
+        raise SpecError("compare", "device", "has no cuda kernel for compare_type TOTALORDER")
+    return _run2("compare", _CMP[direction], x, y, r._dtype)
+
+
+def _select3(p, t, f, sp, st, sf, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = t[i * st] if p[i * sp] else f[i * sf]
+
+
+def _clamp3(lo, x, hi, sl, sx, sh, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        v = x[i * sx]
+        a = lo[i * sl]
+        b = hi[i * sh]
+        v = a if a > v else v
+        out[i] = b if b < v else v
+
+
+def _fclamp3(lo, x, hi, sl, sx, sh, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        v = x[i * sx]
+        a = lo[i * sl]
+        b = hi[i * sh]
+        if v != v or a != a:  # maximum(v, min): NaN propagates, +0 > -0
+            v = v + a
+        elif a > v or (a == v and math.copysign(1.0, v) < 0):
+            v = a
+        if v != v or b != b:  # minimum(v, max): -0 < +0
+            v = v + b
+        elif b < v or (b == v and math.copysign(1.0, b) < 0):
+            v = b
+        out[i] = v
+
+
+def _run3(name, fn, ts, out_dt, shape):
+    n = int(np.prod(shape, dtype=np.int64))
+    out = device_empty(shape, out_dt.np)
+    devs = [_dev(name, t) for t in ts]
+    steps = [int(t.ndim != 0) for t in ts]
+    k = _cache.get(fn)
+    if k is None:
+        k = _cache[fn] = cuda.jit(fn)
+    launch_1d(k, n, *devs, *steps, flat(out))
+    return from_holder(out, out_dt)
+
+
+def select(pred, on_true, on_false):
+    r = _checked("select", pred, on_true, on_false)
+    t, f = operands("select", on_true, on_false)
+    (p,) = operands("select", bool(pred) if isinstance(pred, (bool, np.bool_)) else pred)
+    _supported("select", t)
+    return _run3("select", _select3, (p, t, f), r._dtype, r.shape)
+
+
+def clamp(min, operand, max):  # noqa: A002  (the op's own parameter names)
+    r = _checked("clamp", min, operand, max)
+    x, lo, hi = operands("clamp", operand, min, max)
+    _supported("clamp", x)
+    fn = _fclamp3 if x._dtype.kind == "float" else _clamp3
+    return _run3("clamp", fn, (lo, x, hi), r._dtype, r.shape)
+
+
+def _to_float(a):
+    return a
+
+
+def _to_bool(a):
+    return a != 0
+
+
+def convert(operand, dtype):
+    r = _checked("convert", operand, dtype)
+    x = operand
+    _supported("convert", x, r)
+    src, dst = x._dtype, r._dtype
+    if dst.kind == "bool":
+        fn = _to_bool
+    elif src.kind == "float" and dst.kind in _I:
+        raise SpecError(
+            "convert",
+            "device",
+            f"has no cuda kernel for {src.name} -> {dst.name} (float to integer saturation)",
+        )
+    else:
+        fn = _to_float  # integer wrap / float rounding by the store, as the CPU's astype
+    return _run1("convert", fn, x, dst)
+
+
+KERNELS = {
+    "add": _binary_op("add", B._ANY, {"bool": _or, "si": _add, "ui": _add, "float": _add}),
+    "subtract": _binary_op("subtract", B._NUM, {"si": _sub, "ui": _sub, "float": _sub}),
+    "multiply": _binary_op(
+        "multiply", B._ANY, {"bool": _and, "si": _mul, "ui": _mul, "float": _mul}
+    ),
+    "divide": _binary_op("divide", B._NUM, {"si": _sdiv, "ui": _udiv, "float": _div}),
+    "maximum": _binary_op(
+        "maximum", B._ANY, {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax}
+    ),
+    "minimum": _binary_op(
+        "minimum", B._ANY, {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin}
+    ),
+    "and": _binary_op("and", (B._B, B._SI, B._UI), {"bool": _and, "si": _and, "ui": _and}),
+    "or": _binary_op("or", (B._B, B._SI, B._UI), {"bool": _or, "si": _or, "ui": _or}),
+    "xor": _binary_op("xor", (B._B, B._SI, B._UI), {"bool": _xor, "si": _xor, "ui": _xor}),
+    "negate": _unary_op("negate", B._NUM, {"si": _neg, "ui": _neg, "float": _neg}),
+    "abs": _unary_op("abs", (B._SI, B._F, B._C), {"si": _abs, "float": _abs}),
+    "not": _unary_op(
+        "not", (B._B, B._SI, B._UI), {"bool": _not_bool, "si": _invert, "ui": _invert}
+    ),
+    "floor": _unary_op("floor", (B._F,), {"float": _floor}),
+    "round_nearest_afz": _unary_op("round_nearest_afz", (B._F,), {"float": _round_afz}),
+    "round_nearest_even": _unary_op("round_nearest_even", (B._F,), {"float": _round_even}),
+    "ceil": _unary_op("ceil", (B._F,), {"float": _ceil}),
+    "exponential": _unary_op("exponential", B._FC, {"float": _exp}),
+    "log": _unary_op("log", B._FC, {"float": _log}),
+    "sqrt": _unary_op("sqrt", B._FC, {"float": _sqrt}),
+    "tanh": _unary_op("tanh", B._FC, {"float": _tanh}),
+    "sine": _unary_op("sine", B._FC, {"float": _sin}),
+    "cosine": _unary_op("cosine", B._FC, {"float": _cos}),
+    "logistic": _unary_op("logistic", B._FC, {"float": _logistic}),
+    "remainder": _binary_op("remainder", B._NUM, {"si": _srem, "ui": _urem, "float": _fmod}),
+    "power": _binary_op("power", B._NUM, {"float": _pow}),
+    "atan2": _binary_op("atan2", B._FC, {"float": _atan2}),
+    "shift_left": _binary_op("shift_left", B._INT, {"si": _shl, "ui": _shl}, bits=True),
+    "shift_right_arithmetic": _binary_op("shift_right_arithmetic", B._INT, {"si": _sar}, bits=True),
+    "sign": _unary_op("sign", (B._SI, B._F, B._C), {"si": _isign, "float": _fsign}),
+    "is_finite": _unary_op("is_finite", (B._F,), {"float": _isfinite}, out_kind="bool"),
+    "rsqrt": _unary_op("rsqrt", B._FC, {"float": _rsqrt}),
+    "exponential_minus_one": _unary_op("exponential_minus_one", B._FC, {"float": _expm1}),
+    "log_plus_one": _unary_op("log_plus_one", B._FC, {"float": _log1p}),
+    "tan": _unary_op("tan", B._FC, {"float": _tan}),
+    "erf": _unary_op("erf", (B._F,), {"float": _erf}),
+    "popcnt": _unary_op("popcnt", B._INT, {"si": _popcnt, "ui": _popcnt}, bits=True),
+    "count_leading_zeros": _unary_op(
+        "count_leading_zeros", B._INT, {"si": _clz, "ui": _clz}, bits=True
+    ),
+    "compare": compare,
+    "select": select,
+    "clamp": clamp,
+    "convert": convert,
+}

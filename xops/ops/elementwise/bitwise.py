@@ -1,0 +1,152 @@
+"""Bitwise and logical elementwise ops: not, and, or, xor (logical for i1, bitwise for
+integers), popcnt, count_leading_zeros and the three shifts.
+
+Integer and boolean results never record a gradient node, so no op here has a rule.
+Shifts and count_leading_zeros run Numba kernels (``xops.kernels.elementwise``) on the
+operands' bit patterns widened to 64 bits.
+"""
+
+import numpy as np
+
+from ...autodiff.tape import primitive
+from ...kernels import elementwise as K
+from .._core import compute, result
+from ._base import _B, _INT, _SI, _UI, _binary, _flat_pair, _same, _same2, _unary
+
+__all__ = [
+    "not_",
+    "popcnt",
+    "count_leading_zeros",
+    "and_",
+    "or_",
+    "xor",
+    "shift_left",
+    "shift_right_arithmetic",
+    "shift_right_logical",
+]
+
+
+def _logical(op, lhs, rhs, ufunc):
+    """and, or, xor: logical for i1, bitwise for integers (NumPy's bitwise ufuncs are
+    both)."""
+    x, y = _binary(op, lhs, rhs, (_B, _SI, _UI))
+    return _same2(x, y, ufunc)
+
+
+def _shift(op, lhs, rhs, kern):
+    """The shifts: a Numba kernel on both operands widened to 64 bits, given the bit
+    width of the element type."""
+    x, y = _binary(op, lhs, rhs, _INT)
+    dt = x._dtype
+    wide = np.uint64 if dt.kind == _UI and dt.bits == 64 else np.int64
+    a, b, shape = _flat_pair(x, y, wide)
+    out = np.empty_like(a)
+    kern(out.size, a, b, out, dt.bits)
+    return result(out.reshape(shape), dt)
+
+
+@primitive("not", elementwise=True)
+def not_(operand):
+    """stablehlo.not: logical NOT for i1, bitwise NOT for integers.
+
+    >>> xo.not_(xo.tensor([True, False]))   # [False, True]
+    xo.tensor([False,  True], i1[2])
+    """
+    x = _unary("not", operand, (_B, _SI, _UI))
+    return _same(x, np.logical_not if x._dtype.kind == _B else np.invert)
+
+
+def _bits_u64(x):
+    """x's two's-complement bit patterns within its own width, as uint64."""
+    v = compute(x).astype(np.int64 if x._dtype.kind == _SI else np.uint64).view(np.uint64)
+    if x._dtype.bits < 64:
+        v = v & np.uint64((1 << x._dtype.bits) - 1)
+    return v
+
+
+@primitive("popcnt", elementwise=True)
+def popcnt(operand):
+    """stablehlo.popcnt: number of set bits within the type's width (i64 -1 -> 64).
+
+    >>> xo.popcnt(xo.tensor([0, 1, 2, 127], "i64"))   # [0, 1, 1, 7]
+    xo.tensor([0, 1, 1, 7], i64[4])
+    """
+    x = _unary("popcnt", operand, _INT)
+    return result(np.bitwise_count(_bits_u64(x)), x._dtype)
+
+
+@primitive("count_leading_zeros", elementwise=True)
+def count_leading_zeros(operand):
+    """stablehlo.count_leading_zeros: clz(0) = bit width; counts within the type's width.
+
+    >>> xo.count_leading_zeros(xo.tensor([0, 1, -1], "i64"))   # [64, 63, 0]
+    xo.tensor([64, 63,  0], i64[3])
+    """
+    x = _unary("count_leading_zeros", operand, _INT)
+    a = np.ascontiguousarray(_bits_u64(x).reshape(-1))
+    out = np.empty_like(a)
+    K.count_leading_zeros(out.size, a, out, x._dtype.bits)
+    return result(out.reshape(x.shape), x._dtype)
+
+
+@primitive("and", elementwise=True)
+def and_(lhs, rhs):
+    """stablehlo.and: logical for i1, bitwise for integers.
+
+    >>> xo.and_(xo.tensor([1, 2]), xo.tensor([3, 4]))   # [1, 0]
+    xo.tensor([1, 0], i64[2])
+    """
+    return _logical("and", lhs, rhs, np.bitwise_and)
+
+
+@primitive("or", elementwise=True)
+def or_(lhs, rhs):
+    """stablehlo.or: logical for i1, bitwise for integers.
+
+    >>> xo.or_(xo.tensor([1, 2]), xo.tensor([3, 4]))   # [3, 6]
+    xo.tensor([3, 6], i64[2])
+    """
+    return _logical("or", lhs, rhs, np.bitwise_or)
+
+
+@primitive("xor", elementwise=True)
+def xor(lhs, rhs):
+    """stablehlo.xor: logical for i1, bitwise for integers.
+
+    >>> xo.xor(xo.tensor([1, 2]), xo.tensor([3, 4]))   # [2, 6]
+    xo.tensor([2, 6], i64[2])
+    """
+    return _logical("xor", lhs, rhs, np.bitwise_xor)
+
+
+@primitive("shift_left", elementwise=True)
+def shift_left(lhs, rhs):
+    """stablehlo.shift_left: rhs is read as unsigned; amounts >= the bit width give 0.
+
+    >>> xo.shift_left(xo.tensor([-1, 0, 1]), xo.tensor([1, 2, 3]))   # [-2, 0, 8]
+    xo.tensor([-2,  0,  8], i64[3])
+    """
+    return _shift("shift_left", lhs, rhs, K.shift_left)
+
+
+@primitive("shift_right_arithmetic", elementwise=True)
+def shift_right_arithmetic(lhs, rhs):
+    """stablehlo.shift_right_arithmetic: fills with the sign bit; amounts >= the bit
+    width give all sign bits (0 or -1).
+
+    >>> xo.shift_right_arithmetic(xo.tensor([-1, 0, 8]), xo.tensor([1, 2, 3]))   # [-1, 0, 1]
+    xo.tensor([-1,  0,  1], i64[3])
+    """
+    return _shift("shift_right_arithmetic", lhs, rhs, K.shift_right_arithmetic)
+
+
+@primitive("shift_right_logical", elementwise=True)
+def shift_right_logical(lhs, rhs):
+    """stablehlo.shift_right_logical: fills with zeros (signed values shift their bit
+    pattern: i64 -1 >> 1 = 2^63 - 1); amounts >= the bit width give 0.
+
+    >>> xo.shift_right_logical(xo.tensor([-1, 0, 8]), xo.tensor([1, 2, 3]))
+    ... # [9223372036854775807, 0, 1]
+    xo.tensor([9223372036854775807,                   0,                   1], i64[3])
+    """
+    return _shift("shift_right_logical", lhs, rhs, K.shift_right_logical)

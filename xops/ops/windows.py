@@ -1,0 +1,1038 @@
+"""Windows: stablehlo.reduce_window and stablehlo.select_and_scatter (XLA ReduceWindow,
+SelectAndScatter), and the window geometry they share (attributes, result shape C15,
+index tables, the padded-input view the gradient rules use).
+
+Bodies, the two paths (a recognised body on a Numba kernel of
+``xops.kernels.windows``, any other body vectorised over all windows at once),
+element types and body promotion are those described in :mod:`xops.ops.reduction`.
+
+Reduce-window padding and base-dilation holes hold the init values (not zeros), and
+each counts as an element of its window. select_and_scatter never picks padding; a
+window with no operand element (possible only with padding) scatters nothing (the
+spec leaves it undefined, #731).
+
+**Gradients** (besides the generic rule of :mod:`xops.ops.reduction`: any other body
+is differentiated by re-running reduce_window's fold over window positions on the tape):
+
+* reduce_window, add: the transpose of the windowing (g dilated by the strides,
+  padded, summed over windows with the window dilations, then the padding and holes
+  taken off); the init value gets sum(g * (1 + padding/hole positions of the window)).
+* reduce_window, maximum/minimum: each window's g goes to its *first* extreme position
+  in row-major order (ties are not split: select_and_scatter's convention, as JAX).
+  Undilated windows with the identity init (-inf / +inf) use ``select_and_scatter(GE/LE,
+  add)``; with base or window dilations (which JAX cannot differentiate for max), a
+  non-identity init, or an init that needs a gradient, a running pick over the
+  window positions of the padded input: padding and holes hold the init value and are
+  positions too (their g goes to the init value), and the init value the fold starts
+  from gets g where no position attains the result. A NaN result sends nothing back.
+* select_and_scatter (scatter = add only): source gets g gathered at each window's
+  selected position, init_value sum(g), the operand zeros (the selection is piecewise
+  constant). Other scatter bodies have no rule (a SpecError names the body).
+"""
+
+import builtins
+import math
+
+import numpy as np
+
+from ..autodiff.local import local_vjp
+from ..autodiff.tape import keep, no_grad, primitive
+from ..dtypes import as_dtype
+from ..kernels import reduction as KR
+from ..kernels import windows as KW
+from ..limits import check_nbytes
+from ..tensor import Tensor, _wrap
+from . import conversion as _C
+from . import elementwise as _E
+from . import movement as _M
+from ._core import SpecError, attr_ints, check, check_arity, compute, operands, tstr
+from ._bodies import Body, binary_op_name, call, comparison_direction, describe, outputs
+from .reduction import (
+    _bcast,
+    _body_call,
+    _body_dtypes,
+    _body_types,
+    _check_inputs,
+    _compute_dtype,
+    _contig,
+    _fold_reference,
+    _from_kernel,
+    _full,
+    _inits,
+    _kernel_plan,
+    _kernel_scalar,
+    _narrow,
+    _needs,
+    _pack,
+    _promote,
+    _promoted,
+    _readonly,
+    _single_or_tuple,
+    _sum,
+    _tensors,
+    _to_kernel,
+    _variadic,
+    _widen,
+    _zero_entries,
+    _zeros,
+)
+
+__all__ = ["reduce_window", "select_and_scatter"]
+
+
+# ---------------------------------------------------------------------------------------
+# Windows: attributes, result shape, index tables
+# ---------------------------------------------------------------------------------------
+
+
+def _window_attr(op, label_in, label_len, label_pos, name, value, rank, default):
+    if value is None:
+        return [default] * rank
+    vals = attr_ints(op, label_in, name, value)
+    check(
+        len(vals) == rank,
+        op,
+        label_len,
+        lambda: f"{name} must have rank(operand)={rank} entries, got {vals}",
+    )
+    check(all(v > 0 for v in vals), op, label_pos, lambda: f"{name} must be positive, got {vals}")
+    return vals
+
+
+def _padding_attr(op, label_in, label_shape, padding, rank):
+    if padding is None:
+        return [(0, 0)] * rank
+    if isinstance(padding, Tensor):
+        padding = padding._value
+    try:
+        arr = np.asarray(padding)
+        if arr.size == 0:
+            arr = arr.reshape(-1, 2)
+        if arr.size and arr.dtype.kind not in "iu":
+            raise TypeError
+    except (TypeError, ValueError):
+        raise SpecError(
+            op, label_in, f"padding must be (low, high) pairs of integers, got {padding!r}"
+        ) from None
+    check(
+        arr.shape == (rank, 2),
+        op,
+        label_shape,
+        lambda: (
+            f"padding must have shape [rank(operand)={rank}, 2], got "
+            f"{list(arr.shape)}: {arr.tolist()}"
+        ),
+    )
+    return [(int(lo), int(hi)) for lo, hi in arr.reshape(rank, 2)]
+
+
+def _num_windows(n, window, stride, base_dilation, window_dilation, lo, hi):
+    """(C15): the number of windows along one dimension."""
+    dilated_input = 0 if n == 0 else (n - 1) * base_dilation + 1
+    padded_input = lo + dilated_input + hi
+    dilated_window = (window - 1) * window_dilation + 1
+    if padded_input <= 0 or dilated_window > padded_input:
+        return 0
+    return (padded_input - dilated_window) // stride + 1
+
+
+def _table(n, window, stride, base_dilation, window_dilation, lo, out, op="reduce_window"):
+    """t[w, o]: the operand index along one dim of window element w of window o, or -1
+    on padding or a base-dilation hole (an empty table when there is no window)."""
+    if out == 0:
+        return np.zeros((0, 0), np.int64)
+    check_nbytes(op, (window, out), 8, "window index table")
+    c = (
+        np.arange(out, dtype=np.int64)[None, :] * stride
+        + np.arange(window, dtype=np.int64)[:, None] * window_dilation
+        - lo
+    )
+    valid = (c >= 0) & (c <= (n - 1) * base_dilation) & (c % base_dilation == 0)
+    return np.where(valid, c // base_dilation, -1).astype(np.int64)
+
+
+def _canonical4(tables, in_shape, out_shape):
+    """Merge neighbouring dimensions the window does not touch (identity tables) and
+    pad to rank 4 with leading size-1 dims: (tables, in_shape, out_shape), or None if
+    more than 4 dimensions remain."""
+    dims = []  # [table, n, out]
+    for t, n, o in zip(tables, in_shape, out_shape):
+        ident = t.shape[0] == 1 and n == o and np.array_equal(t[0], np.arange(n))
+        if ident and dims and dims[-1][3]:
+            size = dims[-1][1] * n
+            dims[-1] = [np.arange(size, dtype=np.int64)[None, :], size, size, True]
+        else:
+            dims.append([t, n, o, ident])
+    if len(dims) > 4:
+        return None
+    while len(dims) < 4:
+        dims.insert(0, [np.zeros((1, 1), np.int64), 1, 1, True])
+    return ([_contig(d[0]) for d in dims], [d[1] for d in dims], [d[2] for d in dims])
+
+
+def _affine_run(col):
+    """(a, b, base, step) with col[i] = base + i * step >= 0 for a <= i < b: the run of
+    valid entries that starts at the first one and keeps one step ((0, 0, 0, 0) if
+    there is none). The window kernel reads that run with no table and no test."""
+    valid = np.flatnonzero(col >= 0)
+    if valid.size == 0:
+        return 0, 0, 0, 0
+    a = b = int(valid[0])
+    step = int(col[a + 1] - col[a]) if a + 1 < col.size and col[a + 1] >= 0 else 0
+    b += 1
+    while b < col.size and col[b] >= 0 and col[b] - col[b - 1] == step:
+        b += 1
+    return a, b, int(col[a]) - a * step, step
+
+
+def _gather_window(ext, tables, w_index):
+    """The values at window element ``w_index`` of every window: ext is the operand
+    with one extra slot per dim (index n_d, holding the fill value) that -1 maps to."""
+    idx = [
+        np.where(t[w] >= 0, t[w], ext.shape[d] - 1) for d, (t, w) in enumerate(zip(tables, w_index))
+    ]
+    return ext[np.ix_(*idx)] if idx else ext.copy()
+
+
+def _extended(x, fill):
+    """x with one more index along every dim, the new slots holding ``fill``."""
+    out = np.empty([n + 1 for n in x.shape], x.dtype)
+    out[...] = fill
+    out[builtins.tuple(builtins.slice(0, n) for n in x.shape)] = x
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# reduce_window
+# ---------------------------------------------------------------------------------------
+
+
+@primitive(
+    "reduce_window",
+    quantized="bodies",
+    quantized_params=("inputs", "init_values"),
+    body_params=("body",),
+)
+def reduce_window(
+    inputs,
+    init_values,
+    window_dimensions,
+    window_strides=None,
+    base_dilations=None,
+    window_dilations=None,
+    padding=None,
+    *,
+    body,
+):
+    """stablehlo.reduce_window: reduce each window of ``inputs`` with ``body``.
+
+    The inputs are padded (``padding``: (low, high) per dim, negative allowed) and
+    base-dilated with the *init values*; windows of ``window_dimensions``, dilated by
+    ``window_dilations``, start every ``window_strides`` (C15 gives the result shape;
+    0 where the window exceeds the padded input). Defaults: strides and dilations 1,
+    padding 0. ``body`` is required and keyword-only (the spec lists it last, after
+    attributes that have defaults here). Variadic like :func:`reduce`.
+
+    >>> x = xo.tensor([[1, 2], [3, 4], [5, 6]])
+    >>> xo.reduce_window(x, 0, [2, 1], [4, 1], [2, 1], [3, 1], [[2, 1], [0, 0]], body=xo.add)
+    ... # [[0, 0], [3, 4]]
+    xo.tensor([[0, 0],
+               [3, 4]], i64[2,2])
+    """
+    op = "reduce_window"
+    xs = _variadic(op, inputs)
+    inits = _inits(op, "I2", init_values, xs)
+    n = _check_inputs(op, ("C1", "C2", "C3"), xs, inits)
+    rank = xs[0].ndim
+    check(window_dimensions is not None, op, "C4", "window_dimensions is required")
+    wd = _window_attr(op, "I3", "C4", "C5", "window_dimensions", window_dimensions, rank, 1)
+    ws = _window_attr(op, "I4", "C6", "C7", "window_strides", window_strides, rank, 1)
+    bd = _window_attr(op, "I5", "C8", "C9", "base_dilations", base_dilations, rank, 1)
+    wdl = _window_attr(op, "I6", "C10", "C11", "window_dilations", window_dilations, rank, 1)
+    pad = _padding_attr(op, "I7", "C12", padding, rank)
+    check(callable(body), op, "C13", lambda: f"body must be callable, got {body!r}")
+    keep(
+        op,
+        window_dimensions=wd,
+        window_strides=ws,
+        base_dilations=bd,
+        window_dilations=wdl,
+        padding=pad,
+    )
+    out_shape = [
+        _num_windows(*a)
+        for a in zip(xs[0].shape, wd, ws, bd, wdl, [p[0] for p in pad], [p[1] for p in pad])
+    ]
+    for x in xs:
+        check_nbytes(op, out_shape, x._dtype)
+    tables = [
+        _table(nd, w, s, b, d, p[0], o)
+        for nd, w, s, b, d, p, o in zip(xs[0].shape, wd, ws, bd, wdl, pad, out_shape)
+    ]
+
+    name = binary_op_name(body) if n == 1 else None
+    plan = _kernel_plan(xs[0]._dtype, name) if name else None
+    if plan is not None:
+        canon = _canonical4(tables, xs[0].shape, out_shape)
+        if canon is not None and xs[0].size:
+            return _reduce_window_fast(xs[0], inits[0], canon, out_shape, *plan)
+        # rank > 4 after merging, or an empty operand whose windows hold padding only
+        # (no kernel layout has a zero-size input row): the same semantics (compute
+        # type, one rounding) on the generic path, then one rounding
+        cdt = _compute_dtype(xs[0]._dtype)
+        (out,) = _reduce_window_generic(
+            [_widen(xs[0], cdt)], [_widen(inits[0], cdt)], tables, out_shape, body, [cdt]
+        )
+        return _narrow(out, xs[0]._dtype)
+    dts = _body_types(op, "C13", body, inits, xs)
+    outs = _reduce_window_generic(
+        _promoted(xs, dts), _promoted(inits, dts), tables, out_shape, body, dts
+    )
+    return _single_or_tuple(outs)
+
+
+class _Geometry:
+    """A window op's geometry along every dim, in terms of the *padded* input ``xp``
+    (the operand padded with the init value, base-dilation holes included): window
+    position ``w`` of all windows at once is a strided slice of xp (``slot``), whose
+    transpose is a strided pad (``slot_t``); ``unpad`` transposes the padding."""
+
+    def __init__(self, shape, wd, ws, bd, wdl, pad):
+        self.shape, self.wd, self.ws, self.bd, self.wdl, self.pad = (
+            list(shape),
+            wd,
+            ws,
+            bd,
+            wdl,
+            pad,
+        )
+        self.out = [
+            _num_windows(*a)
+            for a in zip(shape, wd, ws, bd, wdl, [p[0] for p in pad], [p[1] for p in pad])
+        ]
+        self.size = [
+            lo + ((n - 1) * b + 1 if n else 0) + hi for n, b, (lo, hi) in zip(shape, bd, pad)
+        ]
+
+    def positions(self):
+        return list(np.ndindex(*self.wd))
+
+    def padded(self, t, fill):
+        if all(p == (0, 0) for p in self.pad) and all(b == 1 for b in self.bd):
+            return t
+        return _M.pad(
+            t, fill, [p[0] for p in self.pad], [p[1] for p in self.pad], [b - 1 for b in self.bd]
+        )
+
+    def _offsets(self, w):
+        return [i * d for i, d in zip(w, self.wdl)]
+
+    def slot(self, tp, w):
+        start = self._offsets(w)
+        limit = [s + (n - 1) * st + 1 for s, n, st in zip(start, self.out, self.ws)]
+        return _M.slice(tp, start, limit, self.ws)
+
+    def slot_t(self, gw, w):
+        start = self._offsets(w)
+        high = [
+            p - s - (n - 1) * st - 1 for p, s, n, st in zip(self.size, start, self.out, self.ws)
+        ]
+        return _M.pad(gw, _M.constant(0, gw._dtype), start, high, [st - 1 for st in self.ws])
+
+    def unpad(self, gxp, dt):
+        if 0 in self.shape:
+            return _zeros(self.shape, dt)
+        if not (all(p == (0, 0) for p in self.pad) and all(b == 1 for b in self.bd)):
+            r = len(self.shape)
+            gxp = _M.pad(
+                gxp,
+                _M.constant(0, dt),
+                [-p[0] for p in self.pad],
+                [-p[1] for p in self.pad],
+                [0] * r,
+            )
+            if any(b != 1 for b in self.bd):
+                gxp = _M.slice(gxp, [0] * r, list(gxp.shape), self.bd)
+        return gxp
+
+
+def _identity_of(name, t):
+    """Whether 0-d float ``t`` holds the identity of max (-inf) / min (+inf)."""
+    v = np.asarray(compute(t)).reshape(())[()]
+    return bool(v == (-np.inf if name == "maximum" else np.inf))
+
+
+@reduce_window.defvjp
+def _reduce_window_vjp(
+    g,
+    out,
+    inputs,
+    init_values,
+    window_dimensions,
+    window_strides,
+    base_dilations,
+    window_dilations,
+    padding,
+    body,
+):
+    """add: the transpose of the windowing (g dilated by the strides, padded, summed over
+    windows of the same size and window dilations -- a sum, so no reversal is needed --,
+    then the padding and base-dilation holes taken away again); the init value gets
+    sum(g * (1 + padding/hole positions of the window)), as the fold starts from it and
+    every padding position holds it.
+
+    maximum/minimum: each window's g goes to its *first* extreme position in row-major
+    order (ties are not split: JAX's and XLA's select_and_scatter convention).
+    Undilated windows with the identity init (-inf / +inf) use select_and_scatter(GE/LE,
+    add). Otherwise (base or window dilations, another init, an init that needs a
+    gradient) a running pick over the window positions of the padded input finds each
+    window's position, and g goes back through the strided slices' transposes: padding
+    and holes hold the init value and are positions too (g at them goes to the init
+    value), and the init value the fold starts from gets g where no position attains the
+    result (positions win ties with it). A NaN result sends nothing back.
+
+    Any other body (multiply, variadic): the vjp of the generic fold re-run on the tape."""
+    op = "reduce_window"
+    xs = _variadic(op, inputs)
+    inits = _inits(op, "I2", init_values, xs)
+    # (the window attributes are kept parsed by the op: lists of ints, padding pairs)
+    geo = _Geometry(
+        xs[0].shape, window_dimensions, window_strides, base_dilations, window_dilations, padding
+    )
+    n = len(xs)
+    name = binary_op_name(body) if n == 1 else None
+    x, init = xs[0], inits[0]
+    gs = list(g) if n > 1 else [g]
+    if math.prod(geo.out) == 0:
+        cts = _zero_entries([None] * (2 * n), xs + inits)
+    elif name == "add":
+        cts = _reduce_window_add_vjp(g, x, init, geo)
+    elif name in ("maximum", "minimum") and x._dtype.kind == "float":
+        plain = all(b == 1 for b in geo.bd) and all(d == 1 for d in geo.wdl)
+        if plain and not _needs(init) and _identity_of(name, init):
+            gm = _E.select(_E.compare(out, out, "EQ"), g, _zeros(out.shape, x._dtype))
+            gx = (
+                select_and_scatter(
+                    x,
+                    gm,
+                    _M.constant(0, x._dtype),
+                    geo.wd,
+                    geo.ws,
+                    geo.pad,
+                    select=Body.compare("GE" if name == "maximum" else "LE"),
+                    scatter=_E.add,
+                )
+                if _needs(x)
+                else None
+            )
+            cts = [gx, None]
+        else:
+            cts = _reduce_window_choice_vjp(g, out, x, init, geo, name)
+    else:
+        dts = _body_dtypes(op, "C13", body, inits, xs)
+
+        def fold(*ts):
+            xps = [
+                geo.padded(_promote(t, dt), _promote(i, dt))
+                for t, i, dt in zip(ts[:n], ts[n:], dts)
+            ]
+            acc = [_bcast(_promote(i, dt), geo.out) for i, dt in zip(ts[n:], dts)]
+            for w in geo.positions():
+                acc = _body_call(
+                    op, "C13", "body", body, acc + [geo.slot(xp, w) for xp in xps], geo.out
+                )
+            return acc
+
+        cts = local_vjp(op, body, fold, xs + inits, gs)
+    return (
+        _pack(inputs, cts[:n]),
+        _pack(init_values, cts[n:], True),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
+
+
+def _reduce_window_add_vjp(g, x, init, geo):
+    dt = x._dtype
+    gx = gi = None
+    if _needs(x):
+        extent = [(w - 1) * d for w, d in zip(geo.wd, geo.wdl)]
+        dilated = [(n - 1) * s + 1 for n, s in zip(geo.out, geo.ws)]
+        gd = (
+            g
+            if all(s == 1 for s in geo.ws)
+            else _M.pad(g, _M.constant(0, dt), [0] * g.ndim, [0] * g.ndim, [s - 1 for s in geo.ws])
+        )
+        gxp = reduce_window(
+            gd,
+            _M.constant(0, dt),
+            geo.wd,
+            None,
+            None,
+            geo.wdl,
+            [(e, p - k) for e, p, k in zip(extent, geo.size, dilated)],
+            body=_E.add,
+        )
+        gx = geo.unpad(gxp, dt)
+    if _needs(init):
+        # the fold starts from init once, and each padding / hole position holds it
+        valid = reduce_window(
+            _M.broadcast_in_dim(_M.constant(1, "i64"), [], list(x.shape)),
+            _M.constant(0, "i64"),
+            geo.wd,
+            geo.ws,
+            geo.bd,
+            geo.wdl,
+            geo.pad,
+            body=_E.add,
+        )  # elements per window
+        times = _E.subtract(1 + math.prod(geo.wd), valid)
+        gi = _sum(_E.multiply(g, _C.convert(times, dt)))
+    return [gx, gi]
+
+
+def _reduce_window_choice_vjp(g, out, x, init, geo, name):
+    """max/min through a running pick over the window positions (see _reduce_window_vjp):
+    the pick is piecewise constant, so g goes back linearly (and records)."""
+    dt = x._dtype
+    better = "GT" if name == "maximum" else "LT"
+    positions = geo.positions()
+    with no_grad():
+        xp = geo.padded(x, init)
+        best = _bcast(init, geo.out)
+        arg = _bcast(_M.constant(-1, "i64"), geo.out)  # -1: the init value the fold starts from
+        for k, w in enumerate(positions):
+            v = geo.slot(xp, w)
+            take = _E.or_(
+                _E.compare(v, best, better),
+                _E.and_(_E.compare(arg, -1, "EQ"), _E.compare(v, best, "EQ")),
+            )
+            best = _E.select(take, v, best)
+            arg = _E.select(take, k, arg)
+        arg = _E.select(_E.compare(best, out, "EQ"), arg, -2)  # NaN results: nobody
+    zeros = _zeros(geo.out, dt)
+    gxp = None
+    for k, w in enumerate(positions):
+        term = geo.slot_t(_E.select(_E.compare(arg, k, "EQ"), g, zeros), w)
+        gxp = term if gxp is None else _E.add(gxp, term)
+    gx = geo.unpad(gxp, dt) if _needs(x) else None
+    gi = None
+    if _needs(init):
+        holes = geo.padded(_zeros(x.shape, dt), _M.constant(1, dt))  # 1 at padding / holes
+        gi = _E.add(
+            _sum(_E.select(_E.compare(arg, -1, "EQ"), g, zeros)), _sum(_E.multiply(gxp, holes))
+        )
+    return [gx, gi]
+
+
+def _tiling(canon):
+    """(k2, k3) when the canonical windows tile the last two dims without overlap: dims
+    0 and 1 not windowed, dims 2 and 3 windows of k_d elements every k_d (no padding,
+    no dilations; at least one window). Such windows (2x2 / 2 max pooling) take the
+    table-free ``*_tiles`` kernels; None otherwise."""
+    tables, in4, out4 = canon
+    for t, n, o in zip(tables[:2], in4[:2], out4[:2]):
+        if t.shape[0] != 1 or n != o or not np.array_equal(t[0], np.arange(n)):
+            return None
+    ks = []
+    for t, o in zip(tables[2:], out4[2:]):
+        k = t.shape[0]
+        if o == 0 or not np.array_equal(t, np.arange(k)[:, None] + k * np.arange(o)):
+            return None
+        ks.append(k)
+    return ks
+
+
+def _tile_planes(t, kdt, in4):
+    """For the tile kernels: t's values as a read-only (planes, rows, cols) array of
+    kernel dtype kdt, and the order of t's leading dims its planes follow (None: row
+    major). A transposed result (a convolution's output, and what elementwise ops made
+    of it) whose last two dims are the tiled ones and whose planes are contiguous
+    blocks is read in its own memory order, with no copy."""
+    v = compute(t)
+    if (
+        v.dtype == kdt
+        and v.ndim >= 2
+        and v.shape[-2:] == tuple(in4[2:])
+        and not v.flags.c_contiguous
+    ):
+        lead = v.ndim - 2
+        perm = [int(d) for d in np.argsort([-abs(s) for s in v.strides[:lead]], kind="stable")] + [
+            lead,
+            lead + 1,
+        ]
+        view = np.transpose(v, perm)
+        if view.flags.c_contiguous:
+            return _readonly(view.reshape(-1, in4[2], in4[3])), perm
+    return _to_kernel(t, kdt).reshape(-1, in4[2], in4[3]), None
+
+
+def _unplanes(a, shape, perm):
+    """The inverse of _tile_planes for a kernel result of logical shape ``shape``."""
+    if perm is None:
+        return a.reshape(shape)
+    return np.transpose(a.reshape([shape[d] for d in perm]), np.argsort(perm))
+
+
+def _reduce_window_fast(x, init, canon, out_shape, kdt, code):
+    tables, in4, out4 = canon
+    dt = x._dtype
+    if math.prod(out4) == 0:
+        return _wrap(_full(out_shape, init), dt)
+    iv = _kernel_scalar(init, kdt)
+    tiles = _tiling(canon)
+    if tiles is not None:
+        a, perm = _tile_planes(x, kdt, in4)
+        out = np.empty((a.shape[0], out4[2], out4[3]), kdt)
+        KW.REDUCE_WINDOW_TILES[code](x.size, a, out, *tiles, iv)
+        return _from_kernel(_unplanes(out, out_shape, perm), dt)
+    a = _to_kernel(x, kdt).reshape(-1, in4[3])
+    out = np.empty((math.prod(out4[:3]), out4[3]), kdt)
+    KW.REDUCE_WINDOW4[code](
+        out.size * math.prod(t.shape[0] for t in tables),
+        a,
+        tuple(in4),
+        out,
+        tuple(out4),
+        *tables,
+        _runs(tables[3]),
+        iv,
+    )
+    return _from_kernel(out.reshape(out_shape), dt)
+
+
+def _runs(table):
+    """The affine run of each window element's column (see _affine_run)."""
+    return np.array([_affine_run(c) for c in table], np.int64).reshape(-1, 4)
+
+
+def _reduce_window_generic(xs, inits, tables, out_shape, body, dts):
+    """Any body, vectorised: the values at one window position, for all windows at
+    once, are gathered (the init values standing in for padding and holes), and folded
+    left to right from the init values, position by position in row-major order."""
+    acc = [_full(out_shape, i) for i in inits]
+    if math.prod(out_shape) == 0:
+        return [_wrap(a, dt) for a, dt in zip(acc, dts)]
+    exts = [_extended(x._value, i._value) for x, i in zip(xs, inits)]
+    for w_index in np.ndindex(*[t.shape[0] for t in tables]):
+        vals = [_gather_window(e, tables, w_index) for e in exts]
+        acc = call(
+            "reduce_window", "C13", "body", body, _tensors(acc + vals, dts * 2), dts, out_shape
+        )
+    return [_wrap(_contig(a), dt) for a, dt in zip(acc, dts)]
+
+
+def _pad_reference(x, fill, low, high, interior):
+    """The spec's pad (value-filled, negative edges allowed) on a holder array."""
+    shape = [
+        lo + n + builtins.max(n - 1, 0) * it + hi
+        for n, lo, hi, it in zip(x.shape, low, high, interior)
+    ]
+    out = _full([builtins.max(s, 0) for s in shape], fill)
+    for index in np.ndindex(*x.shape):
+        j = [lo + i * (it + 1) for i, lo, it in zip(index, low, interior)]
+        if all(0 <= v < s for v, s in zip(j, shape)):
+            out[builtins.tuple(j)] = x[index]
+    return out
+
+
+def reduce_window_reference(
+    inputs,
+    init_values,
+    window_dimensions,
+    window_strides=None,
+    base_dilations=None,
+    window_dilations=None,
+    padding=None,
+    *,
+    body,
+):
+    """The spec's reduce_window, index by index (the test oracle): pad and base-dilate
+    with the init values, slice each window, fold its elements in row-major order from
+    the init values by calling ``body`` on 0-d tensors."""
+    xs = _variadic("reduce_window", inputs)
+    inits = _inits("reduce_window", "I2", init_values, xs)
+    rank = xs[0].ndim
+    ones = [1] * rank
+    window_strides = list(window_strides or ones)
+    base_dilations = list(base_dilations or ones)
+    window_dilations = list(window_dilations or ones)
+    padding = [tuple(p) for p in (padding if padding is not None else [(0, 0)] * rank)]
+    dts = _body_types("reduce_window", "C13", body, inits, xs)
+    xs = _promoted(xs, dts)
+    inits = _promoted(inits, dts)
+    padded_inputs = [
+        _pad_reference(
+            x._value,
+            i,
+            [p[0] for p in padding],
+            [p[1] for p in padding],
+            [b - 1 for b in base_dilations],
+        )
+        for x, i in zip(xs, inits)
+    ]
+    shape = [
+        _num_windows(*a)
+        for a in zip(
+            xs[0].shape,
+            window_dimensions,
+            window_strides,
+            base_dilations,
+            window_dilations,
+            [p[0] for p in padding],
+            [p[1] for p in padding],
+        )
+    ]
+    results = [np.empty(shape, dt.np) for dt in dts]
+    for result_index in np.ndindex(*shape):
+        window_start = [i * s for i, s in zip(result_index, window_strides)]
+        window_end = [
+            st + (w - 1) * d + 1
+            for st, w, d in zip(window_start, window_dimensions, window_dilations)
+        ]
+        index = builtins.tuple(
+            builtins.slice(st, en, d)
+            for st, en, d in zip(window_start, window_end, window_dilations)
+        )
+        windows = [p[index] for p in padded_inputs]
+        values = _fold_reference("reduce_window", "C13", body, inits, windows, dts)
+        for res, v in zip(results, values):
+            res[result_index] = v
+    return _single_or_tuple([_wrap(r, dt) for r, dt in zip(results, dts)])
+
+
+# ---------------------------------------------------------------------------------------
+# select_and_scatter
+# ---------------------------------------------------------------------------------------
+
+
+@primitive(
+    "select_and_scatter",
+    quantized="bodies",
+    quantized_params=("operand", "source", "init_value"),
+    body_params=("select", "scatter"),
+)
+def select_and_scatter(
+    operand,
+    source,
+    init_value,
+    window_dimensions=None,
+    window_strides=None,
+    padding=None,
+    *,
+    select,
+    scatter,
+):
+    """stablehlo.select_and_scatter: in each window of ``operand`` pick one element with
+    ``select``, and combine ``source``'s value for that window into the result there
+    with ``scatter``; the result starts at ``init_value`` everywhere.
+
+    Within a window the elements are visited in row-major order; the first is the
+    pick, and a later one replaces it when ``select(pick, candidate)`` is false (so
+    with ``compare(a, b, "GE")`` the first maximum wins ties). Padding is never picked.
+    Each result position combines the source values aimed at it in ascending window
+    order, from the init value (overlapping windows accumulate). ``source`` has one
+    element per window (C2). Defaults: window 1, strides 1, padding 0 (no dilations).
+    ``select`` and ``scatter`` are required keywords. Max-pooling's gradient is
+    ``select_and_scatter(x, g, 0, ..., select=GE-compare, scatter=xo.add)``.
+
+    >>> x = xo.tensor([[1, 5], [2, 5], [3, 6], [4, 4]])
+    >>> src = xo.tensor([[5, 6], [7, 8]])
+    >>> xo.select_and_scatter(x, src, 0, [3, 1], [2, 1], [[0, 1], [0, 0]],
+    ...                       select=lambda a, b: xo.compare(a, b, "GE"), scatter=xo.add)
+    ... # [[0, 0], [0, 0], [5, 14], [7, 0]]
+    xo.tensor([[ 0,  0],
+               [ 0,  0],
+               [ 5, 14],
+               [ 7,  0]], i64[4,2])
+    """
+    op = "select_and_scatter"
+    x, src = operands(op, operand, source, names=["operand", "source"])
+    (init,) = _inits(op, "I3", [init_value], [x], name="init_value")
+    check(
+        x._dtype is src._dtype,
+        op,
+        "C1",
+        lambda: (
+            f"source must have the operand's element type, got operand {tstr(x)} "
+            f"and source {tstr(src)}"
+        ),
+    )
+    check(
+        init._dtype is x._dtype,
+        op,
+        "C3",
+        lambda: (
+            f"init_value must have the operand's element type, got {tstr(init)} "
+            f"for operand {tstr(x)}"
+        ),
+    )
+    rank = x.ndim
+    wd = _window_attr(op, "I4", "C4", "C5", "window_dimensions", window_dimensions, rank, 1)
+    ws = _window_attr(op, "I5", "C6", "C7", "window_strides", window_strides, rank, 1)
+    pad = _padding_attr(op, "I6", "C8", padding, rank)
+    nwin = [_num_windows(nd, w, s, 1, 1, p[0], p[1]) for nd, w, s, p in zip(x.shape, wd, ws, pad)]
+    check(
+        list(src.shape) == nwin,
+        op,
+        "C2",
+        lambda: f"source must have one element per window, shape {nwin}, got {tstr(src)}",
+    )
+    check_arity(op, "C9", "select", select, 2)
+    check(callable(scatter), op, "C10", lambda: f"scatter must be callable, got {scatter!r}")
+    keep(op, window_dimensions=wd, window_strides=ws, padding=pad)
+    tables = [
+        _table(nd, w, s, 1, 1, p[0], o, op) for nd, w, s, p, o in zip(x.shape, wd, ws, pad, nwin)
+    ]
+
+    direction = comparison_direction(select)
+    name = binary_op_name(scatter)
+    plan = _kernel_plan(x._dtype, name) if name else None
+    if direction in KR.SELECT_CODES and plan is not None and x._dtype.kind != "bool":
+        canon = _canonical4(tables, x.shape, nwin)
+        if canon is not None:
+            return _select_and_scatter_fast(x, src, init, canon, KR.SELECT_CODES[direction], *plan)
+    _check_select(op, select, init)
+    (dt,) = _body_types(op, "C10", scatter, [init], [x], what="scatter")
+    sel = _select_generic(x, tables, nwin, select)
+    return _scatter_generic(x.shape, _promote(src, dt), _promote(init, dt), sel, scatter, dt)
+
+
+@select_and_scatter.defvjp
+def _select_and_scatter_vjp(
+    g, out, operand, source, init_value, window_dimensions, window_strides, padding, select, scatter
+):
+    """With the add scatter (max pooling's gradient) the result is init + a linear
+    scatter of source: source gets g gathered at each window's selected position
+    ("select and gather": the same running select, in xops ops), init_value gets sum(g)
+    (every result position starts from it once), and the operand gets zeros (the
+    selection is piecewise constant). Other scatter bodies have no rule."""
+    op = "select_and_scatter"
+    x, src = operands(op, operand, source, names=["operand", "source"])
+    (init,) = _inits(op, "I3", [init_value], [x], name="init_value")
+    if (_needs(source) or _needs(init_value)) and binary_op_name(scatter) != "add":
+        raise SpecError(
+            op,
+            "grad",
+            f"no gradient for the scatter body {describe(scatter)}: "
+            f"only add (max pooling's gradient) is differentiable",
+        )
+    rank = x.ndim
+    # (the window attributes are kept parsed by the op: lists of ints, padding pairs)
+    geo = _Geometry(x.shape, window_dimensions, window_strides, [1] * rank, [1] * rank, padding)
+    go = _zeros(x.shape, x._dtype) if _needs(operand) else None
+    gs = _select_and_gather(g, x, init, geo, select) if _needs(source) else None
+    gi = _sum(g) if _needs(init_value) else None
+    return go, gs, gi, None, None, None, None, None
+
+
+def _select_and_gather(g, x, init, geo, select_fn):
+    """Per window, g at the operand position ``select_fn`` picks (the forward's running
+    select over the window positions in row-major order; padding never picked; a window
+    with no operand element gets 0)."""
+    op = "select_and_scatter"
+    dt = g._dtype
+    zeros = _zeros(geo.out, dt)
+    if math.prod(geo.out) == 0:
+        return zeros
+    positions = geo.positions()
+    with no_grad():
+        xp = geo.padded(x, init)
+        valid = geo.padded(
+            _M.broadcast_in_dim(_M.constant(True, "i1"), [], list(x.shape)),
+            _M.constant(False, "i1"),
+        )
+        pick = geo.slot(xp, positions[0])
+        arg = _bcast(_M.constant(-1, "i64"), geo.out)
+        for k, w in enumerate(positions):
+            v = geo.slot(xp, w)
+            (keep,) = outputs(op, "C9", "select", select_fn(pick, v), 1)
+            replace = _E.and_(
+                geo.slot(valid, w),
+                _E.or_(_E.compare(arg, -1, "EQ"), _E.not_(_bcast(keep, geo.out))),
+            )
+            pick = _E.select(replace, v, pick)
+            arg = _E.select(replace, k, arg)
+    gp = geo.padded(g, _M.constant(0, dt))
+    gs = None
+    for k, w in enumerate(positions):
+        term = _E.select(_E.compare(arg, k, "EQ"), geo.slot(gp, w), zeros)
+        gs = term if gs is None else _E.add(gs, term)
+    return gs
+
+
+def _check_select(op, select, init):
+    (out,) = outputs(op, "C9", "select", select(init, init), 1)
+    check(
+        out._dtype.kind == "bool" and out.ndim == 0,
+        op,
+        "C9",
+        lambda: f"select must map two 0-d {init._dtype.name} values to a 0-d i1, got {tstr(out)}",
+    )
+
+
+def _covering(table, n):
+    """c[p] = [first, last + 1): the windows whose elements include index p along one
+    dim, from its (window, window-index) table ([0, 0) where none does)."""
+    w, o = np.nonzero(table >= 0)
+    p = table[w, o]
+    first = np.full(n, np.iinfo(np.int64).max, np.int64)
+    last = np.full(n, -1, np.int64)
+    np.minimum.at(first, p, o)
+    np.maximum.at(last, p, o)
+    first = np.where(last < 0, 0, first)
+    return _contig(np.stack([first, last + 1], 1))
+
+
+def _select_and_scatter_fast(x, src, init, canon, sel_code, kdt, code):
+    """Recognised select and scatter: pick per window (output-parallel), then each
+    result row gathers the source values of the windows that picked in it
+    (owner-computes); both kernels in xops.kernels.windows. Windows that tile the last
+    two dims without overlap (max pooling's gradient) take one fused pass instead."""
+    tables, in4, out4 = canon
+    dt = x._dtype
+    if math.prod(out4) == 0 or x.size == 0:
+        return _wrap(_full(x.shape, init), dt)
+    iv = _kernel_scalar(init, kdt)
+    tiles = _tiling(canon)
+    if tiles is not None:  # windows do not overlap: one fused pass
+        a, perm = _tile_planes(x, kdt, in4)
+        sv = compute(src)
+        if perm is not None:  # the source's planes in the operand's order
+            sv = np.transpose(sv, perm)
+        s = _readonly(_contig(sv, kdt)).reshape(-1, out4[2], out4[3])
+        out = np.empty(a.shape, kdt)
+        KW.SELECT_SCATTER_TILES[sel_code, code](out.size, a, s, out, *tiles, iv)
+        return _from_kernel(_unplanes(out, x.shape, perm), dt)
+    a = _to_kernel(x, kdt).reshape(-1, in4[3])
+    s = _to_kernel(src, kdt).reshape(-1, out4[3])
+    sel = np.empty((math.prod(out4[:3]), out4[3]), np.int64)
+    KW.SELECT_WINDOWS4[sel_code](
+        sel.size * math.prod(t.shape[0] for t in tables),
+        a,
+        tuple(in4),
+        sel,
+        tuple(out4),
+        *tables,
+        iv,
+    )
+    cover = [_covering(t, n) for t, n in zip(tables[:3], in4[:3])]
+    out = np.empty(math.prod(in4), kdt)
+    planes = in4[0] * in4[1]  # tasks: whole planes if there are many, else row blocks
+    rows = in4[2] if planes >= 64 else builtins.max(1, -(-in4[2] * planes // 64))
+    KW.SCATTER_SELECTED4[code](
+        out.size, s, _readonly(sel), tuple(out4), out, tuple(in4), *cover, iv, rows
+    )
+    return _from_kernel(out.reshape(x.shape), dt)
+
+
+def _select_generic(x, tables, nwin, select):
+    """Any select body, vectorised: a running pick over all windows at once, one
+    select call per window position (row-major). Returns, per window, the flat operand
+    index picked, or -1 for a window with no operand element."""
+    op = "select_and_scatter"
+    flat_stride = [math.prod(x.shape[d + 1 :]) for d in range(x.ndim)]
+    fill = x._value.reshape(-1)[0] if x.size else np.zeros((), x._dtype.np)
+    ext = _extended(x._value, fill)
+    pick = np.empty(nwin, x._dtype.np)
+    pick[...] = fill
+    best = np.full(nwin, -1, np.int64)
+    i1 = as_dtype("i1")
+    for w_index in np.ndindex(*[t.shape[0] for t in tables]):
+        vals = _gather_window(ext, tables, w_index)
+        cols = [t[w] for t, w in zip(tables, w_index)]
+        valid = np.ones(nwin, bool)
+        flat = np.zeros(nwin, np.int64)
+        for d, c in enumerate(cols):
+            shape = [1] * len(nwin)
+            shape[d] = -1
+            valid &= (c >= 0).reshape(shape)
+            flat = flat + (np.maximum(c, 0) * flat_stride[d]).reshape(shape)
+        (keep,) = call(
+            op, "C9", "select", select, _tensors([pick, vals], [x._dtype] * 2), [i1], nwin
+        )
+        replace = valid & ((best < 0) | ~keep)
+        pick = np.where(replace, vals, pick)
+        best = np.where(replace, flat, best)
+    return best
+
+
+def _scatter_generic(shape, src, init, sel, scatter, dt):
+    """Any scatter body, vectorised: source values are grouped by the position they
+    picked (a stable sort keeps ascending window order inside a group); round k combines
+    every group's k-th value into its position, one scatter call per round."""
+    out = _full(math.prod(shape), init)
+    sel = sel.reshape(-1)
+    vals = src._value.reshape(-1)
+    chosen = np.flatnonzero(sel >= 0)
+    if chosen.size:
+        order = chosen[np.argsort(sel[chosen], kind="stable")]
+        targets = sel[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(targets)) + 1]
+        rank = np.arange(targets.size) - np.repeat(starts, np.diff(np.r_[starts, targets.size]))
+        for k in range(int(rank.max()) + 1):
+            m = rank == k
+            t, v = targets[m], vals[order[m]]
+            (out[t],) = call(
+                "select_and_scatter",
+                "C10",
+                "scatter",
+                scatter,
+                _tensors([out[t], v], [dt, dt]),
+                [dt],
+                t.shape,
+            )
+    return _wrap(out.reshape(shape), dt)
+
+
+def select_and_scatter_reference(
+    operand,
+    source,
+    init_value,
+    window_dimensions=None,
+    window_strides=None,
+    padding=None,
+    *,
+    select,
+    scatter,
+):
+    """The spec's select_and_scatter, index by index (the test oracle): for each source
+    index, the running select over its window's operand elements (padding skipped);
+    then each result index folds, from the init value, the source values of the windows
+    that selected it, in ascending source index order."""
+    x, src = operands("select_and_scatter", operand, source, names=["operand", "source"])
+    (init,) = _inits("select_and_scatter", "I3", [init_value], [x], name="init_value")
+    rank = x.ndim
+    window_dimensions = list(window_dimensions or [1] * rank)
+    window_strides = list(window_strides or [1] * rank)
+    padding = [tuple(p) for p in (padding if padding is not None else [(0, 0)] * rank)]
+    (dt,) = _body_types("select_and_scatter", "C10", scatter, [init], [x], what="scatter")
+    selected_index = {}
+    for source_index in np.ndindex(*src.shape):
+        pick = None
+        for w in np.ndindex(*window_dimensions):
+            operand_index = builtins.tuple(
+                s * st + i - p[0] for s, st, i, p in zip(source_index, window_strides, w, padding)
+            )
+            if not all(0 <= j < n for j, n in zip(operand_index, x.shape)):
+                continue  # padding is never a candidate
+            candidate = _wrap(np.array(x._value[operand_index]), x._dtype)
+            if pick is None or not bool(select(pick[0], candidate)):
+                pick = (candidate, operand_index)
+        if pick is not None:
+            selected_index[source_index] = pick[1]
+    result = np.empty(x.shape, dt.np)
+    init_converted = _promote(init, dt)
+    source_converted = _promote(src, dt)
+    for result_index in np.ndindex(*x.shape):
+        acc = init_converted
+        for source_index in np.ndindex(*src.shape):  # ascending source index order
+            if selected_index.get(source_index) == result_index:
+                value = _wrap(np.array(source_converted._value[source_index]), dt)
+                (acc,) = outputs("select_and_scatter", "C10", "scatter", scatter(acc, value), 1)
+        result[result_index] = acc._value
+    return _wrap(result, dt)
