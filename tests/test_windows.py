@@ -11,6 +11,7 @@ import pytest
 
 import xops as xo
 import xops.kernels.config as kconfig
+from xops.ops import _window_geometry as G
 from xops.ops import windows as R
 from conftest import assert_tensor, raises_spec
 
@@ -139,12 +140,12 @@ def test_non_overlapping_windows_take_the_tile_kernels():
     def tiling(shape, wd, ws, pad=None):
         pad = pad or [(0, 0)] * len(shape)
         out = [
-            R._num_windows(n, w, s, 1, 1, lo, hi) for n, w, s, (lo, hi) in zip(shape, wd, ws, pad)
+            G._num_windows(n, w, s, 1, 1, lo, hi) for n, w, s, (lo, hi) in zip(shape, wd, ws, pad)
         ]
         tables = [
-            R._table(n, w, s, 1, 1, lo, o) for n, w, s, (lo, _), o in zip(shape, wd, ws, pad, out)
+            G._table(n, w, s, 1, 1, lo, o) for n, w, s, (lo, _), o in zip(shape, wd, ws, pad, out)
         ]
-        return R._tiling(R._canonical4(tables, shape, out))
+        return G._tiling(G._canonical4(tables, shape, out))
 
     assert tiling((64, 16, 28, 28), [1, 1, 2, 2], [1, 1, 2, 2]) == [2, 2]
     assert tiling((2, 5, 7), [1, 3, 2], [1, 3, 2]) == [3, 2]
@@ -368,7 +369,7 @@ def test_select_and_scatter_against_reference(case, select, scatter, init):
     rng = np.random.default_rng(sum(shape) + len(wd))
     x = xo.tensor(rng.integers(0, 3, shape), "i64")  # few values: many ties
     nwin = [
-        R._num_windows(n, w, s, 1, 1, p[0], p[1])
+        G._num_windows(n, w, s, 1, 1, p[0], p[1])
         for n, w, s, p in zip(shape, wd, ws or [1] * len(shape), pad or [(0, 0)] * len(shape))
     ]
     src = xo.tensor(rng.integers(1, 10, nwin), "i64")

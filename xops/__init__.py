@@ -34,6 +34,8 @@ from .ops.rng import *  # noqa: E402,F401,F403
 from .ops.control import *  # noqa: E402,F401,F403
 from .ops.quantization import *  # noqa: E402,F401,F403
 from .ops.collectives import *  # noqa: E402,F401,F403
+from .ops.channels import *  # noqa: E402,F401,F403
+from .ops.composite import *  # noqa: E402,F401,F403
 from .ops import elementwise as _elementwise, movement as _movement  # noqa: E402
 from .ops import conversion as _conversion, misc as _misc, linalg as _linalg  # noqa: E402
 from .ops import convolution as _convolution, reduction as _reduction  # noqa: E402
@@ -41,7 +43,8 @@ from .ops import normalization as _normalization, indexing as _indexing  # noqa:
 from .ops import windows as _windows, sorting as _sorting  # noqa: E402
 from .ops import fft as _fft, solve as _solve, rng as _rng, control as _control  # noqa: E402
 from .ops import quantization as _quantization  # noqa: E402
-from .ops import collectives as _collectives  # noqa: E402
+from .ops import collectives as _collectives, channels as _channels  # noqa: E402
+from .ops import composite as _composite  # noqa: E402
 
 from .autodiff import (
     backward,
@@ -101,6 +104,8 @@ __all__ = [
     *_control.__all__,
     *_quantization.__all__,
     *_collectives.__all__,
+    *_channels.__all__,
+    *_composite.__all__,
 ]
 
 

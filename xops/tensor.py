@@ -454,21 +454,11 @@ def _fresh(t):
 def _wrap(value, dtype):
     """Make a Tensor around a holder array without copying or checking (internal)."""
     t = Tensor.__new__(Tensor)
-    if type(value) is not np.ndarray:
-        if hasattr(value, "copy_to_host"):  # a numba device array (xops.kernels.cuda)
-            return _wrap_device(value, dtype)
+    if type(value) is np.ndarray:
+        value.setflags(write=False)  # (cheaper than reading and setting value.flags)
+    elif not hasattr(value, "copy_to_host"):  # (a numba device array: kept as it is)
         value = np.asarray(value)  # NumPy ufuncs give scalars for 0-d inputs
-    value.setflags(write=False)  # (cheaper than reading and setting value.flags)
-    t._value = value
-    t._dtype = dtype
-    t.requires_grad = False
-    t.grad = None
-    t._node = None
-    return t
-
-
-def _wrap_device(value, dtype):
-    t = Tensor.__new__(Tensor)
+        value.setflags(write=False)
     t._value = value
     t._dtype = dtype
     t.requires_grad = False

@@ -421,7 +421,9 @@ class MPIContext(Context):
     def connect(self, channel_id, source, target):
         self._routes[int(channel_id)] = (self.flat(source), self.flat(target))
 
-    def _route(self, op, channel_id):
+    def _route(self, op, channel_id, sending):
+        """(source rank, target rank) of the channel, of which this rank must be the
+        source when ``sending``, else the target."""
         r = self._routes.get(int(channel_id))
         if r is None:
             raise SpecError(
@@ -432,29 +434,22 @@ class MPIContext(Context):
                 f"{channel_id}, source=(r, p), target=(r, p)) on "
                 f"every rank first",
             )
+        src, dst = r
+        if (src if sending else dst) != self.rank:
+            raise SpecError(
+                op,
+                "channel_id",
+                f"channel {channel_id} goes from rank {src} to "
+                f"rank {dst}; rank {self.rank} cannot {'send' if sending else 'receive'} on it",
+            )
         return r
 
     def send(self, op, channel_id, arrays):
-        src, dst = self._route(op, channel_id)
-        if src != self.rank:
-            raise SpecError(
-                op,
-                "channel_id",
-                f"channel {channel_id} goes from rank {src} to "
-                f"rank {dst}; rank {self.rank} cannot send on it",
-            )
+        src, dst = self._route(op, channel_id, sending=True)
         self._channels.send(pickle.dumps(list(arrays), 5), dest=dst, tag=int(channel_id))
 
     def recv(self, op, channel_id):
-        src, dst = self._route(op, channel_id)
-        if dst != self.rank:
-            raise SpecError(
-                op,
-                "channel_id",
-                f"channel {channel_id} goes from rank {src} to "
-                f"rank {dst}; rank {self.rank} cannot receive on "
-                f"it",
-            )
+        src, dst = self._route(op, channel_id, sending=False)
         self._poll(
             lambda: self._channels.Iprobe(source=src, tag=int(channel_id)),
             op,

@@ -7,33 +7,9 @@ Parameters are leaf tensors updated in place only by :func:`assign_` (see
 ``xops/nn/parameter.py``), which keeps their identity across optimizer steps.
 """
 
-from . import functional, init  # noqa: F401
+from . import functional, init, modules
 from .init import Generator
-from .modules import (
-    AvgPool2d,
-    BatchNorm1d,
-    BatchNorm2d,
-    Conv1d,
-    Conv2d,
-    CrossEntropyLoss,
-    Dropout,
-    Embedding,
-    Flatten,
-    GELU,
-    Identity,
-    IncompatibleKeys,
-    Linear,
-    LogSoftmax,
-    MaxPool2d,
-    Module,
-    ModuleList,
-    MSELoss,
-    ReLU,
-    Sequential,
-    Sigmoid,
-    Softmax,
-    Tanh,
-)
+from .modules import *  # noqa: F403  (the layers: modules.__all__)
 from .parameter import Parameter, assign_
 from .functional import softmax_cross_entropy, mse, cross_entropy
 from .serialization import CheckpointError, load, save
@@ -47,29 +23,7 @@ __all__ = [
     "save",
     "load",
     "CheckpointError",
-    "Module",
-    "Sequential",
-    "ModuleList",
-    "Linear",
-    "Conv1d",
-    "Conv2d",
-    "BatchNorm1d",
-    "BatchNorm2d",
-    "MaxPool2d",
-    "AvgPool2d",
-    "ReLU",
-    "GELU",
-    "Sigmoid",
-    "Tanh",
-    "Softmax",
-    "LogSoftmax",
-    "Dropout",
-    "Flatten",
-    "Identity",
-    "Embedding",
-    "CrossEntropyLoss",
-    "MSELoss",
-    "IncompatibleKeys",
+    *modules.__all__,
     "softmax_cross_entropy",
     "cross_entropy",
     "mse",

@@ -598,45 +598,42 @@ class Embedding(Module):
 # ---------------------------------------------------------------------------------------
 
 
-class MaxPool2d(Module):
+class _Pool2d(Module):
+    """What the pooling layers share: the window (``stride`` defaults to
+    ``kernel_size``) and its repr."""
+
+    def __init__(self, kernel_size, stride, padding):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def extra_repr(self):
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "
+            f"padding={self.padding}"
+        )
+
+
+class MaxPool2d(_Pool2d):
     """Max pooling (``xo.reduce_window`` with ``xo.maximum``; gradient by
     ``select_and_scatter``). ``stride`` defaults to ``kernel_size``."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding, self.dilation = (
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-        )
+        super().__init__(kernel_size, stride, padding)
+        self.dilation = dilation
 
     def forward(self, x):
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
 
-    def extra_repr(self):
-        return (
-            f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "
-            f"padding={self.padding}"
-        )
 
-
-class AvgPool2d(Module):
+class AvgPool2d(_Pool2d):
     """Average pooling: ``xo.reduce_window`` with ``xo.add`` over the window size."""
 
     def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        super().__init__(kernel_size, stride, padding)
         self.count_include_pad = count_include_pad
 
     def forward(self, x):
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.count_include_pad)
-
-    def extra_repr(self):
-        return (
-            f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "
-            f"padding={self.padding}"
-        )
 
 
 class ReLU(Module):

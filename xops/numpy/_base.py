@@ -11,6 +11,7 @@ from .. import ops as _ops  # noqa: F401  (the spec ops are loaded)
 from ..errors import SpecError
 from ..ops import conversion as _C
 from ..ops import movement as _M
+from ..ops._broadcasting import broadcast_to
 from ..ops._core import _weak_scalar, tstr
 from ..tensor import Tensor, _wrap, tensor
 from . import _dtypes as D
@@ -72,13 +73,6 @@ def scalar_tensor(x, dt, op):
             op, "", f"a Python float cannot meet an integer array of type {dt.name} here"
         )
     return _wrap(_weak_scalar(op, "scalar", x, dt), dt)
-
-
-def broadcast_to(t, shape):
-    if t._value.shape == shape:
-        return t
-    rank = len(shape)
-    return _M.broadcast_in_dim(t, list(range(rank - t.ndim, rank)), shape)
 
 
 def broadcast_shapes(op, *ts):

@@ -82,6 +82,25 @@ def _math(name, fn):
     return f
 
 
+def _arithmetic(name, fn, kinds=_NUM):
+    """The standard's add, subtract or multiply: ``fn`` of the operands as they are when
+    both are tensors of one dtype and shape (the operators' fast path), else of the
+    operands promoted together (``kinds``: the element kinds it accepts)."""
+
+    def f(x1, x2, /):
+        if (
+            type(x1) is Tensor
+            and type(x2) is Tensor
+            and x1._dtype is x2._dtype
+            and x1._value.shape == x2._value.shape
+        ):
+            return fn(x1, x2)
+        return fn(*_two(x1, x2, name, kinds))
+
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
 def _rounding(name, fn):
     """The standard's rounding function ``name`` (real operands): ``fn`` for floats;
     integers are returned as they are."""
@@ -234,15 +253,7 @@ acos = _math("acos", _acos)
 acosh = _math("acosh", _acosh)
 
 
-def add(x1, x2, /):
-    if (
-        type(x1) is Tensor
-        and type(x2) is Tensor
-        and x1._dtype is x2._dtype
-        and x1._value.shape == x2._value.shape
-    ):
-        return E.add(x1, x2)
-    return E.add(*_two(x1, x2, "add"))
+add = _arithmetic("add", E.add)
 
 
 asin = _math("asin", _asin)
@@ -428,15 +439,7 @@ def minimum(x1, x2, /):
     return E.minimum(*_two(x1, x2, "minimum", _REAL))
 
 
-def multiply(x1, x2, /):
-    if (
-        type(x1) is Tensor
-        and type(x2) is Tensor
-        and x1._dtype is x2._dtype
-        and x1._value.shape == x2._value.shape
-    ):
-        return E.multiply(x1, x2)
-    return E.multiply(*_two(x1, x2, "multiply", _NUM + (_B,)))
+multiply = _arithmetic("multiply", E.multiply, _NUM + (_B,))
 
 
 def negative(x, /):
@@ -520,15 +523,7 @@ def square(x, /):
 sqrt = _math("sqrt", E.sqrt)
 
 
-def subtract(x1, x2, /):
-    if (
-        type(x1) is Tensor
-        and type(x2) is Tensor
-        and x1._dtype is x2._dtype
-        and x1._value.shape == x2._value.shape
-    ):
-        return E.subtract(x1, x2)
-    return E.subtract(*_two(x1, x2, "subtract"))
+subtract = _arithmetic("subtract", E.subtract)
 
 
 tan = _math("tan", E.tan)

@@ -19,6 +19,7 @@ from ..ops import elementwise as E
 from ..ops import linalg as L
 from ..ops import movement as M
 from ..ops import solve as S
+from ..ops._broadcasting import broadcast_batch
 from ..ops._core import compute, result, tstr
 from ..tensor import tensor
 from . import _dtypes as D
@@ -233,13 +234,7 @@ def solve(x1, x2, /):
         b = M.reshape(b, b.shape + (1,))
     if b.shape[-2] != a.shape[-1]:
         raise SpecError("solve", "", f"x2 {tstr(b)} must have {a.shape[-1]} rows for x1 {tstr(a)}")
-    try:
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
-        raise SpecError(
-            "solve", "", f"batch dims of {tstr(a)} and {tstr(b)} do not broadcast"
-        ) from None
-    a, b = broadcast_to(a, batch + a.shape[-2:]), broadcast_to(b, batch + b.shape[-2:])
+    a, b = broadcast_batch("solve", "", a, b)
     out = _solve(a, b)
     return M.reshape(out, out.shape[:-1]) if vec else out
 

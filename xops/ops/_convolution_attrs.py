@@ -10,9 +10,10 @@ import re
 
 import numpy as np
 
+from .. import registry
 from ..dtypes import as_dtype, from_compute, to_compute
 from ..tensor import Tensor, typestr
-from ._core import SpecError, attr_int, attr_ints, check, compute
+from ._core import SpecError, attr_int, attr_ints, bound_arguments, check, compute
 
 _PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
 _DN_LABEL = "I8-I16"  # the spec's inputs that make up dimension_numbers
@@ -292,6 +293,7 @@ class _Attrs:
         "result_shape",
         "lhs_shape",
         "rhs_shape",
+        "precision_config",
     )
 
 
@@ -444,6 +446,14 @@ def _num_windows(size, k, stride, lo, hi, ld, rd):
     dilated_window_shape = 0 if k == 0 else (k - 1) * rd + 1
     is_empty_window = padded_input_shape <= 0 or dilated_window_shape > padded_input_shape
     return 0 if is_empty_window else (padded_input_shape - dilated_window_shape) // stride + 1
+
+
+def _attribute_values(attributes, named_attributes):
+    """``convolution``'s attributes given as it takes them after ``lhs`` and ``rhs``
+    (positional or by name), as a list in its order with its defaults: its signature is
+    the one list of them, which the reference and the gradient convolutions take too."""
+    bound = bound_arguments(registry.op.convolution, (None, None, *attributes), named_attributes)
+    return list(bound.values())[2:]  # (lhs and rhs aside)
 
 
 def _attributes(
@@ -601,6 +611,7 @@ def _attributes(
             "C24",
             lambda: f"precision_config must be 2 of {_PRECISIONS}, got {precision_config!r}",
         )
+    a.precision_config = precision_config  # (no effect on the CPU: passed on as given)
     check(
         lhs_dt is rhs_dt,
         op,

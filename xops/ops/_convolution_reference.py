@@ -5,29 +5,23 @@ dot_general per output position, split/concatenate for groups): the test oracle 
 
 import numpy as np
 
-from ._convolution_attrs import _attributes, _from_work, _num_windows, _operand_values
+from ._convolution_attrs import (
+    _attribute_values,
+    _attributes,
+    _from_work,
+    _num_windows,
+    _operand_values,
+)
 from ._core import operands, result
 
 
-def convolution_reference(
-    lhs,
-    rhs,
-    window_strides=None,
-    padding=None,
-    lhs_dilation=None,
-    rhs_dilation=None,
-    window_reversal=None,
-    dimension_numbers=None,
-    feature_group_count=1,
-    batch_group_count=1,
-    precision_config=None,
-    preferred_element_type=None,
-):
+def convolution_reference(lhs, rhs, *attributes, **named_attributes):
     """stablehlo.convolution exactly as the spec's "Semantics" section writes it: for
     each output spatial index, pad -> slice the window -> reverse -> dot_general; groups
-    by split / recurse / concatenate. Same arguments and checks as ``convolution``;
-    slow; the test oracle. Accumulates in int64 (integers, i1), or in the result type's
-    compute type (floats, complex), after converting each element to the result type.
+    by split / recurse / concatenate. Same arguments (the attributes positional or by
+    name, with the same defaults) and checks as ``convolution``; slow; the test oracle.
+    Accumulates in int64 (integers, i1), or in the result type's compute type (floats,
+    complex), after converting each element to the result type.
 
     One reading the spec's text needs: ``slice(padded_lhs, lhs_window_start,
     lhs_window_start + lhs_window_dimensions, lhs_window_dilations)`` would take
@@ -37,23 +31,8 @@ def convolution_reference(
     """
     op = "convolution"
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
-    a = _attributes(
-        op,
-        x._dtype,
-        x.shape,
-        y._dtype,
-        y.shape,
-        window_strides,
-        padding,
-        lhs_dilation,
-        rhs_dilation,
-        window_reversal,
-        dimension_numbers,
-        feature_group_count,
-        batch_group_count,
-        precision_config,
-        preferred_element_type,
-    )
+    attributes = _attribute_values(attributes, named_attributes)
+    a = _attributes(op, x._dtype, x.shape, y._dtype, y.shape, *attributes)
     acc = np.int64 if a.out_dt.kind in ("bool", "si", "ui") else a.out_dt.compute
     lhs_v = _operand_values(x, a.out_dt).astype(acc)
     rhs_v = _operand_values(y, a.out_dt).astype(acc)

@@ -229,6 +229,38 @@ def attr_int(op, label, name, value):
     return value
 
 
+def attr_bool(op, label, name, value):
+    """A boolean attribute (an i1 in the spec) as a Python bool."""
+    check(
+        isinstance(value, (bool, np.bool_)),
+        op,
+        label,
+        lambda: f"{name} must be a bool (an i1 attribute), got {value!r}",
+    )
+    return bool(value)
+
+
+def check_kind(op, label, name, t, kinds, what=None):
+    """Tensor ``t`` (operand ``name``) must have an element type of one of ``kinds``
+    (``what`` names them in the message; default :func:`kinds_str`)."""
+    check(
+        t._dtype.kind in kinds,
+        op,
+        label,
+        lambda: f"{name} must be a tensor of {what or kinds_str(kinds)} type, got {tstr(t)}",
+    )
+
+
+def bound_arguments(fn, args, kwargs):
+    """The values of ``fn(*args, **kwargs)``'s parameters in signature order, defaults
+    applied (as the tape binds an op's arguments): a reference implementation takes
+    exactly its op's arguments this way, so the spec's parameter list stays in one
+    place, the op's signature."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.arguments
+
+
 # ---------------------------------------------------------------------------------------
 # Dispatch fast path (see xops.autodiff.tape.primitive)
 # ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..kernels import pool as _pool
 from ..tensor import Tensor, _wrap
-from ._core import attr_ints, check, compute, operands, tstr
+from ._core import attr_ints, check, check_kind, compute, operands, tstr
 
 
 def _dims(op, label, name, value):
@@ -15,16 +15,6 @@ def _dims(op, label, name, value):
     if isinstance(value, (list, tuple)) and len(value) == 0:
         return []
     return attr_ints(op, label, name, value)
-
-
-def _flag(op, label, name, value):
-    check(
-        isinstance(value, (bool, np.bool_)),
-        op,
-        label,
-        lambda: f"{name} must be a bool (an i1 attribute), got {value!r}",
-    )
-    return bool(value)
 
 
 def _unique(xs):
@@ -50,6 +40,26 @@ def _check_dims(op, labels, name, dims, rank, of, ordered=True):
         labels[1],
         lambda: f"{name} {dims} must be in [0, {of}={rank})",
     )
+
+
+def _check_rank(op, label, operand, r, parts):
+    """(gather C1, scatter C2) rank(``operand``) ``r`` is the sum of the sizes of the
+    dimension lists ``parts``, (name, dims) pairs."""
+    check(
+        r == sum(len(dims) for _, dims in parts),
+        op,
+        label,
+        lambda: (
+            f"rank({operand})={r} must equal "
+            + " + ".join(f"size({name})={len(dims)}" for name, dims in parts)
+        ),
+    )
+
+
+def _check_disjoint(op, label, first, second):
+    """Two dimension-list attributes, each a (name, dims) pair, share no dimension."""
+    (name_a, a), (name_b, b) = first, second
+    check(not set(a) & set(b), op, label, lambda: f"{name_a} {a} and {name_b} {b} must not overlap")
 
 
 def _check_batching(op, labels, operand, indices, ivd):
@@ -157,12 +167,7 @@ def _ro(a):
 
 
 def _int_tensor_check(op, label, name, t):
-    check(
-        t._dtype.kind in ("si", "ui"),
-        op,
-        label,
-        lambda: f"{name} must be a tensor of integer type, got {tstr(t)}",
-    )
+    check_kind(op, label, name, t, ("si", "ui"), "integer")
 
 
 def _is_array(v):

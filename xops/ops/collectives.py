@@ -1,4 +1,5 @@
-"""Collectives, process ids, channels, host I/O, composite and rng_bernoulli.
+"""Collectives and process ids (send/recv/infeed/outfeed: .channels; composite and
+rng_bernoulli: .composite).
 
 The collectives (all_gather, all_reduce, all_to_all, collective_broadcast,
 collective_permute, reduce_scatter; XLA's CrossReplicaSum) run on the StableHLO process
@@ -35,7 +36,6 @@ from ..tensor import Tensor, _wrap
 from ._bodies import Body, binary_op_name
 from ..registry import declare
 from ._core import SpecError, as_tensor, attr_int, check, check_arity, operands, tstr
-from .misc import Token
 
 __all__ = [
     "all_gather",
@@ -47,13 +47,6 @@ __all__ = [
     "reduce_scatter",
     "replica_id",
     "partition_id",
-    "send",
-    "recv",
-    "infeed",
-    "outfeed",
-    "composite",
-    "composite_call",
-    "rng_bernoulli",
 ]
 
 
@@ -208,6 +201,25 @@ def _key(op, **attrs):
     return f"{op}({', '.join(f'{k}={v}' for k, v in attrs.items())})"
 
 
+def _check_multiple(op, label, x, name, dim, n, what):
+    """Operand ``x``'s dim ``dim`` (the attribute ``name``) must be a multiple of ``n``."""
+    check(
+        x.shape[dim] % n == 0,
+        op,
+        label,
+        lambda: (
+            f"dim(operand, {name}={dim}) = {x.shape[dim]} must be a "
+            f"multiple of {what}, got {tstr(x)}"
+        ),
+    )
+
+
+def _cotangent(res):
+    """A gradient rule's result: the transpose collective's output, as a list when the
+    collective was variadic."""
+    return (list(res) if isinstance(res, builtins.tuple) else res,)
+
+
 def _as_list(g):
     return list(g) if isinstance(g, (list, builtins.tuple)) else [g]
 
@@ -253,7 +265,7 @@ def _all_gather_vjp(
     res = reduce_scatter(
         g, all_gather_dim, replica_groups, channel_id, use_global_device_ids, _add_body()
     )
-    return (list(res) if isinstance(res, builtins.tuple) else res,)
+    return _cotangent(res)
 
 
 def _add_body():
@@ -456,7 +468,7 @@ def cross_replica_sum(operand, replica_groups=None):
 @cross_replica_sum.defvjp
 def _cross_replica_sum_vjp(g, out, operand, replica_groups):
     res = cross_replica_sum(g, replica_groups)
-    return (list(res) if isinstance(res, builtins.tuple) else res,)
+    return _cotangent(res)
 
 
 _REDUCE_SCATTER = dict(body="C7", **{"global": "C6"}, groups="I3", unique="C3", range="C5")
@@ -492,15 +504,7 @@ def reduce_scatter(
     group = ctx.my_group(op, pgs)
     n = len(group)
     for x in xs:
-        check(
-            x.shape[dim] % n == 0,
-            op,
-            "C1",
-            lambda x=x: (
-                f"dim(operand, scatter_dimension={dim}) = {x.shape[dim]} must be a "
-                f"multiple of the group size {n}, got {tstr(x)}"
-            ),
-        )
+        _check_multiple(op, "C1", x, "scatter_dimension", dim, n, f"the group size {n}")
     reduced, _, _ = _reduce(
         op, _REDUCE_SCATTER, xs, replica_groups, channel_id, use_global_device_ids, computation
     )
@@ -530,7 +534,7 @@ def _reduce_scatter_vjp(
             "reduce_scatter", "grad", "gradients of reduce_scatter exist for the add body only"
         )
     res = all_gather(g, scatter_dimension, replica_groups, channel_id, use_global_device_ids)
-    return (list(res) if isinstance(res, builtins.tuple) else res,)
+    return _cotangent(res)
 
 
 # ---------------------------------------------------------------------------------------
@@ -573,15 +577,7 @@ def all_to_all(
                 f"split_dimension must be in [0, rank(operand)={x.ndim}), got {sd} for {tstr(x)}"
             ),
         )
-        check(
-            x.shape[sd] % n == 0,
-            op,
-            "C2",
-            lambda x=x: (
-                f"dim(operand, split_dimension={sd}) = {x.shape[sd]} must be a "
-                f"multiple of split_count = {n}, got {tstr(x)}"
-            ),
-        )
+        _check_multiple(op, "C2", x, "split_dimension", sd, n, f"split_count = {n}")
         check(
             0 <= cd < x.ndim,
             op,
@@ -615,7 +611,7 @@ def _all_to_all_vjp(
     g, out, operand, split_dimension, concat_dimension, split_count, replica_groups, channel_id
 ):
     res = all_to_all(g, concat_dimension, split_dimension, split_count, replica_groups, channel_id)
-    return (list(res) if isinstance(res, builtins.tuple) else res,)
+    return _cotangent(res)
 
 
 # ---------------------------------------------------------------------------------------
@@ -781,7 +777,7 @@ def _collective_permute_vjp(g, out, operand, source_target_pairs, channel_id):
         else source_target_pairs
     ).reshape(-1, 2)
     res = collective_permute(g, pairs[:, ::-1].copy(), channel_id)
-    return (list(res) if isinstance(res, builtins.tuple) else res,)
+    return _cotangent(res)
 
 
 # ---------------------------------------------------------------------------------------
@@ -807,226 +803,3 @@ def partition_id():
     [[xo.tensor(0, ui32[]), xo.tensor(1, ui32[])]]
     """
     return _wrap(np.array(_ctx().partition_id, np.uint32), as_dtype("ui32"))
-
-
-# ---------------------------------------------------------------------------------------
-# send, recv, infeed, outfeed
-# ---------------------------------------------------------------------------------------
-
-
-def _token(op, label, token):
-    check(
-        isinstance(token, Token),
-        op,
-        label,
-        lambda: f"token must be a token (xo.after_all()), got {type(token).__name__}",
-    )
-
-
-def _inputs(op, inputs):
-    if isinstance(inputs, (list, builtins.tuple)):
-        return [as_tensor(v, op=op, name=f"inputs[{i}]") for i, v in enumerate(inputs)]
-    return [as_tensor(inputs, op=op, name="inputs")]
-
-
-def _channel(op, channel_id, channel_type, is_host_transfer, host_type):
-    cid = attr_int(op, "I3" if op == "send" else "I2", "channel_id", channel_id)
-    check(
-        isinstance(is_host_transfer, (bool, np.bool_)),
-        op,
-        "C1",
-        lambda: f"is_host_transfer must be a bool, got {is_host_transfer!r}",
-    )
-    want = host_type if is_host_transfer else "DEVICE_TO_DEVICE"
-    if channel_type is not None:
-        ct = str(channel_type).upper()
-        check(
-            ct == want,
-            op,
-            "C1",
-            lambda: (
-                f"channel_type must be {want} when is_host_transfer = "
-                f"{str(bool(is_host_transfer)).lower()}, got {channel_type!r}"
-            ),
-        )
-    return cid
-
-
-@primitive("send")
-def send(inputs, token, channel_id, channel_type=None, is_host_transfer=False):
-    """stablehlo.send: send ``inputs`` (a tensor or a sequence of them) on channel
-    ``channel_id``; returns a token. ``channel_type`` (default: derived) must be
-    ``DEVICE_TO_HOST`` exactly when ``is_host_transfer`` (C1). On the in-process grid a
-    channel is a grid-wide FIFO queue; under MPI it is routed by
-    :func:`xops.distributed.connect`.
-
-    >>> tok = xo.send(xo.tensor([1, 2]), xo.after_all(), channel_id=1)
-    >>> xo.recv(tok, channel_id=1)   # ([1, 2], xo.Token())
-    (xo.tensor([1, 2], i64[2]), xo.Token())
-    """
-    op = "send"
-    xs = _inputs(op, inputs)
-    _token(op, "I2", token)
-    cid = _channel(op, channel_id, channel_type, is_host_transfer, "DEVICE_TO_HOST")
-    _ctx().send(op, cid, [(x._dtype.name, np.asarray(x._value, order="C")) for x in xs])
-    return Token()
-
-
-@declare("recv")
-def recv(token, channel_id, channel_type=None, is_host_transfer=False):
-    """stablehlo.recv: receive the next values sent on channel ``channel_id``; returns
-    ``(*results, token)`` (C2-C4: data first, the token last). ``channel_type`` must be
-    ``HOST_TO_DEVICE`` exactly when ``is_host_transfer`` (C1). Waits up to the context's
-    timeout, then raises :class:`xops.distributed.CollectiveTimeout`.
-
-    >>> tok = xo.send(xo.tensor([1, 2]), xo.after_all(), channel_id=1)
-    >>> xo.recv(tok, channel_id=1)   # ([1, 2], xo.Token())
-    (xo.tensor([1, 2], i64[2]), xo.Token())
-    """
-    op = "recv"
-    _token(op, "I1", token)
-    cid = _channel(op, channel_id, channel_type, is_host_transfer, "HOST_TO_DEVICE")
-    got = _ctx().recv(op, cid)
-    return builtins.tuple(_wrap(a, as_dtype(name)) for name, a in got) + (Token(),)
-
-
-@declare("infeed")
-def infeed(token, infeed_config=""):
-    """stablehlo.infeed: the next entry of the caller's infeed queue (filled by the host
-    with :func:`xops.distributed.put_infeed`, or ``run_parallel(..., infeed=...)``);
-    returns ``(*values, token)`` (C1-C3). ``infeed_config`` is implementation-defined
-    and unused here.
-
-    >>> xops.distributed.put_infeed(xo.tensor([[1, 2], [3, 4]]))
-    >>> xo.infeed(xo.after_all())   # ([[1, 2], [3, 4]], xo.Token())
-    (xo.tensor([[1, 2],
-               [3, 4]], i64[2,2]), xo.Token())
-    """
-    op = "infeed"
-    _token(op, "I1", token)
-    check(
-        isinstance(infeed_config, str),
-        op,
-        "I2",
-        lambda: f"infeed_config must be a string, got {infeed_config!r}",
-    )
-    entry = _ctx().pop_infeed(op)
-    values = entry if isinstance(entry, (list, builtins.tuple)) else (entry,)
-    return builtins.tuple(as_tensor(v, op=op, name="infeed value") for v in values) + (Token(),)
-
-
-@primitive("outfeed")
-def outfeed(inputs, token, outfeed_config=""):
-    """stablehlo.outfeed: append ``inputs`` (a tensor or a sequence) to the caller's
-    outfeed queue, which the host drains with :func:`xops.distributed.get_outfeed`;
-    returns a token.
-
-    >>> xo.outfeed(xo.tensor([1, 2]), xo.after_all())   # xo.Token()
-    xo.Token()
-    """
-    op = "outfeed"
-    xs = _inputs(op, inputs)
-    _token(op, "I2", token)
-    check(
-        isinstance(outfeed_config, str),
-        op,
-        "I3",
-        lambda: f"outfeed_config must be a string, got {outfeed_config!r}",
-    )
-    _ctx().outfeed.append(builtins.tuple(xs))
-    return Token()
-
-
-# ---------------------------------------------------------------------------------------
-# composite, composite_call, rng_bernoulli
-# ---------------------------------------------------------------------------------------
-
-
-def _composite(op, inputs, name, composite_attributes, decomposition, version):
-    check(
-        isinstance(name, str) and name != "",
-        op,
-        "I2",
-        lambda: f"name must be a non-empty string, got {name!r}",
-    )
-    check(
-        composite_attributes is None or isinstance(composite_attributes, (dict, str)),
-        op,
-        "I3",
-        lambda: (
-            f"composite_attributes must be a dict (or XLA's string form), got "
-            f"{type(composite_attributes).__name__}"
-        ),
-    )
-    check(
-        callable(decomposition),
-        op,
-        "I4",
-        lambda: f"decomposition must be callable, got {decomposition!r}",
-    )
-    v = attr_int(op, "I5", "version", version)
-    check(v >= 0, op, "I5", lambda: f"version must be >= 0, got {v}")
-    ins = [
-        x if isinstance(x, Token) else as_tensor(x, None, op, f"inputs[{i}]")
-        for i, x in enumerate(inputs)
-    ]
-    check_arity(op, "I4", "decomposition", decomposition, len(ins))
-    return decomposition(*ins)
-
-
-@declare("composite")
-def composite(inputs, name, composite_attributes=None, decomposition=None, version=0):
-    """stablehlo.composite: an op made of other ops; it runs ``decomposition(*inputs)``
-    (``name``, ``composite_attributes`` and ``version`` are metadata). Gradients flow
-    through the decomposition's ops.
-
-    >>> xo.composite([xo.tensor(1.0)], "my.add_one", {}, lambda x: xo.add(x, 1.0))   # 2.0
-    xo.tensor(2., f32[])
-    """
-    ins = list(inputs) if isinstance(inputs, (list, builtins.tuple)) else [inputs]
-    return _composite("composite", ins, name, composite_attributes, decomposition, version)
-
-
-@declare("composite_call", spec="xla")
-def composite_call(computation, *operands, name, composite_attributes=None, version=0):
-    """XLA CompositeCall (``Call`` with ``is_composite=true``): ``computation(*operands)``,
-    with ``name``, ``composite_attributes`` and ``version`` as metadata.
-
-    >>> xo.composite_call(lambda x: xo.multiply(x, 2.0), xo.tensor(3.0), name="foo.bar")
-    ... # 6.0
-    xo.tensor(6., f32[])
-    """
-    return _composite(
-        "composite_call", list(operands), name, composite_attributes, computation, version
-    )
-
-
-@primitive("rng_bernoulli", spec="xla")
-def rng_bernoulli(mean, shape):
-    """XLA RngBernoulli: a ui32 tensor of ``shape`` whose elements are 1 with probability
-    ``mean`` (a 0-d floating-point tensor in [0, 1], F32 in XLA) and 0 otherwise. Draws
-    from the stream of ``xo.rng`` (seeded by ``xo.random_seed``): element = u < mean for u
-    a 53-bit uniform on [0, 1).
-
-    >>> xo.random_seed(0); xo.rng_bernoulli(xo.tensor(0.5), [8])   # ui32 0s and 1s
-    xo.tensor([0, 0, 1, 1, 1, 1, 1, 1], ui32[8])
-    """
-    from ..limits import check_nbytes
-    from .rng import _shape_operand, _unit_uniform
-
-    op = "rng_bernoulli"
-    m = as_tensor(mean, "f32", op, "mean")
-    check(
-        m.ndim == 0 and m._dtype.kind == "float",
-        op,
-        "I1",
-        lambda: f"mean must be a 0-d floating-point tensor, got {tstr(m)}",
-    )
-    p = float(np.asarray(m._value).astype(np.float64))
-    check(0.0 <= p <= 1.0, op, "I1", lambda: f"mean must be a probability in [0, 1], got {p}")
-    dims = _shape_operand(op, "I2", shape)
-    check_nbytes(op, dims, as_dtype("ui32"))
-    check_nbytes(op, dims, 8, "temporary (random float64 values)")
-    n = int(np.prod(dims, dtype=np.int64))
-    u = _unit_uniform(n)
-    return _wrap((u < p).astype(np.uint32).reshape(dims), as_dtype("ui32"))

@@ -57,6 +57,7 @@ from ..registry import declare
 from ..tensor import Tensor, typestr
 from ._convolution_attrs import (
     ConvDimensionNumbers,
+    _attribute_values,
     _attributes,
     _dimension_numbers,
     _dims_ok,
@@ -165,44 +166,17 @@ def _convolution(
 
 
 @_convolution.defvjp
-def _convolution_vjp(
-    g,
-    out,
-    op,
-    lhs,
-    rhs,
-    window_strides,
-    padding,
-    lhs_dilation,
-    rhs_dilation,
-    window_reversal,
-    dimension_numbers,
-    feature_group_count,
-    batch_group_count,
-    precision_config,
-    preferred_element_type,
-):
+def _convolution_vjp(g, out, op, lhs, rhs, *attributes):
     """Convolution is bilinear: each cotangent is itself a convolution (see
     convolution_grad_lhs / convolution_grad_rhs below), so second order works."""
-    attrs = dict(
-        window_strides=window_strides,
-        padding=padding,
-        lhs_dilation=lhs_dilation,
-        rhs_dilation=rhs_dilation,
-        window_reversal=window_reversal,
-        dimension_numbers=dimension_numbers,
-        feature_group_count=feature_group_count,
-        batch_group_count=batch_group_count,
-        precision_config=precision_config,
-    )
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
+    a = _attributes(op, x._dtype, x.shape, y._dtype, y.shape, *attributes)
     if g._dtype is not x._dtype:  # preferred_element_type: back to the operands' type
         from .conversion import convert
 
         g = convert(g, x._dtype)
-    wants = [isinstance(t, Tensor) and t.requires_grad for t in (lhs, rhs)]
-    g_lhs = convolution_grad_lhs(g, rhs, x.shape, **attrs) if wants[0] else None
-    g_rhs = convolution_grad_rhs(g, lhs, y.shape, **attrs) if wants[1] else None
+    g_lhs = _grad_lhs(g, y, a) if isinstance(lhs, Tensor) and lhs.requires_grad else None
+    g_rhs = _grad_rhs(g, x, a) if isinstance(rhs, Tensor) and rhs.requires_grad else None
     return None, g_lhs, g_rhs
 
 
@@ -677,23 +651,11 @@ def _reshape_axis_into(src, dst, t):
 _zeros = _H.zeros
 
 
-def convolution_grad_lhs(
-    cotangent,
-    rhs,
-    lhs_shape,
-    window_strides=None,
-    padding=None,
-    lhs_dilation=None,
-    rhs_dilation=None,
-    window_reversal=None,
-    dimension_numbers=None,
-    feature_group_count=1,
-    batch_group_count=1,
-    precision_config=None,
-):
-    """The cotangent of ``lhs`` for ``convolution(lhs, rhs, <attributes>)``: a
-    convolution of ``cotangent`` with the spatially reversed kernel, kernel input and
-    output features swapped, window_strides and lhs_dilation swapped, and padding
+def convolution_grad_lhs(cotangent, rhs, lhs_shape, *attributes, **named_attributes):
+    """The cotangent of ``lhs`` for ``convolution(lhs, rhs, <attributes>)`` (given as
+    ``convolution`` takes them, positional or by name): a convolution of ``cotangent``
+    with the spatially reversed kernel, kernel input and output features swapped,
+    window_strides and lhs_dilation swapped, and padding
     ``(dk - lo - 1, dilated_in + dk - 1 - dilated_out - (dk - lo - 1))`` with dk the
     dilated kernel size. Feature groups move into the kernel's input-feature dim; batch
     groups become feature groups of the transposed convolution (as jax.lax does).
@@ -701,25 +663,15 @@ def convolution_grad_lhs(
     """
     op = "convolution"
     g, w = operands(op, cotangent, rhs, names=["cotangent", "rhs"])
-    a = _attributes(
-        op,
-        g._dtype,
-        tuple(lhs_shape),
-        w._dtype,
-        w.shape,
-        window_strides,
-        padding,
-        lhs_dilation,
-        rhs_dilation,
-        window_reversal,
-        dimension_numbers,
-        feature_group_count,
-        batch_group_count,
-        precision_config,
-        None,
-    )
-    if g.size == 0 or math.prod(lhs_shape) == 0:
-        return _zeros(tuple(lhs_shape), g._dtype)
+    attributes = _attribute_values(attributes, named_attributes)
+    a = _attributes(op, g._dtype, tuple(lhs_shape), w._dtype, w.shape, *attributes)
+    return _grad_lhs(g, w, a)
+
+
+def _grad_lhs(g, w, a):
+    """convolution_grad_lhs for the validated attributes ``a`` of the convolution."""
+    if g.size == 0 or math.prod(a.lhs_shape) == 0:
+        return _zeros(a.lhs_shape, g._dtype)
     dn = a.dn
     groups = a.fgc
     if a.fgc > 1 or a.bgc > 1:
@@ -754,7 +706,7 @@ def convolution_grad_lhs(
         window_reversal=[not r for r in a.reversal],
         dimension_numbers=trans,
         feature_group_count=groups,
-        precision_config=precision_config,
+        precision_config=a.precision_config,
     )
     if a.bgc > 1:
         out = _reshape_axis_out_of(dn.input_feature_dimension, a.bgc, out)
@@ -762,48 +714,25 @@ def convolution_grad_lhs(
     return out
 
 
-def convolution_grad_rhs(
-    cotangent,
-    lhs,
-    rhs_shape,
-    window_strides=None,
-    padding=None,
-    lhs_dilation=None,
-    rhs_dilation=None,
-    window_reversal=None,
-    dimension_numbers=None,
-    feature_group_count=1,
-    batch_group_count=1,
-    precision_config=None,
-):
-    """The cotangent of ``rhs`` for ``convolution(lhs, rhs, <attributes>)``: a
-    convolution of ``lhs`` (batch and feature roles swapped) with ``cotangent`` as the
-    kernel (its batch dim contracted as input feature), window_strides and rhs_dilation
-    swapped, padding (lo, dilated_out - dilated_in + dk - lo - 1); feature groups
-    become batch groups and vice versa. Window reversal reverses the result.
-    ``cotangent`` and ``lhs`` must have one element type.
+def convolution_grad_rhs(cotangent, lhs, rhs_shape, *attributes, **named_attributes):
+    """The cotangent of ``rhs`` for ``convolution(lhs, rhs, <attributes>)`` (given as
+    ``convolution`` takes them): a convolution of ``lhs`` (batch and feature roles
+    swapped) with ``cotangent`` as the kernel (its batch dim contracted as input feature),
+    window_strides and rhs_dilation swapped, padding (lo, dilated_out - dilated_in + dk -
+    lo - 1); feature groups become batch groups and vice versa. Window reversal reverses
+    the result. ``cotangent`` and ``lhs`` must have one element type.
     """
     op = "convolution"
     g, x = operands(op, cotangent, lhs, names=["cotangent", "lhs"])
-    a = _attributes(
-        op,
-        x._dtype,
-        x.shape,
-        g._dtype,
-        tuple(rhs_shape),
-        window_strides,
-        padding,
-        lhs_dilation,
-        rhs_dilation,
-        window_reversal,
-        dimension_numbers,
-        feature_group_count,
-        batch_group_count,
-        precision_config,
-        None,
-    )
+    attributes = _attribute_values(attributes, named_attributes)
+    a = _attributes(op, x._dtype, x.shape, g._dtype, tuple(rhs_shape), *attributes)
+    return _grad_rhs(g, x, a)
+
+
+def _grad_rhs(g, x, a):
+    """convolution_grad_rhs for the validated attributes ``a`` of the convolution."""
     if g.size == 0 or x.size == 0:
-        return _zeros(tuple(rhs_shape), g._dtype)
+        return _zeros(a.rhs_shape, g._dtype)
     dn = a.dn
     dk = _dilate_shape(a.k_spatial, a.rhs_dilation)
     din = _dilate_shape(a.in_spatial, a.lhs_dilation)
@@ -830,7 +759,7 @@ def convolution_grad_rhs(
         dimension_numbers=trans,
         feature_group_count=a.bgc,
         batch_group_count=a.fgc,
-        precision_config=precision_config,
+        precision_config=a.precision_config,
     )
     flips = [dn.kernel_spatial_dimensions[d] for d in range(len(a.reversal)) if a.reversal[d]]
     if flips:

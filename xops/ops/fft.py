@@ -14,7 +14,8 @@ import numpy as np
 from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype
 from ..tensor import _wrap
-from ._core import SpecError, attr_ints, check, operands, tstr
+from ._core import SpecError, check, operands, tstr
+from .movement import _shape_attr, broadcast_in_dim, constant, pad
 
 __all__ = ["fft"]
 
@@ -57,13 +58,7 @@ def fft(operand, fft_type, fft_length):
     op = "fft"
     (x,) = operands(op, operand, names=["operand"])
     t = _fft_type(op, fft_type)
-    lengths = attr_ints(op, "I3", "fft_length", fft_length)
-    check(
-        all(n >= 0 for n in lengths),
-        op,
-        "I3",
-        lambda: f"fft_length must be non-negative, got {lengths}",
-    )
+    lengths = _shape_attr(op, "I3", "fft_length", fft_length)
     check(
         1 <= len(lengths) <= 3,
         op,
@@ -160,8 +155,6 @@ def _hermitian_weights(t, lengths, dtype):
     """The RFFT bin weights along the last dim, broadcast to t's shape: 1 for the DC
     bin (and the Nyquist bin of an even length), 2 for the bins that stand for a
     conjugate pair."""
-    from .movement import broadcast_in_dim, constant
-
     n, m = lengths[-1], t.shape[-1]
     w = np.full(m, 2.0)
     w[0] = 1.0
@@ -173,7 +166,6 @@ def _hermitian_weights(t, lengths, dtype):
 @fft.defvjp
 def _fft_vjp(g, out, operand, fft_type, fft_length):
     from .elementwise import multiply, real
-    from .movement import pad
 
     t, lengths = fft_type, fft_length  # (kept parsed by the op)
     if t in ("FFT", "IFFT"):  # the DFT matrix is symmetric: each is its own transpose

@@ -1,7 +1,8 @@
-"""Indexing: stablehlo.gather and stablehlo.scatter (sort and top_k: :mod:`xops.ops.sorting`).
+"""Indexing: stablehlo.gather, and stablehlo.scatter re-exported from :mod:`xops.ops.scatter`
+(sort and top_k: :mod:`xops.ops.sorting`).
 
 Semantic decisions (seed 004 = the StableHLO spec; "current spec" = its newer revision
-with batching dims, which the conformance suite uses):
+with batching dims, which the conformance suite uses; scatter's: :mod:`xops.ops.scatter`):
 
 * **gather clamps** every start component: ``clamp(start_index[d_start], 0,
   dim(operand, d_operand) - slice_sizes[d_operand])`` (004 "gather", full_start_index),
@@ -9,19 +10,7 @@ with batching dims, which the conformance suite uses):
   A collapsed or batching dim with slice size 0 leaves the spec's operand_index
   pointing at no element; xops fills such (non-empty) results with zero bits (+0;
   2**-127 for f8E8M0FNU, which has no zero).
-* **scatter skips per element**: 004 "scatter" updates ``results...[result_index]``
-  only "if result_index is in bounds for shape(results...)", one update element at a
-  time, so a window that is partly out of bounds still writes its in-bounds part (XLA's
-  scatter expander and JAX's FILL_OR_DROP drop the whole window instead). Indices are
-  never clamped; huge, negative and int64/uint64-extreme values are simply out of
-  bounds.
-* **scatter schedule** (004: "an implementation-defined permutation of
-  index_space(updates[0])"): windows in row-major order of their scatter index
-  (update_scatter_dims), and within a window row-major over update_window_dims. Updates
-  that hit the same element are folded in that order, ``body(current, update)``, so
-  non-commutative bodies (``lambda a, b: b``, subtract) are deterministic, and every
-  result is bit-identical for any thread count. ``indices_are_sorted`` and
-  ``unique_indices`` are promises that xops never relies on.
+
 **Batching dims.** The current spec lists ``operand_batching_dims`` /
 ``start_indices_batching_dims`` (and scatter's ``input_batching_dims`` /
 ``scatter_indices_batching_dims``) between the collapsed/inserted dims and the index
@@ -30,50 +19,39 @@ against 004's order must keep working: xops takes them as trailing keyword argum
 (defaults empty). Their constraints have no 004 label; xops labels them B1, B2, ...
 (listed in each op's docstring with the current spec's label).
 
-**Fast paths.** gather always runs a Numba kernel (on the raw bits: any element
-type, NaN payloads kept; rows of 8-byte multiples move as uint64 words). scatter with
-one input and a body recognised by :mod:`xops.ops._bodies` as ``add``, ``multiply``,
-``maximum`` or ``minimum``, or the overwrite body ``lambda a, b: b`` (recognised there,
-never by calling it), runs an owner-computes Numba kernel that also does the copy of the
-input, chunk by chunk; any other body runs vectorised: updates are
-grouped by target and folded in schedule order in rounds, one body call per round on
-all targets that have a k-th update (per window where windows coincide or are disjoint,
-as in row scatters; per element otherwise). gather and scatter take their results and
-index temporaries from the buffer pool (:mod:`xops.kernels.pool`).
+**Fast path.** gather always runs a Numba kernel (on the raw bits: any element
+type, NaN payloads kept; rows of 8-byte multiples move as uint64 words), its result
+and index temporaries from the buffer pool (:mod:`xops.kernels.pool`).
 """
 
 import numpy as np
 
 from ..autodiff import helpers as _H
 from ..autodiff.tape import primitive
-from ..dtypes import as_dtype, from_compute, wrap_int
-from ..kernels import config as _config
+from ..dtypes import as_dtype
 from ..kernels import indexing as K
 from ..kernels import pool as _pool
 from ..tensor import _wrap
 from ..limits import check_nbytes
-from ._core import SpecError, as_tensor, attr_int, check, compute, operands, tstr
-from ._bodies import binary_op_name, call, is_overwrite, outputs, result_types
+from ._core import attr_bool, attr_int, bound_arguments, check, compute, operands, tstr
 from ._indexing_common import (
-    _UINT_BY_SIZE,
     _bits,
     _check_batching,
+    _check_disjoint,
+    _check_rank,
     _check_dims,
     _dims,
-    _flag,
     _i64,
     _index_array,
     _index_matrix,
     _int_tensor_check,
-    _prod,
     _ro,
     _sorted_unique,
     _strides,
-    _variadic,
-    _zero_d,
 )
+from .scatter import scatter, scatter_reference  # noqa: F401  (re-exported: tests, numpy layer)
 
-__all__ = ["gather", "scatter"]
+__all__ = ["gather", "scatter"]  # (scatter: re-exported, see xops.ops.scatter)
 
 
 # ---------------------------------------------------------------------------------------
@@ -118,11 +96,9 @@ def gather(
                [1, 2],
                [5, 6]], i64[3,2])
     """
-    op = "gather"
-    x, si = operands(op, operand, start_indices, names=["operand", "start_indices"])
-    plan = _gather_plan(
-        x,
-        si,
+    x, si, plan = _gather_args(
+        operand,
+        start_indices,
         offset_dims,
         collapsed_slice_dims,
         start_index_map,
@@ -132,8 +108,16 @@ def gather(
         operand_batching_dims,
         start_indices_batching_dims,
     )
-    check_nbytes(op, plan.result_shape, x._dtype)
+    check_nbytes("gather", plan.result_shape, x._dtype)
     return _wrap(_gather_impl(x, si, plan), x._dtype)
+
+
+def _gather_args(operand, start_indices, *attributes):
+    """gather's operands as Tensors and its checked plan (``attributes``: gather's, in
+    signature order): (operand, start_indices, plan). The op, its gradient rule and its
+    reference all parse here."""
+    x, si = operands("gather", operand, start_indices, names=["operand", "start_indices"])
+    return x, si, _gather_plan(x, si, *attributes)
 
 
 class _GatherPlan:
@@ -149,29 +133,18 @@ class _GatherPlan:
     )
 
 
-def _gather_plan(
-    x,
-    si,
-    offset_dims,
-    collapsed_slice_dims,
-    start_index_map,
-    index_vector_dim,
-    slice_sizes,
-    indices_are_sorted,
-    operand_batching_dims,
-    start_indices_batching_dims,
-):
+def _gather_plan(x, si, od, cd, sim, ivd, ss, sorted_, obd, sibd):
     """Check gather's constraints (pure function of shapes and attributes)."""
     op = "gather"
     _int_tensor_check(op, "I2", "start_indices", si)
-    od = _dims(op, "I3", "offset_dims", offset_dims)
-    cd = _dims(op, "I4", "collapsed_slice_dims", collapsed_slice_dims)
-    sim = _dims(op, "I5", "start_index_map", start_index_map)
-    ivd = attr_int(op, "I6", "index_vector_dim", index_vector_dim)
-    ss = _dims(op, "I7", "slice_sizes", slice_sizes)
-    _flag(op, "I8", "indices_are_sorted", indices_are_sorted)
-    obd = _dims(op, "I9", "operand_batching_dims", operand_batching_dims)
-    sibd = _dims(op, "I10", "start_indices_batching_dims", start_indices_batching_dims)
+    od = _dims(op, "I3", "offset_dims", od)
+    cd = _dims(op, "I4", "collapsed_slice_dims", cd)
+    sim = _dims(op, "I5", "start_index_map", sim)
+    ivd = attr_int(op, "I6", "index_vector_dim", ivd)
+    ss = _dims(op, "I7", "slice_sizes", ss)
+    attr_bool(op, "I8", "indices_are_sorted", sorted_)
+    obd = _dims(op, "I9", "operand_batching_dims", obd)
+    sibd = _dims(op, "I10", "start_indices_batching_dims", sibd)
     r, ri = x.ndim, si.ndim
     check(
         0 <= ivd <= ri,
@@ -211,12 +184,8 @@ def _gather_plan(
         lambda: f"slice_sizes {ss} must be in [0, shape(operand)] = {list(x.shape)}",
     )
     _check_dims(op, ("B2", "B3"), "operand_batching_dims", obd, r, "rank(operand)")
-    check(
-        not set(cd) & set(obd),
-        op,
-        "B1",
-        lambda: f"collapsed_slice_dims {cd} and operand_batching_dims {obd} must not overlap",
-    )
+    batching = ("operand_batching_dims", obd)
+    _check_disjoint(op, "B1", ("collapsed_slice_dims", cd), batching)
     check(
         all(ss[d] <= 1 for d in obd),
         op,
@@ -226,21 +195,9 @@ def _gather_plan(
     _check_batching(
         op, ("B5", "B6", "B7", "B8", "B9"), ("operand", x, obd), ("start_indices", si, sibd), ivd
     )
-    check(
-        not set(sim) & set(obd),
-        op,
-        "B10",
-        lambda: f"start_index_map {sim} and operand_batching_dims {obd} must not overlap",
-    )
-    check(
-        r == len(od) + len(cd) + len(obd),
-        op,
-        "C1",
-        lambda: (
-            f"rank(operand)={r} must equal size(offset_dims)={len(od)} + "
-            f"size(collapsed_slice_dims)={len(cd)} + size(operand_batching_dims)="
-            f"{len(obd)}"
-        ),
+    _check_disjoint(op, "B10", ("start_index_map", sim), batching)
+    _check_rank(
+        op, "C1", "operand", r, [("offset_dims", od), ("collapsed_slice_dims", cd), batching]
     )
     batch_sizes = [n for d, n in enumerate(si.shape) if d != ivd]
     rank = len(batch_sizes) + len(od)
@@ -350,37 +307,20 @@ def _gather_impl(x, si, p):
 
 
 @gather.defvjp
-def _gather_vjp(
-    g,
-    out,
-    operand,
-    start_indices,
-    offset_dims,
-    collapsed_slice_dims,
-    start_index_map,
-    index_vector_dim,
-    slice_sizes,
-    indices_are_sorted,
-    operand_batching_dims,
-    start_indices_batching_dims,
-):
+def _gather_vjp(g, out, operand, start_indices, *attributes):
     """Transpose of gather: scatter-add g into zeros with the mirrored dimension numbers,
     the start indices pre-clamped (gather clamps, scatter would skip)."""
-    x = as_tensor(operand)
-    si = as_tensor(start_indices)
-    ss, cd = list(slice_sizes), list(collapsed_slice_dims)
-    obd = list(operand_batching_dims)
-    zeros = _zeros_like(x)
-    if any(ss[d] == 0 for d in cd + obd):
+    x, si, p = _gather_args(operand, start_indices, *attributes)
+    zeros = _H.zeros_like(x)
+    if any(p.slice_sizes[d] == 0 for d in p.collapsed + p.obd):
         return zeros, None
-    sim, ivd = list(start_index_map), int(index_vector_dim)
     idx = _index_array(si)
-    his = np.array([x.shape[d] - ss[d] for d in sim], np.int64)
-    if ivd == idx.ndim:
+    his = np.array([x.shape[d] - p.slice_sizes[d] for d in p.start_index_map], np.int64)
+    if p.ivd == idx.ndim:
         clamped = np.clip(idx, 0, his[0] if len(his) else 0)
     else:
         shape = [1] * idx.ndim
-        shape[ivd] = len(his)
+        shape[p.ivd] = len(his)
         clamped = np.clip(idx, 0, his.reshape(shape))
     from .elementwise import add
 
@@ -388,17 +328,14 @@ def _gather_vjp(
         zeros,
         _wrap(clamped, as_dtype("i64")),
         g,
-        list(offset_dims),
-        cd,
-        sim,
-        ivd,
+        p.offset_dims,
+        p.collapsed,
+        p.start_index_map,
+        p.ivd,
         update_computation=add,
-        input_batching_dims=obd,
-        scatter_indices_batching_dims=list(start_indices_batching_dims),
+        input_batching_dims=p.obd,
+        scatter_indices_batching_dims=p.sibd,
     ), None
-
-
-_zeros_like = _H.zeros_like  # (sorting.py imports it here)
 
 
 def _collapse(shape, *strides):
@@ -417,32 +354,10 @@ def _collapse(shape, *strides):
     return (_i64(shape), *[_i64(s) for s in strides])
 
 
-def gather_reference(
-    operand,
-    start_indices,
-    offset_dims,
-    collapsed_slice_dims,
-    start_index_map,
-    index_vector_dim,
-    slice_sizes,
-    indices_are_sorted=False,
-    operand_batching_dims=(),
-    start_indices_batching_dims=(),
-):
-    """The spec's formula, one result element at a time (test oracle; slow)."""
-    x, si = operands("gather", operand, start_indices, names=["operand", "start_indices"])
-    p = _gather_plan(
-        x,
-        si,
-        offset_dims,
-        collapsed_slice_dims,
-        start_index_map,
-        index_vector_dim,
-        slice_sizes,
-        indices_are_sorted,
-        operand_batching_dims,
-        start_indices_batching_dims,
-    )
+def gather_reference(*args, **kwargs):
+    """The spec's formula, one result element at a time (test oracle; slow). Takes
+    gather's arguments."""
+    x, si, p = _gather_args(*bound_arguments(gather, args, kwargs).values())
     operand_v, indices = x._value, compute(si)
     result = np.zeros(p.result_shape, x._dtype.np)
     if any(p.slice_sizes[d] == 0 for d in p.collapsed + p.obd):
@@ -476,729 +391,3 @@ def gather_reference(
         if all(0 <= i < n for i, n in zip(operand_index, x.shape)):
             result[result_index] = operand_v[operand_index]
     return _wrap(result, x._dtype)
-
-
-# ---------------------------------------------------------------------------------------
-# scatter
-# ---------------------------------------------------------------------------------------
-
-
-@primitive(
-    "scatter",
-    quantized="bodies",
-    quantized_params=("inputs", "updates"),
-    body_params=("update_computation",),
-)
-def scatter(
-    inputs,
-    scatter_indices,
-    updates,
-    update_window_dims,
-    inserted_window_dims,
-    scatter_dims_to_operand_dims,
-    index_vector_dim,
-    indices_are_sorted=False,
-    unique_indices=False,
-    update_computation=None,
-    input_batching_dims=(),
-    scatter_indices_batching_dims=(),
-):
-    """stablehlo.scatter: ``inputs`` with the windows at ``scatter_indices`` combined
-    with ``updates`` by ``update_computation``.
-
-    ``inputs``/``updates``: one tensor each, or sequences of N; the result is a Tensor
-    for a Tensor and a tuple for a sequence. ``update_computation(current_0, ...,
-    current_{N-1}, update_0, ..., update_{N-1})`` returns N values (a tensor for N=1).
-    Update elements whose result_index is out of bounds are skipped one by one
-    (004 "scatter"); indices are never clamped. Updates aimed at one element are
-    applied in the schedule order of the module docstring.
-
-    Constraint labels: 004's C1-C17 (C2 counts the batching dims too; C9 as meant:
-    inserted_window_dims unique and sorted); batching constraints from the current spec:
-    B1 inserted and input batching dims disjoint (current C9), B2 input_batching_dims
-    sorted and unique (C12), B3 in range (C13), B4 scatter_indices_batching_dims unique
-    (C14), B5 in range (C15), B6 not index_vector_dim (C16), B7 as many as
-    input_batching_dims (C17), B8 same sizes (C18), B9 scatter_dims_to_operand_dims
-    disjoint from input_batching_dims (C20).
-
-    >>> x = xo.tensor([1.0, 2.0, 3.0])
-    >>> xo.scatter(x, xo.tensor([[0], [0], [5]]), xo.tensor([10.0, 20.0, 30.0]), [], [0], [0],
-    ...            1, update_computation=xo.add)   # [31, 2, 3]
-    xo.tensor([31.,  2.,  3.], f32[3])
-    """
-    op = "scatter"
-    xs, seq, us, useq, si, p = _scatter_args(
-        inputs,
-        scatter_indices,
-        updates,
-        update_window_dims,
-        inserted_window_dims,
-        scatter_dims_to_operand_dims,
-        index_vector_dim,
-        indices_are_sorted,
-        unique_indices,
-        input_batching_dims,
-        scatter_indices_batching_dims,
-    )
-    body = update_computation
-    check(
-        callable(body),
-        op,
-        "C15",
-        lambda: f"update_computation must be a callable body, got {body!r}",
-    )
-    dts = _scatter_body_types(xs, us, body)
-    res = _scatter_impl(xs, si, us, p, body, dts)
-    return tuple(res) if seq or useq else res[0]
-
-
-def _scatter_args(inputs, scatter_indices, updates, *attrs):
-    """scatter's operands as Tensors and its checked plan (``attrs``: scatter's
-    attributes in order, update_window_dims to scatter_indices_batching_dims):
-    (xs, xs was a sequence, us, us was a sequence, scatter_indices, plan)."""
-    xs, seq = _variadic("scatter", inputs, "inputs")
-    us, useq = _variadic("scatter", updates, "updates")
-    (si,) = operands("scatter", scatter_indices, names=["scatter_indices"])
-    return xs, seq, us, useq, si, _scatter_plan(xs, si, us, *attrs)
-
-
-class _ScatterPlan:
-    __slots__ = ("uwd", "iwd", "sdod", "ivd", "ibd", "sibd")
-
-
-def _scatter_plan(
-    xs,
-    si,
-    us,
-    update_window_dims,
-    inserted_window_dims,
-    scatter_dims_to_operand_dims,
-    index_vector_dim,
-    indices_are_sorted,
-    unique_indices,
-    input_batching_dims,
-    scatter_indices_batching_dims,
-):
-    """Check scatter's constraints (pure function of shapes, types and attributes)."""
-    op = "scatter"
-    _int_tensor_check(op, "I2", "scatter_indices", si)
-    uwd = _dims(op, "I4", "update_window_dims", update_window_dims)
-    iwd = _dims(op, "I5", "inserted_window_dims", inserted_window_dims)
-    sdod = _dims(op, "I6", "scatter_dims_to_operand_dims", scatter_dims_to_operand_dims)
-    ivd = attr_int(op, "I7", "index_vector_dim", index_vector_dim)
-    _flag(op, "I8", "indices_are_sorted", indices_are_sorted)
-    _flag(op, "I9", "unique_indices", unique_indices)
-    ibd = _dims(op, "I11", "input_batching_dims", input_batching_dims)
-    sibd = _dims(op, "I12", "scatter_indices_batching_dims", scatter_indices_batching_dims)
-    check(
-        len(xs) > 0 and len(xs) == len(us),
-        op,
-        "C5",
-        lambda: (
-            f"inputs and updates must be non-empty and of one size, got {len(xs)} "
-            f"inputs and {len(us)} updates"
-        ),
-    )
-    x0, u0 = xs[0], us[0]
-    check(
-        all(x.shape == x0.shape for x in xs),
-        op,
-        "C1",
-        lambda: f"inputs must have one shape, got {', '.join(tstr(x) for x in xs)}",
-    )
-    check(
-        all(u.shape == u0.shape for u in us),
-        op,
-        "C3",
-        lambda: f"updates must have one shape, got {', '.join(tstr(u) for u in us)}",
-    )
-    check(
-        all(x._dtype is u._dtype for x, u in zip(xs, us)),
-        op,
-        "C6",
-        lambda: (
-            f"updates must have the element types of inputs, got "
-            f"{', '.join(tstr(u) for u in us)} for {', '.join(tstr(x) for x in xs)}"
-        ),
-    )
-    r, ri, ru = x0.ndim, si.ndim, u0.ndim
-    check(
-        0 <= ivd <= ri,
-        op,
-        "C14",
-        lambda: f"index_vector_dim must be in [0, rank(scatter_indices)={ri}], got {ivd}",
-    )
-    _check_dims(op, ("C7", "C8"), "update_window_dims", uwd, ru, "rank(updates[0])")
-    _check_dims(op, ("C9", "C10"), "inserted_window_dims", iwd, r, "rank(inputs[0])")
-    nidx = si.shape[ivd] if ivd < ri else 1
-    check(
-        len(sdod) == nidx,
-        op,
-        "C11",
-        lambda: (
-            f"scatter_dims_to_operand_dims must have {nidx} entries (the index vector "
-            f"size of scatter_indices {tstr(si)} at index_vector_dim={ivd}), got {sdod}"
-        ),
-    )
-    _check_dims(
-        op,
-        ("C12", "C13"),
-        "scatter_dims_to_operand_dims",
-        sdod,
-        r,
-        "rank(inputs[0])",
-        ordered=False,
-    )
-    _check_dims(op, ("B2", "B3"), "input_batching_dims", ibd, r, "rank(inputs[0])")
-    check(
-        not set(iwd) & set(ibd),
-        op,
-        "B1",
-        lambda: f"inserted_window_dims {iwd} and input_batching_dims {ibd} must not overlap",
-    )
-    _check_batching(
-        op, ("B4", "B5", "B6", "B7", "B8"), ("inputs", x0, ibd), ("scatter_indices", si, sibd), ivd
-    )
-    check(
-        not set(sdod) & set(ibd),
-        op,
-        "B9",
-        lambda: (
-            f"scatter_dims_to_operand_dims {sdod} and input_batching_dims {ibd} must not overlap"
-        ),
-    )
-    check(
-        r == len(uwd) + len(iwd) + len(ibd),
-        op,
-        "C2",
-        lambda: (
-            f"rank(inputs[0])={r} must equal size(update_window_dims)={len(uwd)} + "
-            f"size(inserted_window_dims)={len(iwd)} + size(input_batching_dims)="
-            f"{len(ibd)}"
-        ),
-    )
-    scatter_sizes = [n for d, n in enumerate(si.shape) if d != ivd]
-    wdims = [d for d in range(r) if d not in iwd and d not in ibd]
-    usd = [d for d in range(ru) if d not in uwd]
-    check(
-        len(usd) == len(scatter_sizes)
-        and [u0.shape[d] for d in usd] == scatter_sizes
-        and all(u0.shape[a] <= x0.shape[b] for a, b in zip(uwd, wdims)),
-        op,
-        "C4",
-        lambda: (
-            f"updates {tstr(u0)} must have the scatter dims {scatter_sizes} of "
-            f"scatter_indices {tstr(si)} (without index_vector_dim={ivd}) outside "
-            f"update_window_dims {uwd}, and window sizes <= the sizes "
-            f"{[x0.shape[d] for d in wdims]} of inputs {tstr(x0)} dims {wdims}"
-        ),
-    )
-    p = _ScatterPlan()
-    p.uwd, p.iwd, p.sdod, p.ivd, p.ibd, p.sibd = uwd, iwd, sdod, ivd, ibd, sibd
-    return p
-
-
-def _scatter_body_types(xs, us, body):
-    """The element types E_i the body computes in: those it returns for 0-d values of the
-    inputs' types. Each must be promotable from its input's type (C15)."""
-    probe = [_zero_d(x) for x in xs] + [_zero_d(u) for u in us]
-    return result_types("scatter", "C15", "update_computation", body, probe, xs)
-
-
-def _scatter_op_name(body):
-    """ "overwrite" for ``lambda a, b: b``, else the binary op the body is (or None)."""
-    return "overwrite" if is_overwrite(body) else binary_op_name(body)
-
-
-class _Geometry:
-    """Scatter windows described with flat strides over the (contiguous) result and
-    updates: the kernels' arguments. Rank-0 inputs get one dummy dim of size 1. The
-    window starts are computed by scatter_starts, unless ``fill`` is False (the fast path
-    calls fill_starts() where it needs them)."""
-
-    def __init__(self, shape, si, ushape, p, fill=True):
-        r = len(shape)
-        idx, batch = _index_matrix(si, p.ivd)
-        self.idx = idx
-        self.nb = idx.shape[0]
-        ustr = _strides(ushape)
-        usd = [d for d in range(len(ushape)) if d not in p.uwd]
-        self.bshape = _i64([ushape[d] for d in usd])
-        self.ustr_b = _i64([ustr[d] for d in usd])
-        si_dims = [d for d in range(si.ndim) if d != p.ivd]
-        bdim = [-1] * len(si_dims)
-        for a, b in zip(p.ibd, p.sibd):
-            bdim[si_dims.index(b)] = a
-        self.bdim = _i64(bdim)
-        wdims = [d for d in range(r) if d not in p.iwd and d not in p.ibd]
-        wsize, wstr = [1] * r, [0] * r
-        for d, ud in zip(wdims, p.uwd):
-            wsize[d], wstr[d] = ushape[ud], ustr[ud]
-        self.kdim = _i64(p.sdod)
-        dims = list(shape)
-        if r == 0:
-            dims, wsize, wstr = [1], [1], [0]
-        self.dims, self.wsize, self.wstr = _i64(dims), _i64(wsize), _i64(wstr)
-        self.rstr = _i64(_strides(dims))
-        self.axis = int(np.argmax(self.dims))  # the owner partition axis: the longest
-        self.starts = _pool.empty((self.nb, len(dims)), np.int64)
-        self.ubase = _pool.empty(self.nb, np.int64)
-        self.rbase = _pool.empty(self.nb, np.int64)
-        if fill:
-            self.fill_starts()
-
-    def fill_starts(self):
-        K.scatter_starts(
-            self.nb,
-            _ro(self.idx),
-            self.kdim,
-            self.bshape,
-            self.bdim,
-            self.ustr_b,
-            self.dims,
-            self.wsize,
-            self.rstr,
-            self.starts,
-            self.ubase,
-            self.rbase,
-        )
-
-    def is_rows(self):
-        """Row scatter: one index component, on the partition axis, windows of one whole
-        row there, no batching dims (bucket_rows' case)."""
-        a = self.axis
-        return (
-            self.idx.shape[1] == 1
-            and self.kdim[0] == a
-            and self.bshape.size == 1
-            and self.bdim[0] < 0
-            and self.wsize[a] == 1
-            and all(self.wsize[d] == self.dims[d] for d in range(self.dims.size) if d != a)
-        )
-
-    def runs(self):
-        """(runs_r, runs_u, run_len, rstep, ustep): a whole window as runs (the innermost
-        window dim, merged outward while both layouts stay contiguous)."""
-        box = [d for d in range(len(self.dims)) if self.wsize[d] > 1]
-        run_len, rstep, ustep = 1, 1, 1
-        if box:
-            d = box.pop()
-            run_len, rstep, ustep = int(self.wsize[d]), int(self.rstr[d]), int(self.wstr[d])
-            while (
-                box
-                and self.rstr[box[-1]] == run_len * rstep
-                and self.wstr[box[-1]] == run_len * ustep
-            ):
-                run_len *= int(self.wsize[box.pop()])
-        runs_r = np.zeros(1, np.int64)
-        runs_u = np.zeros(1, np.int64)
-        for d in box:
-            steps = np.arange(self.wsize[d], dtype=np.int64)
-            runs_r = (runs_r[:, None] + steps * self.rstr[d]).reshape(-1)
-            runs_u = (runs_u[:, None] + steps * self.wstr[d]).reshape(-1)
-        return runs_r, runs_u, run_len, rstep, ustep
-
-    def targets(self):
-        """(tgt, src): every update element's flat result offset (-1: out of bounds) and
-        flat update offset, in schedule order."""
-        n = self.nb * _prod(self.wsize)
-        tgt = np.empty(n, np.int64)
-        src = np.empty(n, np.int64)
-        K.scatter_targets(
-            n, self.starts, self.ubase, self.wsize, self.wstr, self.rstr, self.dims, tgt, src
-        )
-        return tgt, src
-
-
-def _scatter_impl(xs, si, us, p, body, dts):
-    if xs[0].size == 0 or us[0].size == 0:
-        return [_convert(x, dt) for x, dt in zip(xs, dts)]
-    plan = _scatter_fast_plan(xs, body, dts)
-    if plan is not None:
-        geo = _Geometry(xs[0].shape, si, us[0].shape, p, fill=False)
-        return [_scatter_fast(xs[0], us[0], geo, *plan)]
-    return _scatter_generic(xs, us, _Geometry(xs[0].shape, si, us[0].shape, p), body, dts)
-
-
-def _convert(t, dt):
-    if t._dtype is dt:
-        return t
-    from .conversion import convert
-
-    return convert(t, dt)
-
-
-_BOOL_CODE = {
-    "add": K.MAXIMUM,
-    "multiply": K.MINIMUM,
-    "maximum": K.MAXIMUM,
-    "minimum": K.MINIMUM,
-    "overwrite": K.OVERWRITE,
-}
-
-
-def _scatter_fast_plan(xs, body, dts):
-    """(kernel dtype, op code) where one input's body runs on a kernel, else None.
-
-    Kernels compute in float32/float64/int64/uint64. Integers wrap back once at the end
-    (the same as wrapping every step); i1 add/maximum are OR and multiply/minimum AND
-    (max/min on 0/1). Narrow floats take maximum/minimum/overwrite (exact in float32)
-    but not add/multiply, which the spec rounds at every step: those, complex types and
-    every other body run on the generic path. overwrite moves raw bits (8-byte items as
-    uint64, 4-byte items as float32 loads and stores, which LLVM keeps bit-exact, 1-
-    and 2-byte items zero-extended into int64)."""
-    if len(xs) != 1 or dts[0] is not xs[0]._dtype:
-        return None
-    name = _scatter_op_name(body)
-    if name not in K.OP_CODES:
-        return None
-    dt = xs[0]._dtype
-    if name == "overwrite":
-        size = dt.itemsize
-        if size == 16:
-            return None
-        return (
-            {8: np.dtype(np.uint64), 4: np.dtype(np.float32)}.get(size, np.dtype(np.int64)),
-            K.OVERWRITE,
-            "bits",
-        )
-    if dt.kind == "bool":
-        return np.dtype(np.int64), _BOOL_CODE[name], "value"
-    if dt.kind == "float":
-        if dt.is_narrow and name in ("add", "multiply"):
-            return None
-        return (
-            np.dtype(np.float64) if dt.np == np.float64 else np.dtype(np.float32),
-            K.OP_CODES[name],
-            "value",
-        )
-    if dt.kind in ("si", "ui"):
-        wide = np.uint64 if dt.kind == "ui" and dt.bits == 64 else np.int64
-        return np.dtype(wide), K.OP_CODES[name], "value"
-    return None
-
-
-def _scatter_fast(x, u, geo, kdt, code, mode):
-    """Owner-computes kernel: copy the input, bucket the windows by owner chunk, apply."""
-    dt = x._dtype
-    if mode == "bits":
-        ux = np.ascontiguousarray(x._value).view(_UINT_BY_SIZE[dt.itemsize])
-        uu = np.ascontiguousarray(u._value).view(_UINT_BY_SIZE[dt.itemsize])
-        inp = ux.view(np.float32) if kdt == np.float32 else ux
-        upd = uu.view(np.float32) if kdt == np.float32 else uu
-    else:
-        inp = np.ascontiguousarray(compute(x))
-        upd = np.ascontiguousarray(compute(u))
-    inp = inp.astype(kdt, copy=False)
-    upd = upd.astype(kdt, copy=False)
-    copy_input = np.may_share_memory(inp, x._value)
-    # the kernel copies the input chunk by chunk, each chunk just before its updates
-    # (the result from the buffer pool); an input that had to be converted is already a
-    # fresh array, updated in place
-    out = _pool.empty(inp.shape, kdt) if copy_input else inp
-    size = max(u.size, x.size)
-    extent = int(geo.dims[geo.axis])
-    if size >= _config.PARALLEL_THRESHOLD:
-        shift = _chunk_shift(extent, out.nbytes, int(geo.wsize[geo.axis]))
-    else:  # one chunk: every window, in order
-        shift = (extent - 1).bit_length()
-    nchunks = ((extent - 1) >> shift) + 1
-    # a window overlaps at most this many chunks: the entry list's length bound
-    span = ((int(geo.wsize[geo.axis]) + (1 << shift) - 2) >> shift) + 1
-    ent = _pool.empty((geo.nb * span, 2), np.int64)
-    if geo.is_rows():
-        first = K.bucket_rows.serial(
-            _ro(geo.idx),
-            int(geo.dims[geo.axis]),
-            int(geo.rstr[geo.axis]),
-            int(geo.ustr_b[0]),
-            shift,
-            nchunks,
-            ent,
-        )
-    else:
-        geo.fill_starts()
-        first = K.bucket_windows.serial(
-            geo.starts, geo.rbase, geo.ubase, geo.wsize, geo.dims, geo.axis, shift, nchunks, ent
-        )
-    K.scatter_apply(
-        size,
-        _ro(inp.reshape(-1)),
-        out.reshape(-1),
-        _ro(upd.reshape(-1)),
-        first,
-        ent,
-        geo.starts,
-        geo.ubase,
-        geo.wsize,
-        geo.wstr,
-        geo.rstr,
-        geo.dims,
-        geo.axis,
-        shift,
-        code,
-        copy_input,
-        *geo.runs(),
-    )
-    out = out.reshape(x.shape)
-    if mode == "bits":
-        holder = out.view(np.uint32) if kdt == np.float32 else out
-        if holder.dtype.itemsize != dt.itemsize:
-            holder = holder.astype(_UINT_BY_SIZE[dt.itemsize])
-        return _wrap(holder.view(dt.np), dt)
-    if dt.kind == "bool":
-        return _wrap(out != 0, dt)
-    if dt.kind in ("si", "ui"):
-        return _wrap(from_compute(wrap_int(out, dt), dt), dt)
-    return _wrap(from_compute(out, dt), dt)
-
-
-_CHUNK_BYTES = 1 << 18  # an owner chunk's slab stays in L2 between its copy and its updates
-
-
-def _chunk_shift(extent, nbytes, window):
-    """log2 of the owner chunks' extent along the partition axis (``extent`` long, the
-    result ``nbytes``, windows ``window`` long on it): a power of two (chunk numbers by
-    shift); slabs of at most ~_CHUNK_BYTES (copied, then updated while still in cache)
-    and at least 16 chunks where the axis is long enough (balance), but chunks of 8
-    windows or more where that leaves 8 chunks (a window cut by a chunk edge takes the
-    slow path in both chunks). A function of the shapes only: the thread count never
-    changes the chunks (the result would not depend on them anyway: every element is
-    updated in schedule order)."""
-    rows = min(_CHUNK_BYTES * extent // max(nbytes, 1), extent // 16)
-    rows = max(rows, min(8 * window, extent // 8), 1)
-    return rows.bit_length() - 1
-
-
-def _stable_order(keys):
-    """Stable argsort of non-negative int64 ``keys`` (1-D). Where key and position fit
-    in 63 bits together, sort (key << bits | position) with NumPy's fast unstable sort
-    (the keys are then unique); else NumPy's stable sort (timsort for int64: slow)."""
-    n = keys.size
-    shift = max(1, (n - 1).bit_length())
-    if n and int(keys.max()) < (1 << (63 - shift)):
-        comp = keys.astype(np.int64) << np.int64(shift)
-        comp |= np.arange(n, dtype=np.int64)
-        comp.sort()
-        return comp & np.int64((1 << shift) - 1)
-    return np.argsort(keys, kind="stable")
-
-
-def _scatter_generic(xs, us, geo, body, dts):
-    """Vectorised rounds: group the updates by target, stably (so in schedule order);
-    round k applies every target's k-th update with one body call on whole arrays.
-
-    The grouping is per window where windows either coincide or are disjoint (every
-    window dim is 1 or the whole result dim, and no window is partly out of bounds:
-    e.g. row scatters), per element otherwise."""
-    op = "scatter"
-    xs = [_convert(x, dt) for x, dt in zip(xs, dts)]
-    us = [_convert(u, dt) for u, dt in zip(us, dts)]
-    res = [np.array(x._value, order="C").reshape(-1) for x in xs]
-    upd = [np.ascontiguousarray(u._value).reshape(-1) for u in us]
-    aligned = (
-        all(w == 1 or w == n for w, n in zip(geo.wsize, geo.dims)) and not (geo.rbase == -1).any()
-    )
-    if aligned:  # units are windows; rel_*: a window's element offsets
-        live = np.flatnonzero(geo.rbase >= 0)
-        tgt, src = geo.rbase[live], geo.ubase[live]
-        rel_r, rel_u = np.zeros(1, np.int64), np.zeros(1, np.int64)
-        for d in range(len(geo.dims)):
-            steps = np.arange(geo.wsize[d], dtype=np.int64)
-            rel_r = (rel_r[:, None] + steps * geo.rstr[d]).reshape(-1)
-            rel_u = (rel_u[:, None] + steps * geo.wstr[d]).reshape(-1)
-    else:  # units are update elements
-        tgt, src = geo.targets()
-        keep = tgt >= 0
-        tgt, src = tgt[keep], src[keep]
-    if not tgt.size:
-        return [_wrap(a.reshape(xs[0].shape), dt) for a, dt in zip(res, dts)]
-    order = _stable_order(tgt)
-    tgt, src = tgt[order], src[order]
-    pos = np.arange(tgt.size)
-    new = np.empty(tgt.size, bool)
-    new[0] = True
-    np.not_equal(tgt[1:], tgt[:-1], out=new[1:])
-    rank = pos - np.maximum.accumulate(np.where(new, pos, 0))
-    rounds = _stable_order(rank)
-    bounds = np.searchsorted(rank[rounds], np.arange(int(rank.max()) + 2))
-    for k in range(len(bounds) - 1):
-        sel = rounds[bounds[k] : bounds[k + 1]]
-        t, s = tgt[sel], src[sel]
-        if aligned:
-            t = (t[:, None] + rel_r).reshape(-1)
-            s = (s[:, None] + rel_u).reshape(-1)
-        args = [_wrap(a[t], dt) for a, dt in zip(res, dts)] + [
-            _wrap(a[s], dt) for a, dt in zip(upd, dts)
-        ]
-        outs = call(op, "C15", "update_computation", body, args, dts, (t.size,))
-        for r, v in zip(res, outs):
-            r[t] = v
-    return [_wrap(a.reshape(xs[0].shape), dt) for a, dt in zip(res, dts)]
-
-
-@scatter.defvjp
-def _scatter_vjp(
-    g,
-    out,
-    inputs,
-    scatter_indices,
-    updates,
-    update_window_dims,
-    inserted_window_dims,
-    scatter_dims_to_operand_dims,
-    index_vector_dim,
-    indices_are_sorted,
-    unique_indices,
-    update_computation,
-    input_batching_dims,
-    scatter_indices_batching_dims,
-):
-    """add body: inputs get g; updates get g at their targets (a gather with the mirrored
-    dims when every window is in bounds; else an element-wise gather masked to the
-    in-bounds elements). overwrite body: inputs get g where nothing was written;
-    updates get g at their targets only where they are the last write. Other bodies and
-    variadic scatters have no gradient rule."""
-    xs, seq = _variadic("scatter", inputs, "inputs")
-    us, useq = _variadic("scatter", updates, "updates")
-    name = _scatter_op_name(update_computation)
-    if len(xs) != 1 or name not in ("add", "overwrite"):
-        raise SpecError(
-            "scatter",
-            "grad",
-            "xops differentiates scatter only with one input "
-            "and an add or overwrite (lambda a, b: b) body",
-        )
-    if isinstance(g, tuple):
-        g = g[0]
-    x, u = xs[0], us[0]
-    (si,) = operands("scatter", scatter_indices, names=["scatter_indices"])
-    p = _ScatterPlan()
-    p.uwd, p.iwd = list(update_window_dims), list(inserted_window_dims)
-    p.sdod, p.ivd = list(scatter_dims_to_operand_dims), int(index_vector_dim)
-    p.ibd, p.sibd = list(input_batching_dims), list(scatter_indices_batching_dims)
-    from .elementwise import select
-    from .movement import reshape
-
-    if u.size == 0 or x.size == 0:
-        return _wrap_seq(g, seq), None, _wrap_seq(_zeros_like(u), useq)
-    geo = _Geometry(x.shape, si, u.shape, p)
-    tgt, src = geo.targets()
-    if name == "add" and (tgt >= 0).all():
-        wsize = [int(v) for v in geo.wsize] if x.ndim else []
-        du = gather(
-            g,
-            si,
-            p.uwd,
-            p.iwd,
-            p.sdod,
-            p.ivd,
-            wsize,
-            operand_batching_dims=p.ibd,
-            start_indices_batching_dims=p.sibd,
-        )
-        return _wrap_seq(g, seq), None, _wrap_seq(du, useq)
-    live = tgt >= 0
-    if name == "overwrite":  # only the last write to each target survives
-        order = np.argsort(tgt, kind="stable")
-        t_sorted = tgt[order]
-        last = np.ones(tgt.size, bool)
-        last[:-1] = t_sorted[1:] != t_sorted[:-1]
-        winner = np.zeros(tgt.size, bool)
-        winner[order[last]] = True
-        live &= winner
-    per_update = np.empty(u.size, np.int64)  # update flat offset -> its target
-    per_update[src] = np.where(live, tgt, -1)
-    mask = _wrap(per_update.reshape(u.shape) >= 0, as_dtype("i1"))
-    flat_g = reshape(g, [x.size])
-    picked = gather(
-        flat_g, _wrap(np.maximum(per_update, 0)[:, None], as_dtype("i64")), [], [0], [0], 1, [1]
-    )
-    du = select(mask, reshape(picked, list(u.shape)), _zeros_like(u))
-    dx = g
-    if name == "overwrite":
-        written = np.zeros(x.size, bool)
-        written[tgt[live]] = True
-        dx = select(_wrap(written.reshape(x.shape), as_dtype("i1")), _zeros_like(x), g)
-    return _wrap_seq(dx, seq), None, _wrap_seq(du, useq)
-
-
-def _wrap_seq(t, seq):
-    return [t] if seq else t
-
-
-def scatter_reference(
-    inputs,
-    scatter_indices,
-    updates,
-    update_window_dims,
-    inserted_window_dims,
-    scatter_dims_to_operand_dims,
-    index_vector_dim,
-    indices_are_sorted=False,
-    unique_indices=False,
-    update_computation=None,
-    input_batching_dims=(),
-    scatter_indices_batching_dims=(),
-):
-    """The spec's formula, one update element at a time, in xops' schedule order (test
-    oracle; slow: one body call per element)."""
-    op = "scatter"
-    xs, seq, us, useq, si, p = _scatter_args(
-        inputs,
-        scatter_indices,
-        updates,
-        update_window_dims,
-        inserted_window_dims,
-        scatter_dims_to_operand_dims,
-        index_vector_dim,
-        indices_are_sorted,
-        unique_indices,
-        input_batching_dims,
-        scatter_indices_batching_dims,
-    )
-    body = update_computation
-    dts = _scatter_body_types(xs, us, body)
-    results = [np.array(_convert(x, dt)._value) for x, dt in zip(xs, dts)]
-    upd_v = [_convert(u, dt)._value for u, dt in zip(us, dts)]
-    indices = compute(si)
-    shape, ushape, ivd = xs[0].shape, us[0].shape, p.ivd
-    update_scatter_dims = [d for d in range(len(ushape)) if d not in p.uwd]
-    for update_scatter_index in np.ndindex(*[ushape[d] for d in update_scatter_dims]):
-        usi = list(update_scatter_index)
-        if ivd < si.ndim:
-            start_index = [
-                int(indices[tuple(usi[:ivd] + [k] + usi[ivd:])]) for k in range(si.shape[ivd])
-            ]
-        else:
-            start_index = [int(indices[tuple(usi)])]
-        full_start_index = [0] * len(shape)
-        for d_start, d_input in enumerate(p.sdod):
-            full_start_index[d_input] = start_index[d_start]
-        full_batching_index = [0] * len(shape)
-        for d_input, d_start in zip(p.ibd, p.sibd):
-            full_batching_index[d_input] = usi[d_start - (0 if d_start < ivd else 1)]
-        for update_window_index in np.ndindex(*[ushape[d] for d in p.uwd]):
-            update_index = [0] * len(ushape)
-            for d, i in zip(update_scatter_dims, usi):
-                update_index[d] = i
-            for d, i in zip(p.uwd, update_window_index):
-                update_index[d] = i
-            wi = iter(update_window_index)
-            full_window_index = [
-                0 if d in p.iwd or d in p.ibd else next(wi) for d in range(len(shape))
-            ]
-            result_index = tuple(
-                a + b + c
-                for a, b, c in zip(full_start_index, full_batching_index, full_window_index)
-            )
-            if not all(0 <= i < n for i, n in zip(result_index, shape)):
-                continue
-            args = [_wrap(r[result_index], dt) for r, dt in zip(results, dts)] + [
-                _wrap(u[tuple(update_index)], dt) for u, dt in zip(upd_v, dts)
-            ]
-            outs = outputs(op, "C15", "update_computation", body(*args), len(dts))
-            for r, o in zip(results, outs):
-                r[result_index] = o._value
-    res = [_wrap(r, dt) for r, dt in zip(results, dts)]
-    return tuple(res) if seq or useq else res[0]

@@ -169,29 +169,9 @@ def dot_general(
 
 
 @dot_general.defvjp
-def _dot_general_vjp(
-    g,
-    out,
-    lhs,
-    rhs,
-    lhs_batching_dimensions,
-    rhs_batching_dimensions,
-    lhs_contracting_dimensions,
-    rhs_contracting_dimensions,
-    precision_config,
-    preferred_element_type,
-):
-    # (the dimension lists are kept parsed by the op: lists of ints)
-    return _dot_general_transpose(
-        g,
-        lhs,
-        rhs,
-        lhs_batching_dimensions,
-        rhs_batching_dimensions,
-        lhs_contracting_dimensions,
-        rhs_contracting_dimensions,
-        precision_config,
-    )
+def _dot_general_vjp(g, out, lhs, rhs, lb, rb, lc, rc, precision_config, preferred_element_type):
+    # (lb, rb, lc, rc: the dimension lists, kept parsed by the op as lists of ints)
+    return _dot_general_transpose(g, lhs, rhs, lb, rb, lc, rc, precision_config)
 
 
 def _dot_general_transpose(g, lhs, rhs, lb, rb, lc, rc, precision_config):

@@ -24,6 +24,7 @@ from ..tensor import Tensor
 from . import elementwise as ew
 from . import linalg
 from . import movement as mv
+from ._broadcasting import broadcast_batch, broadcast_to as _broadcast_to
 from ._core import SpecError, as_tensor, tstr
 
 _xnp = None  # xops.numpy, passed to _install (it sits above: numpy.linalg.matmul is ours)
@@ -35,14 +36,6 @@ _REAL = frozenset(("si", "ui", "float"))
 _INTB = frozenset(("bool", "si", "ui"))
 _INT = frozenset(("si", "ui"))
 _OPERAND = (Tensor, np.ndarray, np.generic, list, tuple, bool, int, float, complex)
-
-
-def _broadcast_to(t, shape):
-    if t._value.shape == shape:
-        return t
-    rank = len(shape)
-    dims = list(range(rank - t.ndim, rank))
-    return mv.broadcast_in_dim(t, dims, shape)
 
 
 def _binop(fn, kinds, name, a, b, reflected=False):
@@ -144,15 +137,8 @@ def matmul(a, b):
         )
     a_ = a if a.ndim > 1 else mv.reshape(a, (1,) + a.shape)
     b_ = b if b.ndim > 1 else mv.reshape(b, b.shape + (1,))
-    try:
-        batch = np.broadcast_shapes(a_.shape[:-2], b_.shape[:-2])
-    except ValueError:
-        raise SpecError(
-            "dot_general", "C9", f"batch dims of {tstr(a)} and {tstr(b)} do not broadcast"
-        ) from None
-    a_ = _broadcast_to(a_, batch + a_.shape[-2:])
-    b_ = _broadcast_to(b_, batch + b_.shape[-2:])
-    nb = len(batch)
+    a_, b_ = broadcast_batch("dot_general", "C9", a_, b_)
+    nb = a_.ndim - 2
     out = linalg.dot_general(a_, b_, list(range(nb)), list(range(nb)), [nb + 1], [nb])
     if a.ndim == 1:
         out = mv.reshape(out, out.shape[:-2] + out.shape[-1:])

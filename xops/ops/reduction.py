@@ -143,6 +143,17 @@ def _promoted(ts, dts):
     return [_promote(t, dt) for t, dt in zip(ts, dts)]
 
 
+def _check_shapes(op, labels, xs):
+    """map / sort: at least one input (labels[0]), all of one shape (labels[1])."""
+    check(len(xs) > 0, op, labels[0], "inputs must not be empty")
+    check(
+        all(x.shape == xs[0].shape for x in xs),
+        op,
+        labels[1],
+        lambda: f"inputs must have one shape, got {_types(xs)}",
+    )
+
+
 def _check_inputs(op, labels, xs, inits):
     """reduce / reduce_window: as many inputs as init values, at least one (labels[0]);
     the inputs of one shape (labels[1]); the init values of their element types
@@ -613,13 +624,7 @@ def map(inputs, dimensions, computation):
     """
     op = "map"
     xs = _variadic(op, inputs)
-    check(len(xs) > 0, op, "C2", "inputs must not be empty")
-    check(
-        all(x.shape == xs[0].shape for x in xs),
-        op,
-        "C1",
-        lambda: f"inputs must have the same shape, got {_types(xs)}",
-    )
+    _check_shapes(op, ("C2", "C1"), xs)
     dims = attr_ints(op, "I2", "dimensions", dimensions)
     check(
         dims == list(range(xs[0].ndim)),

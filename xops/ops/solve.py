@@ -21,26 +21,15 @@ import numpy as np
 from ..autodiff.tape import primitive
 from ..dtypes import from_compute
 from ..tensor import _wrap
-from ._core import SpecError, check, compute, kinds_str, operands, tstr
+from ._core import attr_bool, check, check_kind, compute, operands, tstr
 
 __all__ = ["cholesky", "triangular_solve"]
 
 _TRANSPOSE = ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT")
 
 
-def _flag(op, label, name, value):
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    raise SpecError(op, label, f"{name} must be a bool, got {value!r}")
-
-
 def _inexact(op, label, t, name):
-    check(
-        t._dtype.kind in ("float", "complex"),
-        op,
-        label,
-        lambda: f"{name} must be a tensor of {kinds_str(('float', 'complex'))} type, got {tstr(t)}",
-    )
+    check_kind(op, label, name, t, ("float", "complex"))
 
 
 def _batched(v):
@@ -72,7 +61,7 @@ def cholesky(a, lower=False):
     """
     op = "cholesky"
     (x,) = operands(op, a, names=["a"])
-    low = _flag(op, "I2", "lower", lower)
+    low = attr_bool(op, "I2", "lower", lower)
     _inexact(op, "I1", x, "a")
     check(x.ndim >= 2, op, "C2", lambda: f"a must have rank >= 2, got {tstr(x)}")
     check(
@@ -152,9 +141,9 @@ def triangular_solve(a, b, left_side, lower, unit_diagonal, transpose_a):
     """
     op = "triangular_solve"
     x, y = operands(op, a, b, names=["a", "b"])
-    left = _flag(op, "I3", "left_side", left_side)
-    low = _flag(op, "I4", "lower", lower)
-    unit = _flag(op, "I5", "unit_diagonal", unit_diagonal)
+    left = attr_bool(op, "I3", "left_side", left_side)
+    low = attr_bool(op, "I4", "lower", lower)
+    unit = attr_bool(op, "I5", "unit_diagonal", unit_diagonal)
     mode = str(transpose_a).upper()
     check(
         mode in _TRANSPOSE,

@@ -23,14 +23,17 @@ sort of each row otherwise.
 
 import numpy as np
 
+from ..autodiff.helpers import zeros_like as _zeros_like
 from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype, from_compute
 from ..kernels import indexing as K
 from ..tensor import _wrap
-from ._core import as_tensor, attr_int, check, compute, operands, tstr
+from ._core import as_tensor, attr_bool, attr_int, check, compute, operands, tstr
 from ._bodies import call, check_arity, compare_call, outputs
-from ._indexing_common import _UINT_BY_SIZE, _flag, _prod, _ro, _variadic, _zero_d
-from .indexing import _zeros_like, gather, scatter
+from ._indexing_common import _UINT_BY_SIZE, _prod, _ro, _variadic, _zero_d
+from .indexing import gather
+from .reduction import _check_shapes
+from .scatter import scatter
 
 __all__ = ["sort", "top_k"]
 
@@ -67,13 +70,7 @@ def sort(inputs, dimension=-1, is_stable=False, comparator=None):
     """
     op = "sort"
     xs, seq = _variadic(op, inputs, "inputs")
-    check(len(xs) > 0, op, "C1", "inputs must not be empty")
-    check(
-        all(x.shape == xs[0].shape for x in xs),
-        op,
-        "C3",
-        lambda: f"inputs must have one shape, got {', '.join(tstr(x) for x in xs)}",
-    )
+    _check_shapes(op, ("C1", "C3"), xs)
     r = xs[0].ndim
     dim = attr_int(op, "I2", "dimension", dimension)
     check(
@@ -82,7 +79,7 @@ def sort(inputs, dimension=-1, is_stable=False, comparator=None):
         "C4",
         lambda: f"dimension must be in [-{r}, {r}) for {tstr(xs[0])}, got {dim}",
     )
-    _flag(op, "I3", "is_stable", is_stable)
+    attr_bool(op, "I3", "is_stable", is_stable)
     cmp = _default_comparator if comparator is None else comparator
     check(callable(cmp), op, "C5", lambda: f"comparator must be callable, got {cmp!r}")
     _check_comparator(xs, cmp)
@@ -376,7 +373,7 @@ def top_k(operand, k, largest=True):
         "I2",
         lambda: f"k must be in [0, {n}] (the last dim of {tstr(x)}), got {kk}",
     )
-    _flag(op, "I3", "largest", largest)
+    attr_bool(op, "I3", "largest", largest)
     check(
         x._dtype.kind != "complex",
         op,

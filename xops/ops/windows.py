@@ -1,6 +1,7 @@
 """Windows: stablehlo.reduce_window and stablehlo.select_and_scatter (XLA ReduceWindow,
-SelectAndScatter), and the window geometry they share (attributes, result shape C15,
-index tables, the padded-input view the gradient rules use).
+SelectAndScatter). The window geometry they share (attributes, result shape C15, index
+tables, the padded-input view the gradient rules use) is in
+:mod:`xops.ops._window_geometry`.
 
 Bodies, the two paths (a recognised body on a Numba kernel of
 ``xops.kernels.windows``, any other body vectorised over all windows at once),
@@ -41,11 +42,25 @@ from ..dtypes import as_dtype
 from ..kernels import reduction as KR
 from ..kernels import windows as KW
 from ..limits import check_nbytes
-from ..tensor import Tensor, _wrap
+from ..tensor import _wrap
 from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
-from ._core import SpecError, attr_ints, check, check_arity, compute, operands, tstr
+from ._core import SpecError, bound_arguments, check, check_arity, compute, operands, tstr
+from ._window_geometry import (
+    _canonical4,
+    _extended,
+    _gather_window,
+    _Geometry,
+    _padding_attr,
+    _result_shape,
+    _runs,
+    _table,
+    _tile_planes,
+    _tiling,
+    _unplanes,
+    _window_attr,
+)
 from ._bodies import Body, binary_op_name, call, comparison_direction, describe, outputs
 from .reduction import (
     _bcast,
@@ -83,123 +98,6 @@ __all__ = ["reduce_window", "select_and_scatter"]
 # ---------------------------------------------------------------------------------------
 # Windows: attributes, result shape, index tables
 # ---------------------------------------------------------------------------------------
-
-
-def _window_attr(op, label_in, label_len, label_pos, name, value, rank, default):
-    if value is None:
-        return [default] * rank
-    vals = attr_ints(op, label_in, name, value)
-    check(
-        len(vals) == rank,
-        op,
-        label_len,
-        lambda: f"{name} must have rank(operand)={rank} entries, got {vals}",
-    )
-    check(all(v > 0 for v in vals), op, label_pos, lambda: f"{name} must be positive, got {vals}")
-    return vals
-
-
-def _padding_attr(op, label_in, label_shape, padding, rank):
-    if padding is None:
-        return [(0, 0)] * rank
-    if isinstance(padding, Tensor):
-        padding = padding._value
-    try:
-        arr = np.asarray(padding)
-        if arr.size == 0:
-            arr = arr.reshape(-1, 2)
-        if arr.size and arr.dtype.kind not in "iu":
-            raise TypeError
-    except (TypeError, ValueError):
-        raise SpecError(
-            op, label_in, f"padding must be (low, high) pairs of integers, got {padding!r}"
-        ) from None
-    check(
-        arr.shape == (rank, 2),
-        op,
-        label_shape,
-        lambda: (
-            f"padding must have shape [rank(operand)={rank}, 2], got "
-            f"{list(arr.shape)}: {arr.tolist()}"
-        ),
-    )
-    return [(int(lo), int(hi)) for lo, hi in arr.reshape(rank, 2)]
-
-
-def _num_windows(n, window, stride, base_dilation, window_dilation, lo, hi):
-    """(C15): the number of windows along one dimension."""
-    dilated_input = 0 if n == 0 else (n - 1) * base_dilation + 1
-    padded_input = lo + dilated_input + hi
-    dilated_window = (window - 1) * window_dilation + 1
-    if padded_input <= 0 or dilated_window > padded_input:
-        return 0
-    return (padded_input - dilated_window) // stride + 1
-
-
-def _table(n, window, stride, base_dilation, window_dilation, lo, out, op="reduce_window"):
-    """t[w, o]: the operand index along one dim of window element w of window o, or -1
-    on padding or a base-dilation hole (an empty table when there is no window)."""
-    if out == 0:
-        return np.zeros((0, 0), np.int64)
-    check_nbytes(op, (window, out), 8, "window index table")
-    c = (
-        np.arange(out, dtype=np.int64)[None, :] * stride
-        + np.arange(window, dtype=np.int64)[:, None] * window_dilation
-        - lo
-    )
-    valid = (c >= 0) & (c <= (n - 1) * base_dilation) & (c % base_dilation == 0)
-    return np.where(valid, c // base_dilation, -1).astype(np.int64)
-
-
-def _canonical4(tables, in_shape, out_shape):
-    """Merge neighbouring dimensions the window does not touch (identity tables) and
-    pad to rank 4 with leading size-1 dims: (tables, in_shape, out_shape), or None if
-    more than 4 dimensions remain."""
-    dims = []  # [table, n, out]
-    for t, n, o in zip(tables, in_shape, out_shape):
-        ident = t.shape[0] == 1 and n == o and np.array_equal(t[0], np.arange(n))
-        if ident and dims and dims[-1][3]:
-            size = dims[-1][1] * n
-            dims[-1] = [np.arange(size, dtype=np.int64)[None, :], size, size, True]
-        else:
-            dims.append([t, n, o, ident])
-    if len(dims) > 4:
-        return None
-    while len(dims) < 4:
-        dims.insert(0, [np.zeros((1, 1), np.int64), 1, 1, True])
-    return ([_contig(d[0]) for d in dims], [d[1] for d in dims], [d[2] for d in dims])
-
-
-def _affine_run(col):
-    """(a, b, base, step) with col[i] = base + i * step >= 0 for a <= i < b: the run of
-    valid entries that starts at the first one and keeps one step ((0, 0, 0, 0) if
-    there is none). The window kernel reads that run with no table and no test."""
-    valid = np.flatnonzero(col >= 0)
-    if valid.size == 0:
-        return 0, 0, 0, 0
-    a = b = int(valid[0])
-    step = int(col[a + 1] - col[a]) if a + 1 < col.size and col[a + 1] >= 0 else 0
-    b += 1
-    while b < col.size and col[b] >= 0 and col[b] - col[b - 1] == step:
-        b += 1
-    return a, b, int(col[a]) - a * step, step
-
-
-def _gather_window(ext, tables, w_index):
-    """The values at window element ``w_index`` of every window: ext is the operand
-    with one extra slot per dim (index n_d, holding the fill value) that -1 maps to."""
-    idx = [
-        np.where(t[w] >= 0, t[w], ext.shape[d] - 1) for d, (t, w) in enumerate(zip(tables, w_index))
-    ]
-    return ext[np.ix_(*idx)] if idx else ext.copy()
-
-
-def _extended(x, fill):
-    """x with one more index along every dim, the new slots holding ``fill``."""
-    out = np.empty([n + 1 for n in x.shape], x.dtype)
-    out[...] = fill
-    out[builtins.tuple(builtins.slice(0, n) for n in x.shape)] = x
-    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,17 +138,18 @@ def reduce_window(
                [3, 4]], i64[2,2])
     """
     op = "reduce_window"
-    xs = _variadic(op, inputs)
-    inits = _inits(op, "I2", init_values, xs)
-    n = _check_inputs(op, ("C1", "C2", "C3"), xs, inits)
-    rank = xs[0].ndim
-    check(window_dimensions is not None, op, "C4", "window_dimensions is required")
-    wd = _window_attr(op, "I3", "C4", "C5", "window_dimensions", window_dimensions, rank, 1)
-    ws = _window_attr(op, "I4", "C6", "C7", "window_strides", window_strides, rank, 1)
-    bd = _window_attr(op, "I5", "C8", "C9", "base_dilations", base_dilations, rank, 1)
-    wdl = _window_attr(op, "I6", "C10", "C11", "window_dilations", window_dilations, rank, 1)
-    pad = _padding_attr(op, "I7", "C12", padding, rank)
-    check(callable(body), op, "C13", lambda: f"body must be callable, got {body!r}")
+    xs, inits, window = _reduce_window_args(
+        inputs,
+        init_values,
+        window_dimensions,
+        window_strides,
+        base_dilations,
+        window_dilations,
+        padding,
+        body,
+    )
+    n = len(xs)
+    wd, ws, bd, wdl, pad = window
     keep(
         op,
         window_dimensions=wd,
@@ -259,10 +158,7 @@ def reduce_window(
         window_dilations=wdl,
         padding=pad,
     )
-    out_shape = [
-        _num_windows(*a)
-        for a in zip(xs[0].shape, wd, ws, bd, wdl, [p[0] for p in pad], [p[1] for p in pad])
-    ]
+    out_shape = _result_shape(xs[0].shape, *window)
     for x in xs:
         check_nbytes(op, out_shape, x._dtype)
     tables = [
@@ -291,69 +187,27 @@ def reduce_window(
     return _single_or_tuple(outs)
 
 
-class _Geometry:
-    """A window op's geometry along every dim, in terms of the *padded* input ``xp``
-    (the operand padded with the init value, base-dilation holes included): window
-    position ``w`` of all windows at once is a strided slice of xp (``slot``), whose
-    transpose is a strided pad (``slot_t``); ``unpad`` transposes the padding."""
-
-    def __init__(self, shape, wd, ws, bd, wdl, pad):
-        self.shape, self.wd, self.ws, self.bd, self.wdl, self.pad = (
-            list(shape),
-            wd,
-            ws,
-            bd,
-            wdl,
-            pad,
-        )
-        self.out = [
-            _num_windows(*a)
-            for a in zip(shape, wd, ws, bd, wdl, [p[0] for p in pad], [p[1] for p in pad])
-        ]
-        self.size = [
-            lo + ((n - 1) * b + 1 if n else 0) + hi for n, b, (lo, hi) in zip(shape, bd, pad)
-        ]
-
-    def positions(self):
-        return list(np.ndindex(*self.wd))
-
-    def padded(self, t, fill):
-        if all(p == (0, 0) for p in self.pad) and all(b == 1 for b in self.bd):
-            return t
-        return _M.pad(
-            t, fill, [p[0] for p in self.pad], [p[1] for p in self.pad], [b - 1 for b in self.bd]
-        )
-
-    def _offsets(self, w):
-        return [i * d for i, d in zip(w, self.wdl)]
-
-    def slot(self, tp, w):
-        start = self._offsets(w)
-        limit = [s + (n - 1) * st + 1 for s, n, st in zip(start, self.out, self.ws)]
-        return _M.slice(tp, start, limit, self.ws)
-
-    def slot_t(self, gw, w):
-        start = self._offsets(w)
-        high = [
-            p - s - (n - 1) * st - 1 for p, s, n, st in zip(self.size, start, self.out, self.ws)
-        ]
-        return _M.pad(gw, _M.constant(0, gw._dtype), start, high, [st - 1 for st in self.ws])
-
-    def unpad(self, gxp, dt):
-        if 0 in self.shape:
-            return _zeros(self.shape, dt)
-        if not (all(p == (0, 0) for p in self.pad) and all(b == 1 for b in self.bd)):
-            r = len(self.shape)
-            gxp = _M.pad(
-                gxp,
-                _M.constant(0, dt),
-                [-p[0] for p in self.pad],
-                [-p[1] for p in self.pad],
-                [0] * r,
-            )
-            if any(b != 1 for b in self.bd):
-                gxp = _M.slice(gxp, [0] * r, list(gxp.shape), self.bd)
-        return gxp
+def _reduce_window_args(inputs, init_values, *attributes):
+    """reduce_window's operands and checked attributes (``attributes``: the op's, in
+    signature order, body last): (inputs, init_values, [window_dimensions,
+    window_strides, base_dilations, window_dilations, padding pairs]), lists of ints.
+    The op and its reference parse here."""
+    op = "reduce_window"
+    window_dimensions, window_strides, base_dilations, window_dilations, padding, body = attributes
+    xs = _variadic(op, inputs)
+    inits = _inits(op, "I2", init_values, xs)
+    _check_inputs(op, ("C1", "C2", "C3"), xs, inits)
+    rank = xs[0].ndim
+    check(window_dimensions is not None, op, "C4", "window_dimensions is required")
+    parsed = [
+        _window_attr(op, "I3", "C4", "C5", "window_dimensions", window_dimensions, rank, 1),
+        _window_attr(op, "I4", "C6", "C7", "window_strides", window_strides, rank, 1),
+        _window_attr(op, "I5", "C8", "C9", "base_dilations", base_dilations, rank, 1),
+        _window_attr(op, "I6", "C10", "C11", "window_dilations", window_dilations, rank, 1),
+        _padding_attr(op, "I7", "C12", padding, rank),
+    ]
+    check(callable(body), op, "C13", lambda: f"body must be callable, got {body!r}")
+    return xs, inits, parsed
 
 
 def _identity_of(name, t):
@@ -363,18 +217,7 @@ def _identity_of(name, t):
 
 
 @reduce_window.defvjp
-def _reduce_window_vjp(
-    g,
-    out,
-    inputs,
-    init_values,
-    window_dimensions,
-    window_strides,
-    base_dilations,
-    window_dilations,
-    padding,
-    body,
-):
+def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
     """add: the transpose of the windowing (g dilated by the strides, padded, summed over
     windows of the same size and window dilations -- a sum, so no reversal is needed --,
     then the padding and base-dilation holes taken away again); the init value gets
@@ -396,9 +239,8 @@ def _reduce_window_vjp(
     xs = _variadic(op, inputs)
     inits = _inits(op, "I2", init_values, xs)
     # (the window attributes are kept parsed by the op: lists of ints, padding pairs)
-    geo = _Geometry(
-        xs[0].shape, window_dimensions, window_strides, base_dilations, window_dilations, padding
-    )
+    *window, body = attributes
+    geo = _Geometry(xs[0].shape, *window)
     n = len(xs)
     name = binary_op_name(body) if n == 1 else None
     x, init = xs[0], inits[0]
@@ -529,55 +371,6 @@ def _reduce_window_choice_vjp(g, out, x, init, geo, name):
     return [gx, gi]
 
 
-def _tiling(canon):
-    """(k2, k3) when the canonical windows tile the last two dims without overlap: dims
-    0 and 1 not windowed, dims 2 and 3 windows of k_d elements every k_d (no padding,
-    no dilations; at least one window). Such windows (2x2 / 2 max pooling) take the
-    table-free ``*_tiles`` kernels; None otherwise."""
-    tables, in4, out4 = canon
-    for t, n, o in zip(tables[:2], in4[:2], out4[:2]):
-        if t.shape[0] != 1 or n != o or not np.array_equal(t[0], np.arange(n)):
-            return None
-    ks = []
-    for t, o in zip(tables[2:], out4[2:]):
-        k = t.shape[0]
-        if o == 0 or not np.array_equal(t, np.arange(k)[:, None] + k * np.arange(o)):
-            return None
-        ks.append(k)
-    return ks
-
-
-def _tile_planes(t, kdt, in4):
-    """For the tile kernels: t's values as a read-only (planes, rows, cols) array of
-    kernel dtype kdt, and the order of t's leading dims its planes follow (None: row
-    major). A transposed result (a convolution's output, and what elementwise ops made
-    of it) whose last two dims are the tiled ones and whose planes are contiguous
-    blocks is read in its own memory order, with no copy."""
-    v = compute(t)
-    if (
-        v.dtype == kdt
-        and v.ndim >= 2
-        and v.shape[-2:] == tuple(in4[2:])
-        and not v.flags.c_contiguous
-    ):
-        lead = v.ndim - 2
-        perm = [int(d) for d in np.argsort([-abs(s) for s in v.strides[:lead]], kind="stable")] + [
-            lead,
-            lead + 1,
-        ]
-        view = np.transpose(v, perm)
-        if view.flags.c_contiguous:
-            return _readonly(view.reshape(-1, in4[2], in4[3])), perm
-    return _to_kernel(t, kdt).reshape(-1, in4[2], in4[3]), None
-
-
-def _unplanes(a, shape, perm):
-    """The inverse of _tile_planes for a kernel result of logical shape ``shape``."""
-    if perm is None:
-        return a.reshape(shape)
-    return np.transpose(a.reshape([shape[d] for d in perm]), np.argsort(perm))
-
-
 def _reduce_window_fast(x, init, canon, out_shape, kdt, code):
     tables, in4, out4 = canon
     dt = x._dtype
@@ -603,11 +396,6 @@ def _reduce_window_fast(x, init, canon, out_shape, kdt, code):
         iv,
     )
     return _from_kernel(out.reshape(out_shape), dt)
-
-
-def _runs(table):
-    """The affine run of each window element's column (see _affine_run)."""
-    return np.array([_affine_run(c) for c in table], np.int64).reshape(-1, 4)
 
 
 def _reduce_window_generic(xs, inits, tables, out_shape, body, dts):
@@ -640,28 +428,15 @@ def _pad_reference(x, fill, low, high, interior):
     return out
 
 
-def reduce_window_reference(
-    inputs,
-    init_values,
-    window_dimensions,
-    window_strides=None,
-    base_dilations=None,
-    window_dilations=None,
-    padding=None,
-    *,
-    body,
-):
-    """The spec's reduce_window, index by index (the test oracle): pad and base-dilate
-    with the init values, slice each window, fold its elements in row-major order from
-    the init values by calling ``body`` on 0-d tensors."""
-    xs = _variadic("reduce_window", inputs)
-    inits = _inits("reduce_window", "I2", init_values, xs)
-    rank = xs[0].ndim
-    ones = [1] * rank
-    window_strides = list(window_strides or ones)
-    base_dilations = list(base_dilations or ones)
-    window_dilations = list(window_dilations or ones)
-    padding = [tuple(p) for p in (padding if padding is not None else [(0, 0)] * rank)]
+def reduce_window_reference(*args, **kwargs):
+    """The spec's reduce_window, index by index (the test oracle; takes reduce_window's
+    arguments): pad and base-dilate with the init values, slice each window, fold its
+    elements in row-major order from the init values by calling ``body`` on 0-d
+    tensors."""
+    a = bound_arguments(reduce_window, args, kwargs)
+    xs, inits, window = _reduce_window_args(*a.values())
+    window_dimensions, window_strides, base_dilations, window_dilations, padding = window
+    body = a["body"]
     dts = _body_types("reduce_window", "C13", body, inits, xs)
     xs = _promoted(xs, dts)
     inits = _promoted(inits, dts)
@@ -675,18 +450,7 @@ def reduce_window_reference(
         )
         for x, i in zip(xs, inits)
     ]
-    shape = [
-        _num_windows(*a)
-        for a in zip(
-            xs[0].shape,
-            window_dimensions,
-            window_strides,
-            base_dilations,
-            window_dilations,
-            [p[0] for p in padding],
-            [p[1] for p in padding],
-        )
-    ]
+    shape = _result_shape(xs[0].shape, *window)
     results = [np.empty(shape, dt.np) for dt in dts]
     for result_index in np.ndindex(*shape):
         window_start = [i * s for i, s in zip(result_index, window_strides)]
@@ -751,6 +515,34 @@ def select_and_scatter(
                [ 7,  0]], i64[4,2])
     """
     op = "select_and_scatter"
+    x, src, init, (wd, ws, pad) = _select_and_scatter_args(
+        operand, source, init_value, window_dimensions, window_strides, padding, select, scatter
+    )
+    nwin = list(src.shape)
+    keep(op, window_dimensions=wd, window_strides=ws, padding=pad)
+    tables = [
+        _table(nd, w, s, 1, 1, p[0], o, op) for nd, w, s, p, o in zip(x.shape, wd, ws, pad, nwin)
+    ]
+
+    direction = comparison_direction(select)
+    name = binary_op_name(scatter)
+    plan = _kernel_plan(x._dtype, name) if name else None
+    if direction in KR.SELECT_CODES and plan is not None and x._dtype.kind != "bool":
+        canon = _canonical4(tables, x.shape, nwin)
+        if canon is not None:
+            return _select_and_scatter_fast(x, src, init, canon, KR.SELECT_CODES[direction], *plan)
+    _check_select(op, select, init)
+    (dt,) = _body_types(op, "C10", scatter, [init], [x], what="scatter")
+    sel = _select_generic(x, tables, nwin, select)
+    return _scatter_generic(x.shape, _promote(src, dt), _promote(init, dt), sel, scatter, dt)
+
+
+def _select_and_scatter_args(operand, source, init_value, *attributes):
+    """select_and_scatter's operands and checked attributes (``attributes``: the op's,
+    in signature order): (operand, source, init_value, [window_dimensions,
+    window_strides, padding pairs]). The op and its reference parse here."""
+    op = "select_and_scatter"
+    window_dimensions, window_strides, padding, select, scatter = attributes
     x, src = operands(op, operand, source, names=["operand", "source"])
     (init,) = _inits(op, "I3", [init_value], [x], name="init_value")
     check(
@@ -775,7 +567,7 @@ def select_and_scatter(
     wd = _window_attr(op, "I4", "C4", "C5", "window_dimensions", window_dimensions, rank, 1)
     ws = _window_attr(op, "I5", "C6", "C7", "window_strides", window_strides, rank, 1)
     pad = _padding_attr(op, "I6", "C8", padding, rank)
-    nwin = [_num_windows(nd, w, s, 1, 1, p[0], p[1]) for nd, w, s, p in zip(x.shape, wd, ws, pad)]
+    nwin = _result_shape(x.shape, wd, ws, [1] * rank, [1] * rank, pad)
     check(
         list(src.shape) == nwin,
         op,
@@ -784,22 +576,7 @@ def select_and_scatter(
     )
     check_arity(op, "C9", "select", select, 2)
     check(callable(scatter), op, "C10", lambda: f"scatter must be callable, got {scatter!r}")
-    keep(op, window_dimensions=wd, window_strides=ws, padding=pad)
-    tables = [
-        _table(nd, w, s, 1, 1, p[0], o, op) for nd, w, s, p, o in zip(x.shape, wd, ws, pad, nwin)
-    ]
-
-    direction = comparison_direction(select)
-    name = binary_op_name(scatter)
-    plan = _kernel_plan(x._dtype, name) if name else None
-    if direction in KR.SELECT_CODES and plan is not None and x._dtype.kind != "bool":
-        canon = _canonical4(tables, x.shape, nwin)
-        if canon is not None:
-            return _select_and_scatter_fast(x, src, init, canon, KR.SELECT_CODES[direction], *plan)
-    _check_select(op, select, init)
-    (dt,) = _body_types(op, "C10", scatter, [init], [x], what="scatter")
-    sel = _select_generic(x, tables, nwin, select)
-    return _scatter_generic(x.shape, _promote(src, dt), _promote(init, dt), sel, scatter, dt)
+    return x, src, init, [wd, ws, pad]
 
 
 @select_and_scatter.defvjp
@@ -989,27 +766,16 @@ def _scatter_generic(shape, src, init, sel, scatter, dt):
     return _wrap(out.reshape(shape), dt)
 
 
-def select_and_scatter_reference(
-    operand,
-    source,
-    init_value,
-    window_dimensions=None,
-    window_strides=None,
-    padding=None,
-    *,
-    select,
-    scatter,
-):
-    """The spec's select_and_scatter, index by index (the test oracle): for each source
-    index, the running select over its window's operand elements (padding skipped);
-    then each result index folds, from the init value, the source values of the windows
-    that selected it, in ascending source index order."""
-    x, src = operands("select_and_scatter", operand, source, names=["operand", "source"])
-    (init,) = _inits("select_and_scatter", "I3", [init_value], [x], name="init_value")
-    rank = x.ndim
-    window_dimensions = list(window_dimensions or [1] * rank)
-    window_strides = list(window_strides or [1] * rank)
-    padding = [tuple(p) for p in (padding if padding is not None else [(0, 0)] * rank)]
+def select_and_scatter_reference(*args, **kwargs):
+    """The spec's select_and_scatter, index by index (the test oracle; takes
+    select_and_scatter's arguments): for each source index, the running select over
+    its window's operand elements (padding skipped); then each result index folds, from
+    the init value, the source values of the windows that selected it, in ascending
+    source index order."""
+    a = bound_arguments(select_and_scatter, args, kwargs)
+    x, src, init, window = _select_and_scatter_args(*a.values())
+    window_dimensions, window_strides, padding = window
+    select, scatter = a["select"], a["scatter"]
     (dt,) = _body_types("select_and_scatter", "C10", scatter, [init], [x], what="scatter")
     selected_index = {}
     for source_index in np.ndindex(*src.shape):

@@ -42,7 +42,7 @@ __all__ = [
 
 # The handler modules register their ops into the table the executor reads (.table); the
 # package imports them here, above everything else in it, so no module below imports up.
-from . import handlers, collectives, chlo, targets  # noqa: E402,F401
+from . import handlers, movement, collectives, chlo, targets  # noqa: E402,F401
 from .table import OPS  # noqa: E402
 
 assert all(f"stablehlo.{n}" in OPS for n in handlers.SPEC_OPS)

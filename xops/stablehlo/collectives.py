@@ -79,66 +79,31 @@ def _body(ctx):
     return body_of(ctx, 0)
 
 
-def _all_gather(ctx, op, args):
-    cid, _ = _channel(op)
-    return _results(
-        xo.all_gather(
-            _operand(args),
-            _int(op.attrs.get("all_gather_dim")),
-            _rows(op.attrs.get("replica_groups")),
-            cid,
-            _flag(op, "use_global_device_ids"),
-        )
-    )
+def _collective(name, dims=(), groups="replica_groups", global_ids=False, body=False):
+    """The handler of the collective ``xo.<name>``: it passes, in the order of that
+    function's parameters, the operand(s), the integer attributes ``dims``, the process
+    groups (attribute ``groups``), the channel id, and where the op has them the
+    ``use_global_device_ids`` flag and the reduction body."""
+
+    def handler(ctx, op, args):
+        a = op.attrs
+        cid, _ = _channel(op)
+        values = [_operand(args), *(_int(a.get(d)) for d in dims), _rows(a.get(groups)), cid]
+        if global_ids:
+            values.append(_flag(op, "use_global_device_ids"))
+        if body:
+            values.append(_body(ctx))
+        return _results(getattr(xo, name)(*values))
+
+    handler.__name__ = f"_{name}"
+    return handler
 
 
-def _all_reduce(ctx, op, args):
-    cid, _ = _channel(op)
-    return _results(
-        xo.all_reduce(
-            _operand(args),
-            _rows(op.attrs.get("replica_groups")),
-            cid,
-            _flag(op, "use_global_device_ids"),
-            _body(ctx),
-        )
-    )
-
-
-def _reduce_scatter(ctx, op, args):
-    cid, _ = _channel(op)
-    return _results(
-        xo.reduce_scatter(
-            _operand(args),
-            _int(op.attrs.get("scatter_dimension")),
-            _rows(op.attrs.get("replica_groups")),
-            cid,
-            _flag(op, "use_global_device_ids"),
-            _body(ctx),
-        )
-    )
-
-
-def _all_to_all(ctx, op, args):
-    a = op.attrs
-    cid, _ = _channel(op)
-    return _results(
-        xo.all_to_all(
-            _operand(args),
-            _int(a.get("split_dimension")),
-            _int(a.get("concat_dimension")),
-            _int(a.get("split_count")),
-            _rows(a.get("replica_groups")),
-            cid,
-        )
-    )
-
-
-def _collective_permute(ctx, op, args):
-    cid, _ = _channel(op)
-    return _results(
-        xo.collective_permute(_operand(args), _rows(op.attrs.get("source_target_pairs")), cid)
-    )
+_all_gather = _collective("all_gather", ["all_gather_dim"], global_ids=True)
+_all_reduce = _collective("all_reduce", global_ids=True, body=True)
+_reduce_scatter = _collective("reduce_scatter", ["scatter_dimension"], global_ids=True, body=True)
+_all_to_all = _collective("all_to_all", ["split_dimension", "concat_dimension", "split_count"])
+_collective_permute = _collective("collective_permute", groups="source_target_pairs")
 
 
 def _collective_broadcast(ctx, op, args):

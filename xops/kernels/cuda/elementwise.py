@@ -11,6 +11,7 @@ CPU; float results follow CUDA's libdevice (within a few ULP of the CPU's NumPy)
 """
 
 import math
+import operator
 
 import numpy as np
 
@@ -151,72 +152,38 @@ def _run2(op, fn, x, y, out_dt=None, param=None):
 # -- device functions (one thread, one element) ------------------------------------------
 
 
-def _add(a, b):
-    return a + b
+def _call1(f):
+    """The device function a -> f(a), for ``f`` a ``math`` function (libdevice on the
+    GPU), an ``operator`` function or ``abs``: numba types all of them on the device."""
+
+    def call(a):
+        return f(a)
+
+    return call
 
 
-def _sub(a, b):
-    return a - b
+def _call2(f):
+    """The device function (a, b) -> f(a, b) (see :func:`_call1`)."""
+
+    def call(a, b):
+        return f(a, b)
+
+    return call
 
 
-def _mul(a, b):
-    return a * b
-
-
-def _div(a, b):
-    return a / b
-
-
-def _or(a, b):
-    return a | b
-
-
-def _and(a, b):
-    return a & b
-
-
-def _xor(a, b):
-    return a ^ b
-
-
-def _neg(a):
-    return -a
-
-
-def _abs(a):
-    return abs(a)
-
-
-def _not_bool(a):
-    return not a
-
-
-def _invert(a):
-    return ~a
-
-
-def _exp(a):
-    return math.exp(a)
-
-
-def _log(a):
-    return math.log(a)
-
-
-def _sqrt(a):
-    return math.sqrt(a)
-
-
-def _tanh(a):
-    return math.tanh(a)
-
-
-def _sin(a):
-    return math.sin(a)
-
-
-def _cos(a):
-    return math.cos(a)
+_add, _sub, _mul, _div, _pow = map(
+    _call2, (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow)
+)
+_or, _and, _xor = map(_call2, (operator.or_, operator.and_, operator.xor))
+_eq, _ne, _ge, _gt, _le, _lt = map(
+    _call2, (operator.eq, operator.ne, operator.ge, operator.gt, operator.le, operator.lt)
+)
+_fmod, _atan2 = _call2(math.fmod), _call2(math.atan2)
+_neg, _abs, _not_bool, _invert = map(_call1, (operator.neg, abs, operator.not_, operator.invert))
+_exp, _log, _sqrt, _tanh, _sin, _cos = map(
+    _call1, (math.exp, math.log, math.sqrt, math.tanh, math.sin, math.cos)
+)
+_expm1, _log1p, _tan, _erf = map(_call1, (math.expm1, math.log1p, math.tan, math.erf))
 
 
 def _logistic(a):
@@ -245,30 +212,6 @@ def _imax(a, b):
 
 def _imin(a, b):
     return a if a < b else b
-
-
-def _eq(a, b):
-    return a == b
-
-
-def _ne(a, b):
-    return a != b
-
-
-def _ge(a, b):
-    return a >= b
-
-
-def _gt(a, b):
-    return a > b
-
-
-def _le(a, b):
-    return a <= b
-
-
-def _lt(a, b):
-    return a < b
 
 
 def _sdiv(a, b):  # truncating; x/0 = -1, INT_MIN/-1 = INT_MIN (the CPU kernel's rules)
@@ -305,36 +248,8 @@ def _urem(a, b):
     return a % b
 
 
-def _fmod(a, b):
-    return math.fmod(a, b)
-
-
-def _atan2(a, b):
-    return math.atan2(a, b)
-
-
-def _pow(a, b):
-    return a**b
-
-
 def _rsqrt(a):
     return 1.0 / math.sqrt(a)
-
-
-def _expm1(a):
-    return math.expm1(a)
-
-
-def _log1p(a):
-    return math.log1p(a)
-
-
-def _tan(a):
-    return math.tan(a)
-
-
-def _erf(a):
-    return math.erf(a)
 
 
 def _isfinite(a):

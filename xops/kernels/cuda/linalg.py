@@ -18,7 +18,7 @@ import numpy as np
 from numba import cuda
 
 from ...errors import SpecError
-from ...ops._core import attr_ints, operands
+from ...ops._core import attr_ints, bound_arguments, operands
 from ...registry import get as _get_op
 from ._storage import device_empty, flat, from_holder
 from .elementwise import _OK, _stand_in
@@ -68,42 +68,28 @@ def _gemm(np_dtype):
     return k
 
 
-def dot_general(
-    lhs,
-    rhs,
-    lhs_batching_dimensions=(),
-    rhs_batching_dimensions=(),
-    lhs_contracting_dimensions=(),
-    rhs_contracting_dimensions=(),
-    precision_config=None,
-    preferred_element_type=None,
-):
-    args = (
-        lhs_batching_dimensions,
-        rhs_batching_dimensions,
-        lhs_contracting_dimensions,
-        rhs_contracting_dimensions,
-        precision_config,
-        preferred_element_type,
-    )
-    x, y = operands("dot_general", lhs, rhs, names=["lhs", "rhs"])
-    r = _get_op("dot_general").kernels["cpu"](_stand_in(x), _stand_in(y), *args)
+def dot_general(lhs, rhs, *attributes, **named_attributes):
+    """The kernel; it takes the arguments as the CPU op does (same signature)."""
+    op = "dot_general"
+    cpu = _get_op(op).kernels["cpu"]
+    x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
+    r = cpu(_stand_in(x), _stand_in(y), *attributes, **named_attributes)
     if x._dtype is not r._dtype or x._dtype.np not in _OK or x._dtype.kind == "bool":
         raise SpecError(
-            "dot_general",
+            op,
             "device",
             f"has no cuda kernel for {x._dtype.name} "
             f"operands with a {r._dtype.name} result "
             f"(si, ui, f32, f64; no conversion)",
         )
-    op = "dot_general"
+    a = bound_arguments(cpu, (x, y, *attributes), named_attributes)
     lb, rb, lc, rc = (
-        attr_ints(op, lab, nm, v)
-        for lab, nm, v in (
-            ("I3", "lhs_batching_dimensions", args[0]),
-            ("I4", "rhs_batching_dimensions", args[1]),
-            ("I5", "lhs_contracting_dimensions", args[2]),
-            ("I6", "rhs_contracting_dimensions", args[3]),
+        attr_ints(op, label, name, a[name])
+        for label, name in (
+            ("I3", "lhs_batching_dimensions"),
+            ("I4", "rhs_batching_dimensions"),
+            ("I5", "lhs_contracting_dimensions"),
+            ("I6", "rhs_contracting_dimensions"),
         )
     )
     lf = [d for d in range(x.ndim) if d not in lb and d not in lc]
