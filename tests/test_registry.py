@@ -92,8 +92,12 @@ def test_the_device_seam_picks_the_kernel_by_device():
             device = Cuda()
 
         a = xo.tensor([1.0, 2.0])
+        plus = xo.Tensor.__add__
         registry.use_device("cuda")
         assert xo.add(a, a).numpy().tolist() == [2.0, 4.0]  # CPU operands: CPU kernel
+        # the operators held the CPU fast path: they are rebuilt without it
+        assert xo.Tensor.__add__ is not plus and (a + a).numpy().tolist() == [2.0, 4.0]
+        assert xo.add._fast is None
         try:
             xo.add(OnCuda(), OnCuda())
         except xo.SpecError as e:

@@ -47,7 +47,7 @@ __all__ = [
     "get",
     "ops",
     "op",
-    "families",
+    "on_device_use",
     "set_kernel",
     "use_device",
     "kernel",
@@ -228,10 +228,6 @@ def ops(family=None):
     return [d for d in _DEFS if family is None or d.family == family]
 
 
-def families():
-    return sorted({d.family for d in ops()})
-
-
 class _Ops:
     """``op.add(x, y)``: the function of op ``add``, looked up when called. Code below the
     op modules (the tape, the Tensor class) calls ops this way instead of importing them."""
@@ -250,6 +246,14 @@ op = _Ops()
 # ---------------------------------------------------------------------------------------
 
 devices_in_use = False  # True once a tensor lives on a device other than the CPU
+_device_hooks = []  # called by use_device: layers that copied a fast path rebuild it
+
+
+def on_device_use(hook):
+    """Call ``hook()`` when the first tensor goes to another device (:func:`use_device`):
+    a layer that copied an op's ``_fast`` (the Python operators do) drops its copy."""
+    _device_hooks.append(hook)
+    return hook
 
 
 def set_kernel(name, device, impl):
@@ -267,12 +271,11 @@ def use_device(kind):
     if kind == "cpu" or devices_in_use:
         return
     devices_in_use = True
-    for d in _DEFS:
-        for f in (d.fn, d.core):
-            if f is not None and hasattr(f, "_fast"):
-                f._fast = None
-    for f in _CORES.values():
-        f._fast = None
+    for f in [d.fn for d in _DEFS] + list(_CORES.values()):
+        if hasattr(f, "_fast"):
+            f._fast = None
+    for hook in _device_hooks:
+        hook()
 
 
 def _devices(args, kwargs, found):

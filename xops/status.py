@@ -106,14 +106,20 @@ def _runs_bodies(fn):
     return any(w in p for p in inspect.signature(fn).parameters for w in words)
 
 
-def _reference(d):
-    base = d.public.rstrip("_")
-    for mod in list(sys.modules.values()):
-        if getattr(mod, "__name__", "").startswith("xops.ops") and hasattr(
-            mod, base + "_reference"
-        ):
-            return f"`{base}_reference`"
-    return "—"
+def _references():
+    """The names of the ``<op>_reference`` functions of xops.ops."""
+    return {
+        name
+        for mod in list(sys.modules.values())
+        if getattr(mod, "__name__", "").startswith("xops.ops")
+        for name in vars(mod)
+        if name.endswith("_reference")
+    }
+
+
+def _reference(d, references):
+    name = d.public.rstrip("_") + "_reference"
+    return f"`{name}`" if name in references else "—"
 
 
 def _conformance_counts():
@@ -141,6 +147,7 @@ def _committed_conformance():
 
 def _rows(conformance):
     committed = None if conformance is not None else _committed_conformance()
+    references = _references()
     rows = []
     for d in sorted(registry.ops(), key=lambda d: (d.family, d.name)):
         if d.spec not in ("stablehlo", "xla"):
@@ -163,7 +170,7 @@ def _rows(conformance):
                 f"`{d.name}`",
                 d.family,
                 checks,
-                _reference(d),
+                _reference(d, references),
                 "Numba" if _uses_numba(fns) else "NumPy",
                 cuda,
                 grad,

@@ -45,12 +45,16 @@ def zeros(shape, dt):
 
 def zeros_like(t):
     """Zeros of ``t``'s element type and shape, on ``t``'s device."""
-    return _op.broadcast_in_dim(_on(_op.constant(0, t._dtype), t), [], t.shape)
+    return _filled_like(t, 0)
 
 
 def ones_like(t):
     """Ones of ``t``'s element type and shape, on ``t``'s device."""
-    return _op.broadcast_in_dim(_on(_op.constant(1, t._dtype), t), [], t.shape)
+    return _filled_like(t, 1)
+
+
+def _filled_like(t, value):
+    return _op.broadcast_in_dim(_on(_op.constant(value, t._dtype), t), [], t.shape)
 
 
 def _on(c, t):
@@ -64,8 +68,7 @@ def sum(t, dims=None):  # noqa: A001  (the helper's name in every rule: H.sum)
     dims = list(range(t.ndim)) if dims is None else sorted(dims)
     if not dims:
         return t
-    add = _op.add
-    return _op.reduce(t, _on(_op.constant(0, t._dtype), t), dims, add)
+    return _op.reduce(t, _on(_op.constant(0, t._dtype), t), dims, _op.add)
 
 
 def sum_to(g, ref):

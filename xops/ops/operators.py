@@ -19,6 +19,7 @@ scalar of its kind — calls the spec op directly after two attribute checks.
 
 import numpy as np
 
+from .. import registry
 from ..limits import config as _config
 from ..tensor import Tensor
 from . import elementwise as ew
@@ -283,6 +284,14 @@ def _install(xnp):
     Tensor.__matmul__ = _matmul_op
     Tensor.__rmatmul__ = _rmatmul_op
     Tensor.__imatmul__ = imatmul
+
+
+@registry.on_device_use
+def _rebuild():
+    """The forward operators hold the ops' CPU fast paths (see _forward); once a tensor
+    lives on another device those are off, and the operators are built again without."""
+    if _xnp is not None:
+        _install(_xnp)
 
 
 from .._numpy_indexing import getitem  # noqa: E402  (NumPy indexing; it imports this module)

@@ -43,13 +43,7 @@ def to_cuda(t, device):
     elif hasattr(v, "copy_to_host"):
         out = _wrap(v, t._dtype)
     else:
-        if not registry.devices_in_use:
-            registry.use_device("cuda")  # from now on the primitives dispatch by device
-            # Tensor's operator dunders captured the CPU fast paths when installed
-            # (xops.ops.operators._forward): rebuild them now that those are off
-            from ...ops import operators
-
-            operators._install(operators._xnp)
+        registry.use_device("cuda")  # (once) from now on the primitives dispatch by device
         host = np.array(v, order="C", copy=True).view(storage_dtype(v.dtype))  # (0-d kept)
         out = _wrap(numba_cuda().to_device(host), t._dtype)
     assert isinstance(out, Tensor)
