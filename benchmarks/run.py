@@ -3,17 +3,22 @@
     python -m benchmarks                 # every workload, full sampling
     python -m benchmarks --quick         # fewer, shorter samples
     python -m benchmarks --only add      # workloads whose name contains "add"
-    python -m benchmarks --markdown out.md
+    python -m benchmarks --markdown out.md --json out.json
+    python -m benchmarks --isolate       # each workload in a fresh process, then the
+                                         # summary and issue 15's targets table
 
 Method: backends are interleaved within each round (the order rotates), each sample
 runs the workload back to back for at least ``--sample-ms`` and records the time per
 call, after one untimed call. The table gives the median, the minimum, and the
 median's ratio to NumPy's median (``x_numpy``, lower is faster for xops) and to the
 fastest backend (``x_best``). PyTorch and JAX are used when installed and skipped
-otherwise. Every backend's result is checked against NumPy's before timing.
+otherwise. Every backend's result is checked against NumPy's before timing (except the
+workload's ``unchecked`` baselines). The process rows (``cold_start``, ``peak_rss``:
+``benchmarks/process_rows.py``) run after the workloads; ``--only`` selects them too.
 """
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -22,6 +27,7 @@ import time
 
 import numpy as np
 
+from . import process_rows, targets
 from .workloads import WORKLOADS, load_all
 
 
@@ -92,7 +98,7 @@ def run_workload(w, backends, samples, sample_ms):
         t0 = time.perf_counter()
         out = fn()
         first = time.perf_counter() - t0
-        ok = _check(out, ref, w.rtol)
+        ok = None if name in w.unchecked else _check(out, ref, w.rtol)
         rows[name] = {"first": first, "ok": ok, "times": [], "inner": 1}
     order = list(fns)
     for r in range(samples):
@@ -117,18 +123,22 @@ def _fmt_time(s):
     return f"{s * 1e3:.3f} ms"
 
 
+def _verdict(ok):
+    return "baseline" if ok is None else "ok" if ok else "MISMATCH"
+
+
 def _table(w, rows):
     lines = [f"== {w.name}  [{w.desc}]"]
     lines.append(
-        f"   {'backend':10s} {'median':>11s} {'min':>11s} {'x_numpy':>8s} {'x_best':>7s}"
+        f"   {'backend':13s} {'median':>11s} {'min':>11s} {'x_numpy':>8s} {'x_best':>7s}"
         f" {'derived':>14s} {'first call':>11s}  check"
     )
     for name, row in rows.items():
         derived = w.derived(row["median"]) if w.derived else ""
         lines.append(
-            f"   {name:10s} {_fmt_time(row['median']):>11s} {_fmt_time(row['min']):>11s} "
+            f"   {name:13s} {_fmt_time(row['median']):>11s} {_fmt_time(row['min']):>11s} "
             f"{row['x_numpy']:8.2f} {row['x_best']:7.2f} {derived:>14s} "
-            f"{_fmt_time(row['first']):>11s}  {'ok' if row['ok'] else 'MISMATCH'}"
+            f"{_fmt_time(row['first']):>11s}  {_verdict(row['ok'])}"
         )
     return "\n".join(lines)
 
@@ -148,12 +158,34 @@ def _markdown(results):
     return "\n".join(out)
 
 
-def machine_line(backends):
-    parts = [
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical cores",
-        f"python {platform.python_version()}",
-        f"numpy {np.__version__}",
+def cpu_line():
+    """The CPU model and its widest vector ISA, from /proc/cpuinfo's flags (Linux)."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                    break
+    except OSError:
+        pass
+    isa = "no AVX"
+    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX")):
+        if flag in flags:
+            isa = name
+            break
+    extras = [
+        f for f in ("fma", "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16") if f in flags
     ]
+    detail = f" ({', '.join(extras)})" if extras else ""
+    return f"{model}, {isa}{detail}, {os.cpu_count()} logical cores"
+
+
+def machine_line(backends):
+    parts = [cpu_line(), f"python {platform.python_version()}", f"numpy {np.__version__}"]
     import numba
 
     parts.append(f"numba {numba.__version__} ({numba.get_num_threads()} threads)")
@@ -165,15 +197,34 @@ def machine_line(backends):
     return "; ".join(parts)
 
 
-def _isolated(selected, samples, sample_ms, markdown):
-    """One child process per workload; their tables are printed as they come."""
+def _results_dict(results):
+    """``{workload: {"desc", "backends": {name: {median, min, first, ok}}}}``."""
+    return {
+        w.name: {
+            "desc": w.desc,
+            "backends": {
+                name: {k: row[k] for k in ("median", "min", "first", "ok")}
+                for name, row in rows.items()
+            },
+        }
+        for w, rows in results
+    }
+
+
+def _write_json(path, machine, results):
+    with open(path, "w") as f:
+        json.dump({"machine": machine, "results": results}, f, indent=1)
+
+
+def _isolated(selected, samples, sample_ms):
+    """One child process per workload; their tables are printed as they come. Returns
+    (rc, machine line, results dict)."""
     import subprocess
     import tempfile
 
-    rc = 0
-    parts = []
+    rc, machine, merged = 0, "", {}
     for w in selected:
-        with tempfile.NamedTemporaryFile("r", suffix=".md") as md:
+        with tempfile.NamedTemporaryFile("r", suffix=".json") as js:
             cmd = [
                 sys.executable,
                 "-m",
@@ -181,27 +232,46 @@ def _isolated(selected, samples, sample_ms, markdown):
                 "--only",
                 w.name,
                 "--exact",
+                "--no-process-rows",
                 "--samples",
                 str(samples),
                 "--sample-ms",
                 str(sample_ms),
-                "--markdown",
-                md.name,
+                "--json",
+                js.name,
             ]
             out = subprocess.run(cmd, capture_output=True, text=True)
             lines = out.stdout.splitlines()
-            if not parts:
+            if not merged:
                 print("\n".join(lines[:3]) + "\n(each workload in its own process)\n")
             print("\n".join(lines[4:]), flush=True)
             if out.returncode:
                 print(out.stderr[-2000:], file=sys.stderr)
                 rc = 1
-            table = md.read().splitlines()
-            parts.append(table[2:] if parts else table)
-    if markdown:
-        with open(markdown, "w") as f:
-            f.write("\n".join(line for part in parts for line in part) + "\n")
-    return rc
+            try:
+                data = json.load(js)
+            except ValueError:  # the child failed before writing
+                continue
+            machine = machine or data["machine"]
+            merged.update(data["results"])
+    return rc, machine, merged
+
+
+def _finish(args, machine, merged, t_start):
+    """The isolated run's end: the summary beside PyTorch and JAX, issue 15's targets."""
+    summary = targets.summary_markdown(merged)
+    table = targets.targets_markdown(merged)
+    wall = time.perf_counter() - t_start
+    print(f"\n## Summary (median per call)\n\n{summary}\n\n## Issue 15 targets\n\n{table}")
+    print(f"\ntotal wall time {wall:.0f} s")
+    if args.json:
+        _write_json(args.json, machine, merged)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(
+                f"machine: {machine}\n\n{summary}\n\n### Issue 15 targets\n\n{table}\n\n"
+                f"(total wall time {wall:.0f} s)\n"
+            )
 
 
 def main(argv=None):
@@ -220,18 +290,31 @@ def main(argv=None):
     p.add_argument("--samples", type=int, default=None)
     p.add_argument("--sample-ms", type=float, default=None)
     p.add_argument("--markdown", default=None, help="also write a markdown table here")
+    p.add_argument("--json", default=None, help="also write the figures here (JSON)")
+    p.add_argument(
+        "--no-process-rows",
+        action="store_true",
+        help="skip the process rows (cold start, peak RSS) even if --only selects them",
+    )
     args = p.parse_args(argv)
     samples = args.samples or (5 if args.quick else 15)
     sample_ms = args.sample_ms or (20 if args.quick else 100)
     load_all()
-    selected = [
-        w for w in WORKLOADS if (w.name == args.only if args.exact else args.only in w.name)
-    ]
+
+    def chosen(name):
+        return name == args.only if args.exact else args.only in name
+
+    selected = [w for w in WORKLOADS if chosen(w.name)]
+    proc = [] if args.no_process_rows else [r for r in process_rows.ROWS if chosen(r)]
     if args.list:
-        print("\n".join(w.name for w in selected))
+        print("\n".join([w.name for w in selected] + proc))
         return 0
+    t_start = time.perf_counter()
     if args.isolate:
-        return _isolated(selected, samples, sample_ms, args.markdown)
+        rc, machine, merged = _isolated(selected, samples, sample_ms)
+        merged.update(process_rows.run(proc, args.quick))
+        _finish(args, machine, merged, t_start)
+        return rc
     backends = _load_backends()
     print(f"xops benchmarks  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"machine: {machine_line(backends)}")
@@ -245,10 +328,14 @@ def main(argv=None):
         rows = run_workload(w, backends, samples, sample_ms)
         print(_table(w, rows) + f"\n   ({time.perf_counter() - t0:.1f} s)\n", flush=True)
         results.append((w, rows))
+    merged = _results_dict(results)
+    merged.update(process_rows.run(proc, args.quick))
+    if args.json:
+        _write_json(args.json, machine_line(backends), merged)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(f"machine: {machine_line(backends)}\n\n{_markdown(results)}\n")
-    if any(not row["ok"] for _, rows in results for row in rows.values()):
+    if any(row["ok"] is False for _, rows in results for row in rows.values()):
         print("some backend disagreed with NumPy (see MISMATCH above)", file=sys.stderr)
         return 1
     return 0

@@ -4,12 +4,16 @@ NCHW x OIHW, 3x3 kernels, padding 1, float32. For each layer shape:
 
 * ``conv_fwd_*``: the forward convolution;
 * ``conv_dlhs_*``: the input gradient = a convolution of the output cotangent with the
-  spatially reversed kernel, input/output features swapped
-  (xops: ``convolution_grad_lhs``; torch: ``torch.nn.grad.conv2d_input``; jax: the
-  lhs half of ``jax.vjp``);
+  spatially reversed kernel, input/output features swapped (xops: the pullback of
+  ``xo.vjp(lambda x: xo.convolution(x, w, ...), x)``, as a user gets it; torch:
+  ``torch.nn.grad.conv2d_input``; jax: the lhs half of ``jax.vjp``);
 * ``conv_drhs_*``: the kernel gradient = a convolution of the input with the
-  cotangent, batch and feature roles swapped (xops: ``convolution_grad_rhs``; torch:
-  ``torch.nn.grad.conv2d_weight``; jax: the rhs half of ``jax.vjp``).
+  cotangent, batch and feature roles swapped (xops: the pullback of ``xo.vjp`` with
+  respect to the kernel; torch: ``torch.nn.grad.conv2d_weight``; jax: the rhs half of
+  ``jax.vjp``).
+
+Shapes (issue 15): CIFAR's first layer at batch 8 and 64 (3 -> 32 channels, 32x32) and a
+mid layer (64, 32, 16, 16) -> 64 channels.
 
 "numpy" is the straightforward vectorised version: ``sliding_window_view`` + ``einsum``.
 """
@@ -17,14 +21,11 @@ NCHW x OIHW, 3x3 kernels, padding 1, float32. For each layer shape:
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .workloads import _rng, workload
+from .workloads import _rng, dim, gflops, workload
 
-LAYERS = {"3to32": (32, 3, 32, 32), "32to64": (64, 32, 16, 64)}  # N, C, H(=W), O
+# N, C, H(=W), O
+LAYERS = {"cifar_b8": (8, 3, 32, 32), "cifar_b64": (64, 3, 32, 32), "mid": (64, 32, 16, 64)}
 PAD = 1
-
-
-def gflops(flop):
-    return lambda s: f"{flop / s / 1e9:.1f} GFLOP/s"
 
 
 def _windows(x):
@@ -47,7 +48,7 @@ def np_grad_rhs(x, g):
 
 
 def _data(layer):
-    n, c, h, o = LAYERS[layer]
+    n, c, h, o = dim(LAYERS[layer], (2, 3, 6, 4))
     rng = _rng()
     x = rng.standard_normal((n, c, h, h), dtype=np.float32)
     w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
@@ -68,20 +69,20 @@ def _make(kind, layer):
     def make(be):
         x, w, g, _ = _data(layer)
         xo, torch, jax = be["xops"], be.get("torch"), be.get("jax")
-        from xops.ops.convolution import convolution_grad_lhs, convolution_grad_rhs
-
-        attrs = dict(padding=[(PAD, PAD), (PAD, PAD)])
+        pad = [(PAD, PAD), (PAD, PAD)]
         X, W, G = xo.tensor(x), xo.tensor(w), xo.tensor(g)
         fns = {}
         if kind == "fwd":
             fns["numpy"] = lambda: np_forward(x, w)
-            fns["xops"] = lambda: xo.convolution(X, W, **attrs)
+            fns["xops"] = lambda: xo.convolution(X, W, padding=pad)
         elif kind == "dlhs":
             fns["numpy"] = lambda: np_grad_lhs(g, w)
-            fns["xops"] = lambda: convolution_grad_lhs(G, W, x.shape, **attrs)
+            _, dlhs = xo.vjp(lambda a: xo.convolution(a, W, padding=pad), X)
+            fns["xops"] = lambda: dlhs(G)[0]  # the backward pass only
         else:
             fns["numpy"] = lambda: np_grad_rhs(x, g)
-            fns["xops"] = lambda: convolution_grad_rhs(G, X, w.shape, **attrs)
+            _, drhs = xo.vjp(lambda b: xo.convolution(X, b, padding=pad), W)
+            fns["xops"] = lambda: drhs(G)[0]
         if torch is not None:
             tx, tw, tg = (torch.from_numpy(a) for a in (x, w, g))
             F, grad = torch.nn.functional, torch.nn.grad

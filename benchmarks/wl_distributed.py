@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from .workloads import gbs, workload
+from .workloads import dim, gbs, workload
 
 N = 1 << 20
 
@@ -42,7 +42,8 @@ def _grid(be):
     from xops.distributed import run_parallel
 
     rng = np.random.default_rng(0)
-    a, b = rng.standard_normal(N, dtype=np.float32), rng.standard_normal(N, dtype=np.float32)
+    n = dim(N, 64)
+    a, b = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
     ta, tb = xo.tensor(a), xo.tensor(b)
 
     def grid():

@@ -8,7 +8,7 @@ top of the spec layer reads off one table (target: at most 1.2x ``xops_spec``).
 
 import numpy as np
 
-from .workloads import _rng, gbs, per_op, workload
+from .workloads import _rng, dim, gbs, per_op, workload
 
 N_INDEX_ROWS, INDEX_WIDTH, N_INDICES = 1 << 20, 16, 100_000
 N_MASK = 1 << 20
@@ -82,8 +82,9 @@ def _sum_method(be):
 
 def _index_data():
     rng = _rng()
-    x = rng.standard_normal((N_INDEX_ROWS, INDEX_WIDTH), dtype=np.float32)
-    idx = rng.integers(0, N_INDEX_ROWS, N_INDICES)
+    rows, width, n_idx = dim((N_INDEX_ROWS, INDEX_WIDTH, N_INDICES), (64, 4, 20))
+    x = rng.standard_normal((rows, width), dtype=np.float32)
+    idx = rng.integers(0, rows, n_idx)
     return x, idx
 
 
@@ -114,7 +115,7 @@ def _index_int(be):
     derived=gbs(N_MASK * 5),
 )
 def _index_mask(be):
-    x = _rng().standard_normal(N_MASK, dtype=np.float32)
+    x = _rng().standard_normal(dim(N_MASK, 64), dtype=np.float32)
     mask = x > 0
     xo, torch, jax = be["xops"], be.get("torch"), be.get("jax")
     tx, tm = xo.tensor(x), xo.tensor(mask)

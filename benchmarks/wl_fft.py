@@ -7,7 +7,7 @@ it); JAX runs XLA's CPU FFT (DUCC).
 
 import numpy as np
 
-from .workloads import _frameworks, _rng, workload
+from .workloads import _frameworks, _rng, dim, workload
 
 
 def gflops_fft(n, batch=1):
@@ -38,7 +38,8 @@ def _make(be, x, lengths):
 
 @workload("fft_1M_c64", "fft FFT (1048576,) complex64", rtol=1e-3, derived=gflops_fft(1 << 20))
 def _fft_1m(be):
-    return _make(be, _complex(1 << 20), [1 << 20])
+    n = dim(1 << 20, 64)
+    return _make(be, _complex(n), [n])
 
 
 @workload(
@@ -48,4 +49,5 @@ def _fft_1m(be):
     derived=gflops_fft(1024, 1024),
 )
 def _fft_batch(be):
-    return _make(be, _complex((1024, 1024)), [1024])
+    n = dim(1024, 16)
+    return _make(be, _complex((n, n)), [n])

@@ -10,7 +10,7 @@ output written (forward); x and grad_output read and grad_operand written (backw
 
 import numpy as np
 
-from .workloads import _rng, gbs, workload
+from .workloads import _rng, dim, gbs, workload
 
 SHAPE = (64, 32, 32, 32)
 EPS = 1e-5
@@ -63,10 +63,11 @@ def _jax_fns(jnp):
 
 def _inputs():
     rng = _rng()
-    x = (1.0 + 2.0 * rng.standard_normal(SHAPE, dtype=np.float32)).astype(np.float32)
-    g = rng.standard_normal(SHAPE, dtype=np.float32)
-    scale = rng.uniform(0.5, 2.0, SHAPE[1]).astype(np.float32)
-    offset = rng.standard_normal(SHAPE[1], dtype=np.float32)
+    shape = dim(SHAPE, (2, 3, 4, 4))
+    x = (1.0 + 2.0 * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
+    g = rng.standard_normal(shape, dtype=np.float32)
+    scale = rng.uniform(0.5, 2.0, shape[1]).astype(np.float32)
+    offset = rng.standard_normal(shape[1], dtype=np.float32)
     return x, g, scale, offset
 
 
@@ -85,7 +86,7 @@ def _add_jax(fns, be, fn, arrays):
 
 @workload(
     "batchnorm_fwd",
-    "batch_norm_training (64,32,32,32) f32 NCHW, feature_index 1",
+    "xo.batch_norm_training (64,32,32,32) f32 NCHW, feature_index 1",
     rtol=1e-4,
     derived=gbs(2 * NBYTES),
 )
@@ -105,7 +106,7 @@ def _fwd(be):
 
 @workload(
     "batchnorm_bwd",
-    "batch_norm_grad (64,32,32,32) f32 NCHW -> dx, dscale, doffset",
+    "xo.batch_norm_grad (64,32,32,32) f32 NCHW -> dx, dscale, doffset",
     rtol=1e-4,
     derived=gbs(3 * NBYTES),
 )

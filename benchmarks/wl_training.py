@@ -1,6 +1,8 @@
-"""Training workload: one SGD step of a small CNN, forward + backward + update.
+"""Training workloads: one SGD step of a small CNN, forward + backward + update, at
+batch 32 and 64, written two ways in xops (issue 15: <= 0.8x PyTorch eager, <= 0.5x JAX
+eager).
 
-Input (64, 1, 28, 28) f32, labels (64,). conv 1->16 3x3 pad 1 (+bias) -> relu ->
+Input (N, 1, 28, 28) f32, labels (N,). conv 1->16 3x3 pad 1 (+bias) -> relu ->
 max pool 2 -> conv 16->32 3x3 pad 1 (+bias) -> relu -> max pool 2 -> batch norm (32,
 training mode: batch statistics) -> flatten 1568 -> dense 10 -> softmax cross-entropy
 (mean) -> backward -> plain SGD (lr 0.01) on all eight parameter tensors.
@@ -13,8 +15,11 @@ every layer.
 
 * numpy: the step written by hand (sliding_window_view + einsum for the convolutions
   and their two gradients, reshapes for the pooling, the batch-norm formulas);
-* xops: ``xo.nn`` modules, ``F.softmax_cross_entropy``, ``loss.backward()``,
-  ``xo.optim.SGD.step()`` (eager, tape autodiff);
+* xops, ``train_cnn_step_nn_*``: ``xo.nn`` modules, ``F.softmax_cross_entropy``,
+  ``loss.backward()``, ``xo.optim.SGD.step()`` (eager, tape autodiff);
+* xops, ``train_cnn_step_spec_*``: the same model in spec ops (``xo.convolution``,
+  ``xo.reduce_window``, ``xo.batch_norm_training``, ``xo.dot_general``, ``xo.reduce``, ...),
+  ``xo.value_and_grad`` and the update in ``xo.subtract`` / ``xo.multiply``;
 * torch: ``torch.nn`` modules, ``loss.backward()``, ``torch.optim.SGD`` (eager);
 * jax: ``jax.value_and_grad`` of the same model in ``jax.lax`` ops plus a
   ``tree_map`` update, eager (op by op) and under ``jax.jit``.
@@ -23,14 +28,17 @@ every layer.
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .workloads import _rng, workload
+from .workloads import _rng, dim, workload
 
-N, LR, EPS = 64, 0.01, 1e-5
+LR, EPS = 0.01, 1e-5
 
 
-def _init():
-    """Initial weights (PyTorch's default init ranges) and one batch, as NumPy."""
+def _init(n):
+    """Initial weights (PyTorch's default init ranges) and one batch of ``n`` images of
+    28x28 (8x8 in the smoke mode), as NumPy."""
     rng = _rng()
+    side = dim(28, 8)
+    flat = 32 * (side // 4) ** 2
 
     def u(shape, fan_in):
         b = 1 / np.sqrt(fan_in)
@@ -43,11 +51,11 @@ def _init():
         b2=u(32, 144),
         gamma=np.ones(32, np.float32),
         beta=np.zeros(32, np.float32),
-        wd=u((10, 1568), 1568),
-        bd=u(10, 1568),
+        wd=u((10, flat), flat),
+        bd=u(10, flat),
     )
-    x = rng.standard_normal((N, 1, 28, 28), dtype=np.float32)
-    y = rng.integers(0, 10, N)
+    x = rng.standard_normal((n, 1, side, side), dtype=np.float32)
+    y = rng.integers(0, 10, n)
     return params, x, y
 
 
@@ -90,6 +98,7 @@ def _pool_back(x, out, g):
 
 def np_step(p, x, y):
     """(loss, (new w1 - w1) / lr) of one SGD step from parameters ``p``."""
+    n = x.shape[0]
     c1 = _conv(x, p["w1"], p["b1"])
     r1 = np.maximum(c1, 0)
     p1 = _pool(r1)
@@ -101,15 +110,15 @@ def np_step(p, x, y):
     inv = 1 / np.sqrt(var + EPS)
     xhat = (p2 - mean) * inv
     bn = xhat * p["gamma"][None, :, None, None] + p["beta"][None, :, None, None]
-    flat = bn.reshape(N, -1)
+    flat = bn.reshape(n, -1)
     logits = flat @ p["wd"].T + p["bd"]
     z = logits - logits.max(axis=1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-    loss = -logp[np.arange(N), y].mean()
+    loss = -logp[np.arange(n), y].mean()
     # backward
     dlogits = np.exp(logp)
-    dlogits[np.arange(N), y] -= 1
-    dlogits /= N
+    dlogits[np.arange(n), y] -= 1
+    dlogits /= n
     grads = dict(wd=dlogits.T @ flat, bd=dlogits.sum(0))
     dbn = (dlogits @ p["wd"]).reshape(bn.shape)
     grads["gamma"] = (dbn * xhat).sum(axis=(0, 2, 3))
@@ -153,7 +162,7 @@ def _xops_step(xo, params, x, y):
         nn.MaxPool2d(2),
         nn.BatchNorm2d(32),
         nn.Flatten(),
-        nn.Linear(1568, 10),
+        nn.Linear(params["wd"].shape[1], 10),
     )
     mine = [
         model[0].weight,
@@ -181,6 +190,44 @@ def _xops_step(xo, params, x, y):
     return step
 
 
+def _xops_spec_step(xo, params, x, y):
+    """The same step in spec ops and ``xo.value_and_grad``."""
+    n, pad, win = x.shape[0], [(1, 1), (1, 1)], [1, 1, 2, 2]
+    X, onehot = xo.tensor(x), xo.tensor(np.eye(10, dtype=np.float32)[y])
+    start = [xo.tensor(params[k]) for k in _ORDER]
+
+    def bias(h, b):
+        return xo.add(h, xo.broadcast_in_dim(b, [1], h.shape))
+
+    def conv_relu_pool(h, w, b):
+        h = xo.maximum(bias(xo.convolution(h, w, padding=pad), b), 0.0)
+        return xo.reduce_window(h, float("-inf"), win, win, body=xo.maximum)
+
+    def loss_fn(w1, b1, w2, b2, gamma, beta, wd, bd):
+        h = conv_relu_pool(conv_relu_pool(X, w1, b1), w2, b2)
+        h = xo.batch_norm_training(h, gamma, beta, EPS, 1)[0]
+        flat = xo.reshape(h, [n, wd.shape[1]])
+        logits = xo.dot_general(
+            flat, wd, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[1]
+        )
+        logits = xo.add(logits, xo.broadcast_in_dim(bd, [1], logits.shape))
+        top = xo.reduce(logits, float("-inf"), [1], xo.maximum)
+        z = xo.subtract(logits, xo.broadcast_in_dim(top, [0], logits.shape))
+        lse = xo.log(xo.reduce(xo.exponential(z), 0.0, [1], xo.add))
+        logp = xo.subtract(z, xo.broadcast_in_dim(lse, [0], logits.shape))
+        picked = xo.reduce(xo.multiply(logp, onehot), 0.0, [0, 1], xo.add)
+        return xo.negate(xo.divide(picked, float(n)))
+
+    value_and_grad = xo.value_and_grad(loss_fn, argnums=tuple(range(len(_ORDER))))
+
+    def step():
+        loss, grads = value_and_grad(*start)
+        new = [xo.subtract(p, xo.multiply(g, LR)) for p, g in zip(start, grads)]
+        return [loss.item(), xo.divide(xo.subtract(new[0], start[0]), LR)]
+
+    return step
+
+
 def _torch_step(torch, params, x, y):
     tnn = torch.nn
     model = tnn.Sequential(
@@ -192,7 +239,7 @@ def _torch_step(torch, params, x, y):
         tnn.MaxPool2d(2),
         tnn.BatchNorm2d(32, eps=EPS),
         tnn.Flatten(),
-        tnn.Linear(1568, 10),
+        tnn.Linear(params["wd"].shape[1], 10),
     )
     mine = [
         model[0].weight,
@@ -263,22 +310,31 @@ def _jax_steps(jax, params, x, y):
     )
 
 
-@workload(
-    "train_cnn_step",
-    "SGD step of a 2-conv CNN, (64,1,28,28) f32: fwd+bwd+update",
-    rtol=2e-3,
-    derived=lambda s: f"{N / s:.0f} img/s",
-)
-def _train(be):
-    params, x, y = _init()
-    fns = {"numpy": lambda: list(np_step(params, x, y))}
-    xo, torch, jax = be["xops"], be.get("torch"), be.get("jax")
-    import xops.nn  # noqa: F401  (xo.nn / xo.optim: subpackages)
-    import xops.optim  # noqa: F401
+def _register(style, n):
+    @workload(
+        f"train_cnn_step_{style}_b{n}",
+        f"SGD step of a 2-conv CNN, ({n},1,28,28) f32: fwd+bwd+update, xops in "
+        + ("xo.nn modules" if style == "nn" else "spec ops + xo.value_and_grad"),
+        rtol=2e-3,
+        derived=lambda s: f"{n / s:.0f} img/s",
+    )
+    def make(be):
+        params, x, y = _init(dim(n, 4))
+        fns = {"numpy": lambda: list(np_step(params, x, y))}
+        xo, torch, jax = be["xops"], be.get("torch"), be.get("jax")
+        import xops.nn  # noqa: F401  (xo.nn / xo.optim: subpackages)
+        import xops.optim  # noqa: F401
 
-    fns["xops"] = _xops_step(xo, params, x, y)
-    if torch is not None:
-        fns["torch"] = _torch_step(torch, params, x, y)
-    if jax is not None:
-        fns["jax"], fns["jax_jit"] = _jax_steps(jax, params, x, y)
-    return fns
+        fns["xops"] = (_xops_step if style == "nn" else _xops_spec_step)(xo, params, x, y)
+        if torch is not None:
+            fns["torch"] = _torch_step(torch, params, x, y)
+        if jax is not None:
+            fns["jax"], fns["jax_jit"] = _jax_steps(jax, params, x, y)
+        return fns
+
+    return make
+
+
+for _style in ("nn", "spec"):
+    for _n in (32, 64):
+        _register(_style, _n)

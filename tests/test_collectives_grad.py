@@ -195,6 +195,49 @@ def test_data_parallel_matches_the_whole_batch_gradients():
         np.testing.assert_allclose(var, want_stats[1], rtol=1e-5, atol=1e-7)
 
 
+def test_data_parallel_gives_every_process_process_0s_weights():
+    def build(k):
+        m = _model()
+        with xo.no_grad():  # a different starting point on every process
+            for p in m.parameters():
+                xo.nn.assign_(p, p + float(k))
+        net = DataParallel(m)
+        return [p.numpy() for p in net.parameters()]
+
+    want = build(0)  # (one process: DataParallel changes nothing)
+    out = run_parallel(lambda k: build(k), [[0], [1], [2]])
+    for row in out:
+        for got, w in zip(row[0], want):
+            np.testing.assert_array_equal(got, w)
+
+
+def test_data_parallel_with_a_process_that_gets_no_images():
+    """3 images over 4 processes: process 3's shard is empty; the step still equals the
+    whole batch's in one process (batch norm statistics and the mean included)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 3)).astype(np.float32)
+    y = np.array([0, 1, 1], np.int32)
+    F = xo.nn.functional
+    init = {k: v.numpy() for k, v in _model().state_dict().items()}
+
+    def step():
+        m = _model()
+        m.load_state_dict(init)
+        net = DataParallel(m)
+        xb, yb = net.shard(x), net.shard(y)
+        loss = net.mean(F.cross_entropy(net(xb), yb, reduction="none"))
+        loss.backward()
+        return xb.shape[0], float(loss), [p.grad.numpy() for p in net.parameters()]
+
+    _, want_loss, want = step()
+    results = [row[0] for row in run_parallel(step, num_replicas=4)]
+    assert [r[0] for r in results] == [1, 1, 1, 0]
+    for _, loss, grads in results:
+        assert np.isclose(loss, want_loss, rtol=1e-6)
+        for g, w in zip(grads, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 def test_data_parallel_alone_is_the_model():
     net = DataParallel(_model())
     x = np.ones((3, 3), np.float32)

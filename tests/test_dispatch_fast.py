@@ -158,12 +158,16 @@ def test_threaded_unary_bit_identical_for_any_thread_count(ufunc, dtype, monkeyp
         assert got.reshape(-1).tobytes() == want.tobytes(), threads
 
 
-def test_threaded_ops_quiet_and_exact(monkeypatch):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_threaded_ops_quiet_and_exact(monkeypatch, dtype):
+    # f64 runs NumPy's ufuncs in threaded blocks; f32 runs xops' own float64-evaluated
+    # kernels (tests/test_transcendental.py), bit-equal to float64 NumPy rounded once
     monkeypatch.setattr(K, "_threads", lambda: 3)
-    x = np.linspace(-200, 200, K.THREADED_THRESHOLD * 2 + 7, dtype=np.float32)
+    x = np.linspace(-200, 200, K.THREADED_THRESHOLD * 2 + 7, dtype=dtype)
     t = xo.tensor(x)
     with np.errstate(all="ignore"):  # the pytest run turns warnings into errors
-        want_exp, want_tanh = np.exp(x), np.tanh(x)
+        w = x.astype(np.float64)
+        want_exp, want_tanh = np.exp(w).astype(dtype), np.tanh(w).astype(dtype)
     assert xo.exponential(t)._value.tobytes() == want_exp.tobytes()  # overflows: no warning
     assert xo.tanh(t)._value.tobytes() == want_tanh.tobytes()
     assert xo.exponential(t).shape == (x.size,)
@@ -195,3 +199,60 @@ def test_threaded_unary_after_fork():
         [sys.executable, "-c", _FORK_CHILD], capture_output=True, text=True, timeout=300
     )
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_labelled_errors_after_the_fast_path_served_the_op():
+    """The fast path validates each call (element types by identity, shapes compared):
+    calls that served it before do not let a bad call through, and one that fails
+    leaves it serving the next good call."""
+    from conftest import raises_spec
+
+    a = xo.tensor(np.ones(3, np.float32))
+    for _ in range(3):
+        _same_tensor(xo.add(a, a), _full(xo.add, a, a))
+        _same_tensor(a + a, _full(xo.add, a, a))
+    with raises_spec("add", "C1") as e:
+        xo.add(a, xo.tensor(np.ones(4, np.float32)))
+    assert "f32[3]" in str(e.value) and "f32[4]" in str(e.value)
+    with raises_spec("add", "C1"):
+        xo.add(a, xo.tensor(np.ones(3, np.float64)))
+    with raises_spec("subtract", "I1"):
+        xo.subtract(xo.tensor([True, False, True]), xo.tensor([True, True, True]))
+    with raises_spec("add", "I2"):
+        xo.add(a, 1j)  # a complex weak scalar cannot take f32 (rhs: the second input)
+    with raises_spec("divide", "I1"):
+        xo.divide(xo.tensor([True]), xo.tensor([True]))
+    h = xo.tensor(np.ones(3), "bf16")  # narrow: not held as computed, the full path
+    assert xo.add._fast((h, h)) is None
+    np.testing.assert_array_equal(xo.add(h, h).numpy().astype(np.float32), [2, 2, 2])
+    _same_tensor(xo.add(a, a), _full(xo.add, a, a))
+
+
+def test_quiet_error_state_leaves_the_callers_alone_and_is_thread_safe():
+    """The fast path runs float ufuncs in a context of its own with every floating-point
+    condition ignored: overflows give inf without a warning, the caller's np.errstate
+    is untouched, and threads entering at once (large ufuncs let go of the GIL) still
+    get their results, quietly."""
+    import threading
+
+    big = xo.tensor(np.full(1 << 18, 3e38, np.float32))
+    want = np.full(1 << 18, np.inf, np.float32)
+    with np.errstate(over="raise"):
+        assert xo.add(big, big)._value.tobytes() == want.tobytes()
+        with pytest.raises(FloatingPointError):
+            np.add(big._value, big._value)  # the caller's state is still in force
+    errors, results = [], []
+
+    def work():
+        try:
+            for _ in range(20):
+                results.append(xo.multiply(big, big)._value.tobytes() == want.tobytes())
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 80 and all(results)

@@ -150,6 +150,8 @@ ZOO = [  # (shape, feature_index)
     ((3000, 1), 1),  # one feature, inner = 1: rows of 1024 slices + leftover
     ((2, 3, 70000), 1),  # runs longer than a tile: pieces of one run
     ((4, 5, 63), 1),  # just below the long-run length
+    ((2, 16, 8, 8), 1),  # fused per-feature kernels: runs of exactly LONG_RUN
+    ((3, 9, 300), 1),  # fused: one four-chunk step and a ragged tail per run
 ]
 DTYPES = ["f32", "f64", "bf16", "f16"]
 EPS = {"f32": 1e-3, "f64": 1e-5, "bf16": 1e-2, "f16": 1e-3}
@@ -334,7 +336,7 @@ def test_narrow_float8_runs_and_rounds_once():
 
 
 @pytest.mark.parametrize(
-    "shape,fi", [((6, 3), 1), ((2, 3, 4), 0), ((3, 2, 4, 5), 1), ((2, 3, 5), 2)]
+    "shape,fi", [((6, 3), 1), ((2, 3, 4), 0), ((3, 2, 4, 5), 1), ((2, 3, 5), 2), ((2, 8, 70), 1)]
 )
 def test_grad_is_the_derivative_of_training(shape, fi):
     x, s, o, w = (np.asarray(t, np.float64) for t in _data(shape, fi, "f64", seed=5))
@@ -391,7 +393,8 @@ def test_against_torch():
 # ---------------------------------------------------------------------------------------
 
 PAR_CASES = [
-    ((6, 8, 40, 40), 1, "f32"),
+    ((6, 8, 40, 40), 1, "f32"),  # the fused per-feature kernels
+    ((3, 9, 300), 1, "f64"),
     ((5000, 20), 1, "f64"),
     ((3, 5, 2500), 1, "f32"),
     ((2, 3, 4, 5), 3, "bf16"),
@@ -421,6 +424,45 @@ def test_parallel_is_bit_identical_to_serial(shape, fi, dtype, monkeypatch):
                 assert_tensor(got, want.numpy())
     finally:
         numba.set_num_threads(before)
+
+
+_THREADS_CHILD = """
+import hashlib, numpy as np, xops as xo
+h = hashlib.sha256()
+rng = np.random.default_rng(4)
+cases = [((16, 32, 32, 32), 1), ((2, 8, 20000), 1), ((16, 3, 40, 40), 1), ((400, 12, 30), 1)]
+cases.append(((5000, 40), 1))
+for shape, fi in cases:
+    x = xo.tensor((3 + 2 * rng.standard_normal(shape)).astype(np.float32))
+    g = xo.tensor(rng.standard_normal(shape).astype(np.float32))
+    s = xo.tensor(rng.uniform(0.5, 2, shape[fi]).astype(np.float32))
+    o = xo.tensor(rng.standard_normal(shape[fi]).astype(np.float32))
+    out, mean, var = xo.batch_norm_training(x, s, o, 1e-5, fi)
+    for t in (out, mean, var, *xo.batch_norm_grad(x, s, mean, var, g, 1e-5, fi)):
+        h.update(np.asarray(t).tobytes())
+print(h.hexdigest())
+"""
+
+
+def _child_digest(threads):
+    """The child script's digest in a fresh process with NUMBA_NUM_THREADS=threads."""
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", _THREADS_CHILD]
+    env = {**os.environ, "NUMBA_NUM_THREADS": threads}
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout.strip()
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    """Fresh processes with NUMBA_NUM_THREADS=1 and 2 (the kernels' parallel variants:
+    the operands are above the parallel threshold) give the same bytes: fused
+    per-feature kernels, run tiles (features too large to fuse, few features) and row
+    tiles (short runs)."""
+    assert _child_digest("1") == _child_digest("2")
 
 
 # ---------------------------------------------------------------------------------------

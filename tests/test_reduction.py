@@ -460,3 +460,187 @@ def test_map_constraints():
         xo.map(a, [0, 1], lambda x: xo.reshape(x, [6]))
     with raises_spec("map", "I2"):
         xo.map(a, "01", xo.negate)
+
+
+# ---------------------------------------------------------------------------------------
+# the lane schedules (issue 15): accuracy, NaN and signed zeros, thread-count independence
+# ---------------------------------------------------------------------------------------
+
+
+def _fsum_rows(v, axis):
+    """math.fsum (exactly rounded) of each line of v along ``axis``."""
+    import math
+
+    return np.apply_along_axis(lambda line: math.fsum(line.astype(np.float64)), axis, v)
+
+
+@pytest.mark.parametrize(
+    "shape,dim",
+    [
+        ((7, 255), 1),  # short rows: one accumulator
+        ((7, 256), 1),  # two whole steps of the 32-lane fold
+        ((5, 1000), 1),  # steps and a tail
+        ((2, 70001), 1),  # rows folded in chunks, then the chunks
+        ((1000, 5), 0),  # columns
+        ((3, 300, 40), 1),  # columns of a middle dim
+    ],
+    ids=str,
+)
+def test_float_sums_close_to_fsum(shape, dim, serial_kernels):
+    rng = np.random.default_rng(11)
+    v = (rng.standard_normal(shape) * 100).astype(np.float32)
+    want = _fsum_rows(v, dim)
+    got = np.asarray(xo.reduce(xo.tensor(v), 0.0, [dim], xo.add)).astype(np.float64)
+    # error bound of any summation order: n * eps * sum|x|
+    bound = shape[dim] * 2.0**-24 * np.abs(v).astype(np.float64).sum(axis=dim)
+    assert np.all(np.abs(got - want) <= bound), np.abs(got - want).max()
+    v64 = v.astype(np.float64)
+    got64 = np.asarray(xo.reduce(xo.tensor(v64), 0.0, [dim], xo.add))
+    np.testing.assert_allclose(got64, _fsum_rows(v64, dim), rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [300, 1000])
+def test_lane_fold_nan_and_signed_zero(n, serial_kernels):
+    """Rows long enough for the 32-lane fold: NaN anywhere wins, and a zero result has
+    the sign IEEE maximum/minimum give whatever lane held which zero."""
+    v = np.full((6, n), -0.0, np.float32)
+    v[0, n - 1] = 0.0  # the one +0 in the tail
+    v[1, 37] = 0.0  # in a lane
+    v[2] = -1.0
+    v[2, 5] = np.nan
+    v[3, n - 1] = np.nan
+    v[4] = np.where(np.arange(n) % 2, 0.0, -0.0)
+    x = xo.tensor(v)
+    assert_tensor(
+        xo.reduce(x, float("-inf"), [1], xo.maximum), [0.0, 0.0, np.nan, np.nan, 0.0, -0.0]
+    )
+    assert_tensor(
+        xo.reduce(x, float("inf"), [1], xo.minimum), [-0.0, -0.0, np.nan, np.nan, -0.0, -0.0]
+    )
+    w = -v  # minimum's mirror image
+    assert_tensor(
+        xo.reduce(xo.tensor(w), float("inf"), [1], xo.minimum),
+        [-0.0, -0.0, np.nan, np.nan, -0.0, 0.0],
+    )
+    # columns: the same rows as columns, and the init value taking part
+    assert_tensor(
+        xo.reduce(xo.tensor(np.ascontiguousarray(v.T)), float("-inf"), [0], xo.maximum),
+        [0.0, 0.0, np.nan, np.nan, 0.0, -0.0],
+    )
+    assert_tensor(xo.reduce(xo.tensor(v[5:]), 0.0, [1], xo.maximum), [0.0])
+    assert_tensor(xo.reduce(xo.tensor(np.ascontiguousarray(v[5:].T)), 0.0, [0], xo.maximum), [0.0])
+
+
+_DETERMINISM = """
+import sys, numpy as np, xops as xo
+rng = np.random.default_rng(7)
+out = []
+for shape, dims in [((64, 4099), [1]), ((3, 100003), [1]), ((4099, 64), [0]), ((200001,), [0])]:
+    v = rng.standard_normal(shape).astype(np.float32)
+    for body, init in ((xo.add, 0.0), (xo.maximum, float("-inf")), (xo.multiply, 1.0)):
+        w = v if body is not xo.multiply else (1 + v / 1000).astype(np.float32)
+        out.append(np.asarray(xo.reduce(xo.tensor(w), init, dims, body)).view(np.uint32))
+np.save(sys.argv[1], np.concatenate([o.ravel() for o in out]))
+"""
+
+
+def test_results_do_not_depend_on_thread_count(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    results = []
+    for threads in ("1", "2"):
+        path = tmp_path / f"t{threads}.npy"
+        env = dict(os.environ, NUMBA_NUM_THREADS=threads, XOPS_PARALLEL_THRESHOLD="0")
+        subprocess.run([sys.executable, "-c", _DETERMINISM, str(path)], env=env, check=True)
+        results.append(np.load(path))
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+# ---------------------------------------------------------------------------------------
+# bodies that call helper functions are recognised as the op they call
+# ---------------------------------------------------------------------------------------
+
+
+def my_add(a, b):
+    return xo.add(a, b)
+
+
+def my_max(x, y):
+    return xo.maximum(x, y)
+
+
+def via_helper(a, b):
+    return my_add(a, b)
+
+
+def my_ge(a, b):
+    return xo.compare(a, b, "GE")
+
+
+def my_compare(a, b, direction):
+    return xo.compare(a, b, comparison_direction=direction)
+
+
+def test_helper_bodies_are_recognised():
+    from xops.ops._bodies import compare_call
+
+    assert binary_op_name(lambda a, b: my_add(a, b)) == "add"
+    assert binary_op_name(my_add) == "add"
+    assert binary_op_name(lambda a, b: via_helper(a, b)) == "add"  # two helpers deep
+    assert binary_op_name(lambda p, q: my_max(p, q)) == "maximum"
+    assert comparison_direction(lambda a, b: my_ge(a, b)) == "GE"
+    assert comparison_direction(lambda a, b: my_compare(a, b, "LT")) == "LT"
+    assert compare_call(lambda a, b, c, d: my_ge(a, b), 4) == ("GE", None)
+    for not_it in (
+        lambda a, b: my_add(b, a),  # swapped through the helper
+        lambda a, b: my_add(a, a),
+        lambda a, b: my_ge(a, b),  # a comparison is not a binary op
+        lambda a, b: generic_add(a, b),  # the helper is not one call
+        lambda a, b: my_add(a, b=b),  # keywords into a helper: not followed
+    ):
+        assert binary_op_name(not_it) is None
+    assert compare_call(lambda a, b, c, d: my_ge(a, c), 4) is None
+    assert comparison_direction(lambda a, b: my_compare(a, b, "TOTALORDER")) is None
+
+
+def test_recognition_notices_rebound_helpers(monkeypatch):
+    body = lambda a, b: my_add(a, b)  # noqa: E731
+    assert binary_op_name(body) == "add"
+    monkeypatch.setitem(globals(), "my_add", lambda a, b: xo.multiply(a, b))
+    assert binary_op_name(body) == "multiply"  # not the remembered answer
+    monkeypatch.setitem(globals(), "my_add", generic_add)
+    assert binary_op_name(body) is None
+
+
+@pytest.mark.parametrize("dims", [[0], [1], [0, 1]])
+def test_helper_bodies_equal_builtins(dims):
+    v = np.random.default_rng(12).standard_normal((40, 300)).astype(np.float32)
+    x = xo.tensor(v)
+    for builtin, helper, init in (
+        (xo.add, lambda a, b: my_add(a, b), 0.0),
+        (xo.maximum, lambda a, b: my_max(a, b), float("-inf")),
+        (xo.add, lambda a, b: via_helper(a, b), 1.5),
+    ):
+        want = np.asarray(xo.reduce(x, init, dims, builtin))
+        np.testing.assert_array_equal(np.asarray(xo.reduce(x, init, dims, helper)), want)
+
+
+@pytest.mark.parametrize("shape,dims", [((5, 37), [1]), ((37, 5), [0]), ((3, 4, 9), [1, 2])])
+def test_generic_path_is_the_recorded_tree(shape, dims):
+    """The generic path (either layout) computes the very tree the gradient rule
+    re-runs on the tape: a rounding-sensitive body gives the same bits."""
+
+    def logaddexp(a, b):
+        hi = xo.maximum(a, b)
+        return xo.add(hi, xo.log_plus_one(xo.exponential(xo.negate(xo.abs(xo.subtract(a, b))))))
+
+    v = np.random.default_rng(13).standard_normal(shape).astype(np.float32)
+    x = xo.tensor(v)
+    init = xo.tensor(np.float32(-np.inf))
+    got = xo.reduce(x, init, dims, logaddexp)
+    (tree,) = R._reduce_tree([x], [init], dims, logaddexp, [x.dtype])
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint32), np.asarray(tree).view(np.uint32))
+    want = np.logaddexp.reduce(v.astype(np.float64), axis=tuple(dims))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)

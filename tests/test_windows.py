@@ -574,3 +574,103 @@ def test_select_and_scatter_constraints():
         xo.select_and_scatter(x, src, xo.tensor([0.0]), [2, 2], [2, 2], **good)
     with pytest.raises(TypeError):
         xo.select_and_scatter(x, src, 0.0, [2, 2], [2, 2])  # select/scatter required
+
+
+# ---------------------------------------------------------------------------------------
+# Kernel paths on awkward floats: ties, NaN, signed zeros (bit for bit vs the references)
+# ---------------------------------------------------------------------------------------
+
+
+def awkward(rng, shape):
+    """f32 values drawn from few ties, NaN and both zeros."""
+    vals = np.array([-1.0, -0.0, 0.0, 1.0, 2.0, np.nan], np.float32)
+    return rng.choice(vals, size=shape)
+
+
+def assert_bits(got, want):
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint32), np.asarray(want).view(np.uint32))
+
+
+def test_select_and_scatter_2x2_tiles_pick_each_position():
+    # the fused 2x2 loop: GE keeps the first maximum; a NaN pick is replaced by the next
+    # element, a NaN candidate replaces the pick (1 >= NaN is false)
+    nan = np.nan
+    windows = [
+        [[1, 1], [1, 1]],  # ties: the first
+        [[0, 1], [1, 1]],
+        [[0, 0], [1, 1]],
+        [[0, 0], [0, 1]],
+        [[nan, 1], [0, 0]],  # NaN first: replaced by 1, which then stays
+        [[1, nan], [0, 0]],  # NaN candidate picked, then replaced by 0, which stays
+        [[1, 0], [0, nan]],  # a NaN last is picked
+        [[-0.0, 0.0], [0.0, -0.0]],  # -0 >= +0: the first
+    ]
+    x = np.concatenate([np.array(w, np.float32) for w in windows], axis=1)[None, None]
+    src = xo.tensor(np.arange(1, 9, dtype=np.float32).reshape(1, 1, 1, 8))
+    got = xo.select_and_scatter(
+        xo.tensor(x), src, 0.0, [1, 1, 2, 2], [1, 1, 2, 2], select=ge, scatter=xo.add
+    )
+    want = np.zeros((2, 16), np.float32)
+    for i, (r, c) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1), (0, 1), (1, 0), (1, 1), (0, 0)]):
+        want[r, 2 * i + c] = i + 1
+    assert_tensor(got, want[None, None])
+
+
+@pytest.mark.parametrize("select", [ge, le], ids=["GE", "LE"])
+def test_select_and_scatter_tiles_and_overlap_exact(select):
+    # 2x2 / 2 (the fused tile loop, rows and columns no window covers), 3x2 / (3, 2)
+    # tiles, and overlapping windows with padding (the two-pass kernels): ties, NaN,
+    # +-0 everywhere; the scatter starts from 0.5
+    rng = np.random.default_rng(21)
+    cases = [
+        ((2, 3, 6, 8), [1, 1, 2, 2], [1, 1, 2, 2], None),
+        ((1, 2, 7, 9), [1, 1, 2, 2], [1, 1, 2, 2], None),
+        ((2, 2, 7, 6), [1, 1, 3, 2], [1, 1, 3, 2], None),
+        ((2, 3, 9, 8), [1, 1, 3, 3], [1, 1, 2, 2], [(0, 0), (0, 0), (1, 1), (1, 0)]),
+        ((2, 2, 6, 7), [2, 1, 3, 3], [1, 1, 1, 2], None),
+    ]
+    for shape, wd, ws, pad in cases:
+        x = xo.tensor(awkward(rng, shape))
+        nwin = [
+            G._num_windows(n, w, s, 1, 1, p[0], p[1])
+            for n, w, s, p in zip(shape, wd, ws, pad or [(0, 0)] * 4)
+        ]
+        src = xo.tensor(rng.standard_normal(nwin).astype(np.float32))
+        kw = dict(select=select, scatter=xo.add)
+        got = xo.select_and_scatter(x, src, 0.5, wd, ws, pad, **kw)
+        assert_bits(got, R.select_and_scatter_reference(x, src, 0.5, wd, ws, pad, **kw))
+
+
+@pytest.mark.parametrize(
+    "body,init", [(xo.maximum, float("-inf")), (xo.minimum, 0.5)], ids=["max", "min"]
+)
+def test_reduce_window_general_kernel_nan_and_zeros_exact(body, init):
+    # the general kernel's IEEE maximum / minimum are branch-free selects: NaN wins,
+    # -0 < +0, padding and dilation holes hold the init value
+    rng = np.random.default_rng(22)
+    x = xo.tensor(awkward(rng, (2, 3, 9, 8)))
+    cases = [
+        ([1, 1, 3, 3], [1, 1, 2, 2], None, None, None),
+        ([1, 1, 3, 3], [1, 1, 1, 1], None, None, [(0, 0), (0, 0), (1, 1), (1, 1)]),
+        ([1, 1, 2, 3], [1, 1, 2, 1], [1, 1, 2, 1], [1, 1, 1, 2], [(0, 0), (0, 0), (1, 0), (2, 1)]),
+        ([2, 1, 2, 2], [1, 1, 1, 1], None, None, None),
+    ]
+    for wd, ws, bd, wdl, pad in cases:
+        got = xo.reduce_window(x, init, wd, ws, bd, wdl, pad, body=body)
+        assert_bits(got, R.reduce_window_reference(x, init, wd, ws, bd, wdl, pad, body=body))
+
+
+def test_window_geometry_is_planned_once():
+    # the tables and canonical form of a geometry are built once and shared by later
+    # calls (a pooling layer's every step); they match a fresh build
+    args = ((5, 6), [3, 2], [2, 1], [1, 1], [1, 2], [(1, 1), (0, 1)])
+    plan = R._plan("reduce_window", *args)
+    assert R._plan("reduce_window", *args) is plan
+    fresh = R._Plan("reduce_window", *args)
+    assert plan.out == fresh.out == [3, 5]
+    for t, f in zip(plan.tables, fresh.tables):
+        np.testing.assert_array_equal(t, f)
+    x = xo.tensor(np.arange(30, dtype=np.float32).reshape(5, 6))
+    for _ in range(2):
+        got = xo.reduce_window(x, 0.0, *args[1:], body=xo.add)
+        assert_tensor(got, R.reduce_window_reference(x, 0.0, *args[1:], body=xo.add).numpy())

@@ -60,6 +60,7 @@ from . import numpy as _numpy  # noqa: E402  (the everyday layer: built on the o
 from . import _interop, _numpy_indexing  # noqa: E402
 from .autodiff import tape as _tape  # noqa: E402
 from .autodiff.local import alias as _alias  # noqa: E402
+from .ops import scatter as _ops_scatter  # noqa: E402  (Tensor.index_add_)
 from .device import Device, default_device  # noqa: E402,F401
 from .kernels import cuda as _cuda_kernels  # noqa: E402,F401  (registers on first CUDA use)
 
@@ -69,6 +70,7 @@ _tensor_module = _sys.modules[Tensor.__module__]
 _tensor_module._xnp, _tensor_module._tape = _numpy, _tape
 _tensor_module._interop, _tensor_module._indexing = _interop, _numpy_indexing
 _tensor_module._alias = _alias
+_tensor_module._index_add_ = _ops_scatter.index_add_
 del _tensor_module
 
 __version__ = "0.1.0"

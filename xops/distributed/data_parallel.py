@@ -215,8 +215,10 @@ class DataParallel:
         from ..ops.collectives import collective_broadcast
 
         replicas = [list(range(current().num_replicas))]
+        # the live parameters and buffers (state_dict() gives detached snapshots, and
+        # assigning to those would leave the model as it was)
         with no_grad():  # each partition's replicas take replica 0's values
-            for _, t in sorted(self.module.state_dict().items()):
+            for _, t in sorted(self.module._state_items(), key=lambda kv: kv[0]):
                 if isinstance(t, Tensor):
                     assign_(t, collective_broadcast(t, replicas))
 

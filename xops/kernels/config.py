@@ -146,7 +146,15 @@ def kernel(py_func):
 
 
 def scalar(py_func):
-    """Decorator for scalar helpers called from kernels (compiled into their callers)."""
+    """Decorator for scalar helpers called from kernels (compiled into their callers).
+
+    Inlined at Numba's IR level (``inline="always"``): the callers' compile-time constant
+    op codes then prune the helpers' other branches before typing. Measured against
+    ``inline="never"`` (helpers compiled once and left to LLVM to inline; 2026-11-25,
+    first calls of batch norm, its gradient, max pool, its gradient and a reduce on the
+    main job's shapes, empty cache, load ~11): no compile time saved (196 s vs 188 s in
+    all) and slower kernels (batch_norm_grad 203 vs 128 us, select_and_scatter 227 vs
+    140 us), so the helpers stay inlined."""
     import numba
 
     return numba.njit(inline="always", **_OPTIONS)(py_func)

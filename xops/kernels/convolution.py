@@ -104,3 +104,67 @@ def window_sum(y, table, out):
             tk = table[k]
             for p in range(n_pos):
                 row[p] += yk[tk[p]]
+
+
+# -- two-dimensional im2col: no padded copy, contiguous runs along the last dim --------
+#
+# Geometry (computed once per shape in xops.ops.convolution): ``rows[kh, i]`` is the
+# source row that kernel row kh reads for output row i, or -1 (padding); ``runs[kw]`` =
+# (j0, count, j_step, s0, s_step): along the last dim, kernel column kw reads source
+# column s0 + q*s_step into output column j0 + q*j_step for q < count, and padding
+# (or an lhs-dilation hole) everywhere else. ``band[kh]`` = (i0, i1, h0) where the
+# output rows i0 <= i < i1 read the source rows h0 + (i - i0) and every other row is
+# padding (i1 = -1 where rows[kh] is not such a band). When, besides, source and output
+# rows have one length and the run has unit steps, a tap's whole band is one linear
+# run (output (i, j) <- source (h0 + i - i0, s0 + j - j0)): one long loop instead of a
+# short one per row; the columns outside [j0, j0 + count) are then fixed up.
+
+
+@kernel
+def im2col_2d(src, n_img, n_chan, s_n, s_c, s_h, rows, band, runs, dst, d_n, d_r, n_ow):
+    """Output-parallel: iteration ``it`` = (image n, channel c) writes only the rows
+    (c, kh, kw) of image n — element (n, row, i, j) sits at ``n*d_n + row*d_r + i*n_ow
+    + j`` — so no two iterations write the same word. Pure copies of words (uint32 or
+    uint64 views), padding written as zero words.
+
+    ``src``: flat words; image n, channel c, row h starts at ``n*s_n + c*s_c + h*s_h``.
+    """
+    u = np.uint64
+    n_kh, n_oh = rows.shape
+    n_kw = runs.shape[0]
+    n_taps = n_kh * n_kw
+    zero = dst.dtype.type(0)
+    for it in prange(n_img * n_chan):
+        n = it // n_chan
+        c = it - n * n_chan
+        s_base = n * s_n + c * s_c
+        for kh in range(n_kh):
+            for kw in range(n_kw):
+                run = runs[kw]
+                j0, count, j_step, s0, s_step = run[0], run[1], run[2], run[3], run[4]
+                d_base = u(n * d_n + (c * n_taps + kh * n_kw + kw) * d_r)
+                i0, i1, h0 = band[kh, 0], band[kh, 1], band[kh, 2]
+                s = s_base + h0 * s_h + s0 - j0
+                linear = i1 >= 0 and count > 0 and j_step == 1 and s_step == 1 and n_ow == s_h
+                if linear and s >= 0 and s + (i1 - i0) * n_ow <= src.size:
+                    for j in range(i0 * n_ow):
+                        dst[d_base + u(j)] = zero
+                    e = d_base + u(i0 * n_ow)
+                    for q in range((i1 - i0) * n_ow):
+                        dst[e + u(q)] = src[u(s) + u(q)]
+                    for j in range(i1 * n_ow, n_oh * n_ow):
+                        dst[d_base + u(j)] = zero
+                    for i in range(i0, i1):  # the columns outside the run
+                        e = d_base + u(i * n_ow)
+                        for j in range(n_ow - count):
+                            dst[e + u(j if j < j0 else j + count)] = zero
+                    continue
+                for i in range(n_oh):
+                    e = d_base + u(i * n_ow)
+                    h = rows[kh, i]
+                    for j in range(n_ow):
+                        dst[e + u(j)] = zero
+                    if h >= 0:
+                        s = s_base + h * s_h + s0
+                        for q in range(count):
+                            dst[e + u(j0 + q * j_step)] = src[u(s + q * s_step)]

@@ -3,9 +3,12 @@
 Every loop here is **output-parallel**: iteration ``i`` reads ``x[i]`` (and ``y[i]``)
 and writes only ``out[i]``, so results never depend on the thread count.
 
-Integer kernels take int64 or uint64 arrays (the caller widens narrower types and
-wraps the result back to the type's width), so each kernel has two specialisations
-instead of eight; ``bits`` is the element type's width, ``signed`` its signedness.
+Integer kernels take the operands' own arrays for 32- and 64-bit types (int32/uint32
+for divide_small/remainder_small, int32 or int64 words for the shifts and popcnt) and
+int32/uint32 (int64/uint64 for the 64-bit-only kernels) widened from narrower types,
+whose results the caller wraps back to the type's width; ``bits`` is the element type's
+width, ``signed`` its signedness. bf16/f16 arithmetic and the float32 transcendental
+functions run span loops (``run_spans``) on the thread pool of ``threaded_unary``.
 """
 
 import contextvars
@@ -14,9 +17,24 @@ import os
 import threading
 
 import numpy as np
-from numba import prange
+from llvmlite import ir
+from numba import prange, types
+from numba.extending import intrinsic
 
 from .config import kernel, scalar
+from .transcendental import (
+    SPAN,
+    bf16_to_f32,
+    bits_f32,
+    exp64,
+    f16_to_f32,
+    f32_bits,
+    f32_to_bf16,
+    f32_to_f16,
+    FUNCTIONS,
+    f64_bits,
+    span_body,
+)
 
 
 @scalar
@@ -83,6 +101,33 @@ def uint_remainder(x, y, out):
 
 
 @kernel
+def divide_small(x, y, out):
+    """Output-parallel. Truncating division of integers of at most 32 bits (int32 or
+    uint32 arrays) through float64, where it vectorises: with |x|, |y| < 2^32 the float64
+    quotient is within 2^-53 (relative) of x/y while a non-integer x/y is at least 2^-32
+    (relative) from an integer, so trunc(fl(x/y)) is the exact quotient. Its low 32 bits
+    come from the 1.5 * 2^52 shifter. x/0 = -1 (all ones); x/-1 = -x wraps
+    (INT_MIN/-1 = INT_MIN), as int_divide."""
+    for i in prange(out.size):
+        b = y[i]
+        q = np.trunc(np.float64(x[i]) / (1.0 if b == 0 else np.float64(b)))
+        w = f64_bits(q + 6755399441055744.0)
+        out[i] = -1 if b == 0 else w  # the store keeps the low 32 bits
+
+
+@kernel
+def remainder_small(x, y, out):
+    """Output-parallel. Truncating remainder of integers of at most 32 bits, x - y * q
+    with divide_small's exact quotient q (in int64, so INT_MIN % -1 = 0); x % 0 = x."""
+    for i in prange(out.size):
+        a = x[i]
+        b = y[i]
+        q = np.trunc(np.float64(a) / (1.0 if b == 0 else np.float64(b)))
+        r = np.int64(a) - np.int64(b) * (f64_bits(q + 6755399441055744.0) - 0x4338000000000000)
+        out[i] = a if b == 0 else r
+
+
+@kernel
 def int_power(x, y, out, signed):
     """Output-parallel. Square-and-multiply with wraparound; a negative exponent gives
     0 unless |base| = 1 (then +-1 by parity); x**0 = 1."""
@@ -146,6 +191,69 @@ def shift_right_arithmetic(x, y, out, bits):
         if s >= np.uint64(bits):
             s = np.uint64(bits - 1)
         out[i] = v >> np.int64(s)
+
+
+def _i32_shift(name):
+    """An intrinsic: the LLVM shift ``name`` of two integers' low 32 bits, as int32
+    (Numba widens int32 arithmetic to 64 bits, where AVX2 has no arithmetic right shift
+    and half the lanes). The amount must be in [0, 32)."""
+
+    @intrinsic
+    def shift(typingctx, a, s):
+        if not (isinstance(a, types.Integer) and isinstance(s, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            i32 = ir.IntType(32)
+            v, n = (builder.trunc(w, i32) if w.type.width > 32 else w for w in args)
+            return getattr(builder, name)(v, n)
+
+        return types.int32(a, s), codegen
+
+    return shift
+
+
+_shl32, _lshr32, _ashr32 = _i32_shift("shl"), _i32_shift("lshr"), _i32_shift("ashr")
+
+
+@kernel
+def shift_logical32(x, y, out, right):
+    """Output-parallel. shift_left (or, if ``right``, shift_right_logical) on int32 words
+    (32-bit types), in 32-bit lanes: the amount is read as unsigned (any bit above the
+    low 5 set: amount >= 32, result 0)."""
+    for i in prange(out.size):
+        b = y[i]
+        r = _lshr32(x[i], b & 31) if right else _shl32(x[i], b & 31)
+        out[i] = 0 if b & -32 else r
+
+
+@kernel
+def shift_right_arithmetic32(x, y, out):
+    """Output-parallel. shift_right_arithmetic on int32 words; amounts >= 32 shift by 31
+    (all sign bits)."""
+    for i in prange(out.size):
+        b = y[i]
+        out[i] = _ashr32(x[i], 31 if b & -32 else b & 31)
+
+
+@intrinsic
+def _ctpop(typingctx, a):
+    """The number of set bits of an integer's own width (llvm.ctpop: vectorised)."""
+    if not isinstance(a, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.ctpop(args[0])
+
+    return a(a), codegen
+
+
+@kernel
+def popcnt_words(x, out):
+    """Output-parallel. Set bits of each int32 or int64 word (the bit patterns of 32- and
+    64-bit types), written in the word's own type."""
+    for i in prange(out.size):
+        out[i] = _ctpop(x[i])
 
 
 @kernel
@@ -269,6 +377,25 @@ def _get_pool(workers):
         return _pool[1]
 
 
+def run_spans(span, n, *args):
+    """``span(*args, lo, hi)`` over [0, n): one call below THREADED_THRESHOLD elements (or
+    with one thread), else one piece per thread, each a whole number of SPANs but the
+    last, on the pool (span bodies release the GIL). Output-parallel: a piece writes
+    only its own elements, each computed by the same scalar formula in vector or scalar
+    code, so the bits do not depend on the thread count."""
+    threads = _threads() if n >= THREADED_THRESHOLD else 1
+    if threads < 2:
+        span(*args, np.int64(0), np.int64(n))
+        return
+    step = -(-n // threads // SPAN) * SPAN
+    bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+    pool = _get_pool(len(bounds) - 1)
+    jobs = [pool.submit(span, *args, np.int64(lo), np.int64(hi)) for lo, hi in bounds[1:]]
+    span(*args, np.int64(0), np.int64(bounds[0][1]))
+    for job in jobs:
+        job.result()
+
+
 def threaded_unary(ufunc, a):
     """``ufunc(a)`` for one of THREADED_UFUNCS on a real float array, computed in blocks
     on up to numba.get_num_threads() threads (the caller's NumPy error state applies in
@@ -295,3 +422,84 @@ def threaded_unary(ufunc, a):
     for job in jobs:
         job.result()
     return out.reshape(a.shape)
+
+
+# ---------------------------------------------------------------------------------------
+# bf16 and f16 arithmetic on their bit patterns
+# ---------------------------------------------------------------------------------------
+# bf16 is the top half of a float32; f16 converts exactly to float32 (F16C's vcvtph2ps).
+# One op in float32 followed by one rounding to the narrow format is the correctly
+# rounded narrow result for add, subtract and multiply (float32's 24 bits are at least
+# 2p + 2 for p = 8 and p = 11, so the double rounding is innocuous): the same bits as
+# ml_dtypes'/NumPy's own ufuncs and as converting to float32, computing and converting
+# back, without the two conversion passes.
+
+BF16, F16 = 0, 1  # ``fmt`` codes
+ADD, SUBTRACT, MULTIPLY = 0, 1, 2  # ``op`` codes
+
+
+@scalar
+def narrow_to_f32(h, fmt):
+    """bf16 (fmt 0) or f16 (fmt 1) bits, as uint16 -> float32, exactly."""
+    if fmt == BF16:
+        return bf16_to_f32(h)
+    return f16_to_f32(h)
+
+
+@scalar
+def f32_to_narrow(v, fmt):
+    """float32 -> bf16 (fmt 0) or f16 (fmt 1) bits, rounded to nearest even. bf16: a
+    NaN becomes the quiet NaN 0x7fc0 with its sign (as ml_dtypes); f16: F16C's
+    conversion (NumPy's bits for every NaN an arithmetic op can produce)."""
+    if fmt == BF16:
+        return f32_to_bf16(v)
+    return f32_to_f16(v)
+
+
+@scalar
+def _arith(a, b, op):
+    """a <op> b in float32. A NaN result is a's NaN if a is one, else b's (quieted), else
+    the operation's own (inf - inf, 0 * inf): the bits do not depend on which operand
+    order the compiler picked for a commutative op in each of a loop's vector and scalar
+    versions, so they are the same at every position and SIMD width."""
+    if op == ADD:
+        v = a + b
+    elif op == SUBTRACT:
+        v = a - b
+    else:
+        v = a * b
+    quiet = np.uint32(0x00400000)
+    v = bits_f32(f32_bits(b) | quiet) if b != b else v
+    return bits_f32(f32_bits(a) | quiet) if a != a else v
+
+
+@span_body
+def _narrow_binary_span(x, y, out, op, fmt, lo, hi):
+    for i in range(np.uint64(lo), np.uint64(hi)):  # unsigned: no negative-index wrap
+        v = _arith(narrow_to_f32(x[i], fmt), narrow_to_f32(y[i], fmt), op)
+        out[i] = f32_to_narrow(v, fmt)
+
+
+@span_body
+def _narrow_exp_span(x, out, fmt, lo, hi):
+    for i in range(np.uint64(lo), np.uint64(hi)):  # unsigned: no negative-index wrap
+        e = np.float32(exp64(np.float64(narrow_to_f32(x[i], fmt))))
+        out[i] = f32_to_narrow(e, fmt)
+
+
+def narrow_binary(x, y, out, op, fmt):
+    """out = x <op> y on contiguous 1-D uint16 bit patterns of bf16 or f16 (one shape)."""
+    run_spans(_narrow_binary_span, out.size, x, y, out, np.int64(op), np.int64(fmt))
+
+
+def narrow_exp(x, out, fmt):
+    """out = e^x on contiguous 1-D uint16 bit patterns of bf16 or f16: float32's exp
+    (xops.kernels.transcendental), rounded once to the narrow format."""
+    run_spans(_narrow_exp_span, out.size, x, out, np.int64(fmt))
+
+
+def unary_f32(name, x, out):
+    """out = name(x) for contiguous 1-D float32 ``x`` and ``out``; ``name`` is a key of
+    xops.kernels.transcendental.FUNCTIONS (exp, expm1, tanh, logistic)."""
+    span, extra = FUNCTIONS[name]
+    run_spans(span, out.size, x, out, *extra)

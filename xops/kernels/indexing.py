@@ -8,14 +8,16 @@ element strides.
 Race-free patterns (results never depend on the thread count):
 
 * ``gather`` is **output-parallel**: iteration b (a window; or a run, when there are
-  more runs than windows) writes only its own part of the result.
+  more runs than windows) writes only its own part of the result; so is
+  ``gather_rows`` (row gathers: iteration b writes output rows of block b only).
 * ``scatter_starts`` and ``scatter_targets`` are output-parallel over update windows.
 * ``bucket_windows`` + ``scatter_apply`` are **owner-computes**: the result is cut into
   chunks along one axis; chunk c's owner copies the chunk's slab of the input and
   applies, in increasing window order, exactly the update elements that land in chunk
   c. Every result element is therefore updated by one thread, in the schedule order,
   whatever the number of threads. The owner lists come from a (serial) counting sort of
-  the windows by chunk.
+  the windows by chunk. ``bucket_rows`` + ``scatter_rows`` are the same pattern for
+  row scatters (whole rows of dim 0), with a smaller kernel.
 * the sort-key transforms are output-parallel (the NaN / -0 count of
   ``float_order_keys`` is an integer ``+=`` reduction, exact in any order), and so is
   ``top_k_rows`` (iteration r writes row r's k indices).
@@ -200,6 +202,41 @@ def gather(src, idx, his, sstr, bshape, rstr, bsrc, runs_src, runs_out, run_len,
                 istep,
                 ostep,
             )
+
+
+@scalar
+def _gather_row_range(src, idx, out, i0, i1, hi, w):
+    """out row i = src row clamp(idx[i], 0, hi) for i0 <= i < i1, rows of ``w`` words
+    (uint64 offsets: no wraparound checks, the copy vectorises)."""
+    for i in range(i0, i1):
+        v = np.int64(idx[i])
+        if v < 0:
+            v = 0
+        elif v > hi:
+            v = hi
+        us = np.uint64(v) * w
+        uo = np.uint64(i) * w
+        for j in range(w):
+            out[uo + j] = src[us + j]
+
+
+@kernel
+def gather_rows(src, idx, out, w):
+    """Row gather (operand rows of ``w`` words, flat): out row i = src row
+    clamp(idx[i], 0, rows - 1). Output-parallel over blocks of _GATHER_BLOCK rows (each
+    output row written by one iteration). Rows of 8 words (16 f32) get a constant-length
+    copy. One fused loop per row: 25k random 64-byte rows of a 16 MiB table took 0.11
+    ms on 2 threads, against 0.22 ms for ``gather``'s offsets-then-copies blocks."""
+    m = idx.size
+    hi = src.size // max(w, 1) - 1
+    nblk = (m + _GATHER_BLOCK - 1) // _GATHER_BLOCK
+    for blk in prange(nblk):
+        i0 = blk * _GATHER_BLOCK
+        i1 = min(m, i0 + _GATHER_BLOCK)
+        if w == 8:
+            _gather_row_range(src, idx, out, i0, i1, hi, np.uint64(8))
+        else:
+            _gather_row_range(src, idx, out, i0, i1, hi, np.uint64(w))
 
 
 # ---------------------------------------------------------------------------------------
@@ -434,23 +471,39 @@ def _second(a, b):
 
 
 @scalar
-def _rows_of(
-    out, upd, ent, q0, q1, n, starts, ubase, wsize, ustr, rstr, dims, axis, clo, chi, op, combine
-):
-    """scatter_apply's entries q0..q1-1 for windows of one unit-stride run (row scatters):
-    a loop of its own per body (``combine``, op code ``op``: each call compiles its own
-    loop; with the op tested per entry, row updates took 1.5x as long)."""
+def _rows_of(out, upd, ent, q0, q1, n, combine):
+    """scatter_rows' entries q0..q1-1, whole rows of ``n`` items: a loop of its own per
+    body (``combine``: each call compiles its own loop; with the op tested per entry,
+    row updates took 1.5x as long)."""
     for q in range(q0, q1):
-        rb = ent[q, 0]
-        if rb < 0:
-            _apply_window(
-                out, upd, starts, ubase, wsize, ustr, rstr, dims, axis, clo, chi, ent[q, 1], op
-            )
-            continue
-        ro = np.uint64(rb)
+        ro = np.uint64(ent[q, 0])
         uo = np.uint64(ent[q, 1])
         for x in range(n):
             out[ro + x] = combine(out[ro + x], upd[uo + x])
+
+
+@kernel
+def scatter_rows(inp, out, upd, first, ent, row, rows, shift, op, copy_input):
+    """Owner-computes over chunks c of whole rows (rows [c << shift, (c+1) << shift) of
+    ``rows``, each ``row`` items, flat): chunk c's owner copies its slab of ``inp`` into
+    ``out`` (if ``copy_input``), then applies chunk c's entries of ``ent`` (bucket_rows:
+    (result offset, update offset) of whole in-bounds rows, in increasing window order)
+    while the slab is in cache: out[t] = op(out[t], upd[u]). Every result row is updated
+    by one thread, in index order, whatever the thread count. The row scatters' kernel:
+    without scatter_apply's general windows it compiles in a fraction of the time."""
+    n = np.uint64(row)
+    for c in prange(first.size - 1):
+        clo = c << shift
+        chi = min(clo + (1 << shift), rows)
+        if copy_input:
+            _copy_run(inp, out, clo * row, clo * row, (chi - clo) * row, 1, 1)
+        if op == ADD:
+            _rows_of(out, upd, ent, first[c], first[c + 1], n, _add)
+        elif op == OVERWRITE:
+            _rows_of(out, upd, ent, first[c], first[c + 1], n, _second)
+        else:
+            for q in range(first[c], first[c + 1]):
+                _apply_run(out, upd, np.uint64(ent[q, 0]), np.uint64(ent[q, 1]), n, 1, 1, op)
 
 
 @kernel
@@ -497,7 +550,6 @@ def scatter_apply(
     urun = np.uint64(run_len)
     urs = np.uint64(rstep)
     uus = np.uint64(ustep)
-    rows = nr == 1 and rstep == 1 and ustep == 1
     for c in prange(nchunks):
         clo = c << shift
         chi = min(clo + (1 << shift), dims[axis])
@@ -513,48 +565,6 @@ def scatter_apply(
                     1,
                     1,
                 )
-        if rows and op == ADD:
-            _rows_of(
-                out,
-                upd,
-                ent,
-                first[c],
-                first[c + 1],
-                urun,
-                starts,
-                ubase,
-                wsize,
-                ustr,
-                rstr,
-                dims,
-                axis,
-                clo,
-                chi,
-                op,
-                _add,
-            )
-            continue
-        if rows and op == OVERWRITE:
-            _rows_of(
-                out,
-                upd,
-                ent,
-                first[c],
-                first[c + 1],
-                urun,
-                starts,
-                ubase,
-                wsize,
-                ustr,
-                rstr,
-                dims,
-                axis,
-                clo,
-                chi,
-                op,
-                _second,
-            )
-            continue
         for q in range(first[c], first[c + 1]):
             rb = ent[q, 0]
             if rb < 0:

@@ -34,6 +34,17 @@ rounding to f32, a few units in the last place at most).
 
 Each kernel's prange loop only calls a compiled per-tile body (``_tile_body``): the
 parallel variants then compile in about half the time.
+
+**Fused per-feature kernels.** Operands of long runs with at least ``FUSED_FEATURES``
+features small enough to stay in cache (NCHW activations; the rule on the shape is
+``xops.ops.normalization._fused``) held as computed (f32, f64) skip the plan: one kernel
+(``train_features`` / ``grad_features``, prange over features) does a feature's whole
+work at once: its sums in the same float64 lanes (the statistics two-pass about the
+feature's own mean, no merge), its coefficients, then its elementwise results from
+cache. One parallel launch instead of two to four, no partials, and one compiled body
+and loop per op instead of six: the first call of batch_norm_training plus
+batch_norm_grad on f32 NCHW compiles about 4x faster. Each feature is summed in one
+fixed order, so results do not depend on the thread count either.
 """
 
 import functools
@@ -53,6 +64,9 @@ TILE_ELEMS = 1 << 16
 _SCALAR_RUN = 16
 #: elementwise kernels cut long runs into pieces this long (parallel work units)
 RUN_CHUNK = 1 << 14
+#: long-run operands with at least this many features take the fused per-feature
+#: kernels (a shape rule, never a thread-count one: results stay the same)
+FUSED_FEATURES = 8
 
 #: columns of a run tile: outer range, feature range, range within the run
 O0, O1, RC0, RC1, I0, I1 = range(6)
@@ -257,9 +271,68 @@ def _feature_column(vec, w, c0, fb, iw, like):
     return col
 
 
+@scalar
+def _three_columns(tiles, t, u, v, z, like):
+    """Row tile t's row range and width ``(r0, r1, w)``, and the columns (see
+    :func:`_feature_column`) of the feature vectors u, v and z."""
+    r0, r1, w, c0, fb, iw = _row6(tiles, t)
+    return (
+        r0,
+        r1,
+        w,
+        _feature_column(u, w, c0, fb, iw, like),
+        _feature_column(v, w, c0, fb, iw, like),
+        _feature_column(z, w, c0, fb, iw, like),
+    )
+
+
 # ---------------------------------------------------------------------------------------
 # Statistics (batch_norm_training)
 # ---------------------------------------------------------------------------------------
+
+
+@scalar
+def _run_sum(x, base, n, a):
+    """``a[j] += x[base + k + j]`` in float64 over the LONG_RUN-wide chunks of the run
+    piece ``x[base:base + n]`` (four chunks per step: a quarter of the lane traffic)."""
+    L = LONG_RUN
+    k = 0
+    while k + 4 * L <= n:
+        x0, x1, x2, x3 = _four(x, base + k, base + k + L, base + k + 2 * L, base + k + 3 * L, L)
+        for j in range(L):
+            a[j] += (np.float64(x0[j]) + np.float64(x1[j])) + (
+                np.float64(x2[j]) + np.float64(x3[j])
+            )
+        k += 4 * L
+    while k < n:
+        m = min(L, n - k)
+        x0 = x[base + k : base + k + m]
+        for j in range(m):
+            a[j] += x0[j]
+        k += m
+
+
+@scalar
+def _run_m2(x, base, n, mu, a):
+    """``a[j] += (x[base + k + j] - mu)**2`` over the run piece, as :func:`_run_sum`."""
+    L = LONG_RUN
+    k = 0
+    while k + 4 * L <= n:
+        x0, x1, x2, x3 = _four(x, base + k, base + k + L, base + k + 2 * L, base + k + 3 * L, L)
+        for j in range(L):
+            d0 = x0[j] - mu
+            d1 = x1[j] - mu
+            d2 = x2[j] - mu
+            d3 = x3[j] - mu
+            a[j] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+        k += 4 * L
+    while k < n:
+        m = min(L, n - k)
+        x0 = x[base + k : base + k + m]
+        for j in range(m):
+            d0 = x0[j] - mu
+            a[j] += d0 * d0
+        k += m
 
 
 @_tile_body
@@ -271,51 +344,14 @@ def _moments_run_tile(x, C, inner, runs, t, psum, pm2):
     acc = np.zeros((c1 - c0) * L)
     for o in range(o0, o1):
         for c in range(c0, c1):
-            a = acc[(c - c0) * L : (c - c0 + 1) * L]
-            base = (o * C + c) * inner + i0
-            k = 0
-            while k + 4 * L <= n:  # four chunks per step: a quarter of the acc traffic
-                x0, x1, x2, x3 = _four(
-                    x, base + k, base + k + L, base + k + 2 * L, base + k + 3 * L, L
-                )
-                for j in range(L):
-                    a[j] += (np.float64(x0[j]) + np.float64(x1[j])) + (
-                        np.float64(x2[j]) + np.float64(x3[j])
-                    )
-                k += 4 * L
-            while k < n:
-                m = min(L, n - k)
-                x0 = x[base + k : base + k + m]
-                for j in range(m):
-                    a[j] += x0[j]
-                k += m
+            _run_sum(x, (o * C + c) * inner + i0, n, acc[(c - c0) * L : (c - c0 + 1) * L])
     _fold_lanes(acc, c1 - c0, psum, t)
     cnt = (o1 - o0) * n
     acc[:] = 0.0
     for o in range(o0, o1):
         for c in range(c0, c1):
-            a = acc[(c - c0) * L : (c - c0 + 1) * L]
             mu = psum[t, c - c0] / cnt
-            base = (o * C + c) * inner + i0
-            k = 0
-            while k + 4 * L <= n:
-                x0, x1, x2, x3 = _four(
-                    x, base + k, base + k + L, base + k + 2 * L, base + k + 3 * L, L
-                )
-                for j in range(L):
-                    d0 = x0[j] - mu
-                    d1 = x1[j] - mu
-                    d2 = x2[j] - mu
-                    d3 = x3[j] - mu
-                    a[j] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
-                k += 4 * L
-            while k < n:
-                m = min(L, n - k)
-                x0 = x[base + k : base + k + m]
-                for j in range(m):
-                    d0 = x0[j] - mu
-                    a[j] += d0 * d0
-                k += m
+            _run_m2(x, (o * C + c) * inner + i0, n, mu, acc[(c - c0) * L : (c - c0 + 1) * L])
     _fold_lanes(acc, c1 - c0, pm2, t)
 
 
@@ -422,39 +458,44 @@ def _grad_terms4(x0, x1, x2, x3, g0, g1, g2, g3, j, mu):
     )
 
 
+@scalar
+def _run_grad_sums(x, g, base, n, mu, ag, ac):
+    """``ag[j] += g`` and ``ac[j] += g * (x - mu)`` in float64 over the LONG_RUN-wide
+    chunks of the run piece ``[base, base + n)``, four chunks per step."""
+    L = LONG_RUN
+    k = 0
+    while k + 4 * L <= n:
+        b = base + k
+        x0, x1, x2, x3 = _four(x, b, b + L, b + 2 * L, b + 3 * L, L)
+        g0, g1, g2, g3 = _four(g, b, b + L, b + 2 * L, b + 3 * L, L)
+        for j in range(L):
+            sg, sc = _grad_terms4(x0, x1, x2, x3, g0, g1, g2, g3, j, mu)
+            ag[j] += sg
+            ac[j] += sc
+        k += 4 * L
+    while k < n:
+        m = min(L, n - k)
+        x0 = x[base + k : base + k + m]
+        g0 = g[base + k : base + k + m]
+        for j in range(m):
+            h0 = np.float64(g0[j])
+            ag[j] += h0
+            ac[j] += h0 * (x0[j] - mu)
+        k += m
+
+
 @_tile_body
 def _grad_sums_run_tile(x, g, C, inner, runs, t, mean, psg, psgc):
     """tile_grad_sums for run tile t."""
     L = LONG_RUN
     o0, o1, c0, c1, i0, i1 = _row6(runs, t)
-    n = i1 - i0
     acc_g = np.zeros((c1 - c0) * L)
     acc_c = np.zeros((c1 - c0) * L)
     for o in range(o0, o1):
         for c in range(c0, c1):
-            ag = acc_g[(c - c0) * L : (c - c0 + 1) * L]
-            ac = acc_c[(c - c0) * L : (c - c0 + 1) * L]
-            mu = mean[c]
+            f = slice((c - c0) * L, (c - c0 + 1) * L)
             base = (o * C + c) * inner + i0
-            k = 0
-            while k + 4 * L <= n:  # four chunks per step: a quarter of the acc traffic
-                b = base + k
-                x0, x1, x2, x3 = _four(x, b, b + L, b + 2 * L, b + 3 * L, L)
-                g0, g1, g2, g3 = _four(g, b, b + L, b + 2 * L, b + 3 * L, L)
-                for j in range(L):
-                    sg, sc = _grad_terms4(x0, x1, x2, x3, g0, g1, g2, g3, j, mu)
-                    ag[j] += sg
-                    ac[j] += sc
-                k += 4 * L
-            while k < n:
-                m = min(L, n - k)
-                x0 = x[base + k : base + k + m]
-                g0 = g[base + k : base + k + m]
-                for j in range(m):
-                    h0 = np.float64(g0[j])
-                    ag[j] += h0
-                    ac[j] += h0 * (x0[j] - mu)
-                k += m
+            _run_grad_sums(x, g, base, i1 - i0, mean[c], acc_g[f], acc_c[f])
     _fold_lanes(acc_g, c1 - c0, psg, t)
     _fold_lanes(acc_c, c1 - c0, psgc, t)
 
@@ -520,26 +561,26 @@ def merge_sums(parts, p, out):
 # ---------------------------------------------------------------------------------------
 
 
+@scalar
+def _normalize_run(x, k0, k1, m, a, b, out):
+    """``out = (x - m) * a + b`` over ``[k0, k1)`` (one feature's float64 scalars)."""
+    xr = x[k0:k1]
+    yr = out[k0:k1]
+    for i in range(k1 - k0):
+        yr[i] = (xr[i] - m) * a + b
+
+
 @_tile_body
 def _normalize_piece(x, C, inner, u, nch, mean, a, b, out):
     """normalize for piece u of the runs (``nch`` pieces per run)."""
     c, k0, k1 = _piece(u, nch, C, inner)
-    m = mean[c]
-    s = a[c]
-    f = b[c]
-    xr = x[k0:k1]
-    yr = out[k0:k1]
-    for i in range(k1 - k0):
-        yr[i] = (xr[i] - m) * s + f
+    _normalize_run(x, k0, k1, mean[c], a[c], b[c], out)
 
 
 @_tile_body
 def _normalize_row_tile(x, tiles, starts, t, mean, a, b, out):
     """normalize for row tile t."""
-    r0, r1, w, c0, fb, iw = _row6(tiles, t)
-    mcol = _feature_column(mean, w, c0, fb, iw, x)
-    acol = _feature_column(a, w, c0, fb, iw, x)
-    bcol = _feature_column(b, w, c0, fb, iw, x)
+    r0, r1, w, mcol, acol, bcol = _three_columns(tiles, t, mean, a, b, x)
     for r in range(r0, r1):
         xr = x[starts[r] : starts[r] + w]
         yr = out[starts[r] : starts[r] + w]
@@ -565,14 +606,9 @@ def normalize(x, C, inner, tiles, starts, mean, a, b, out):
             _normalize_row_tile(x, tiles, starts, np.int64(t), mean, a, b, out)
 
 
-@_tile_body
-def _grad_operand_piece(x, g, C, inner, u, nch, mean, mg, k, kc, out):
-    """grad_operand for piece u of the runs (``nch`` pieces per run)."""
-    c, k0, k1 = _piece(u, nch, C, inner)
-    m = mean[c]
-    p = mg[c]
-    s = k[c]
-    v = kc[c]
+@scalar
+def _grad_operand_run(x, g, k0, k1, m, p, s, v, out):
+    """``out = s * (g - p) - v * (x - m)`` over ``[k0, k1)`` (float64 scalars)."""
     xr = x[k0:k1]
     gr = g[k0:k1]
     yr = out[k0:k1]
@@ -581,13 +617,17 @@ def _grad_operand_piece(x, g, C, inner, u, nch, mean, mg, k, kc, out):
 
 
 @_tile_body
+def _grad_operand_piece(x, g, C, inner, u, nch, mean, mg, k, kc, out):
+    """grad_operand for piece u of the runs (``nch`` pieces per run)."""
+    c, k0, k1 = _piece(u, nch, C, inner)
+    _grad_operand_run(x, g, k0, k1, mean[c], mg[c], k[c], kc[c], out)
+
+
+@_tile_body
 def _grad_operand_row_tile(x, g, tiles, starts, t, mean, mg, k, kc, out):
     """grad_operand for row tile t."""
-    r0, r1, w, c0, fb, iw = _row6(tiles, t)
-    mcol = _feature_column(mean, w, c0, fb, iw, x)
-    pcol = _feature_column(mg, w, c0, fb, iw, x)
-    scol = _feature_column(k, w, c0, fb, iw, x)
-    vcol = _feature_column(kc, w, c0, fb, iw, x)
+    r0, r1, w, mcol, pcol, scol = _three_columns(tiles, t, mean, mg, k, x)
+    vcol = _feature_column(kc, w, tiles[t, C0], tiles[t, FB], tiles[t, IW], x)
     for r in range(r0, r1):
         xr = x[starts[r] : starts[r] + w]
         gr = g[starts[r] : starts[r] + w]
@@ -611,3 +651,86 @@ def grad_operand(x, g, C, inner, tiles, starts, mean, mg, k, kc, out):
     else:
         for t in prange(tiles.shape[0]):
             _grad_operand_row_tile(x, g, tiles, starts, np.int64(t), mean, mg, k, kc, out)
+
+
+# ---------------------------------------------------------------------------------------
+# Fused per-feature kernels (long runs, many features)
+# ---------------------------------------------------------------------------------------
+
+
+@_tile_body
+def _train_feature(x, C, inner, c, scale, offset, eps, out, stats):
+    """batch_norm_training's whole work for feature c: sum, squared deviations about
+    the mean (the spec's two-pass variance, no merge), the statistics rounded to the
+    element type (stored into ``stats``, of x's type), then the output. The feature's
+    runs are read three times, the last two from cache."""
+    L = LONG_RUN
+    outer = x.size // (C * inner)
+    acc = np.zeros(L)
+    for o in range(outer):
+        _run_sum(x, (o * C + c) * inner, inner, acc)
+    cnt = outer * inner
+    mu = _fold(acc, 0, L) / cnt
+    acc[:] = 0.0
+    for o in range(outer):
+        _run_m2(x, (o * C + c) * inner, inner, mu, acc)
+    stats[0, c] = mu  # (rounded once to the element type by the store)
+    stats[1, c] = _fold(acc, 0, L) / cnt
+    m = np.float64(stats[0, c])
+    a = scale[c] / np.sqrt(np.float64(stats[1, c]) + eps)
+    for o in range(outer):
+        base = (o * C + c) * inner
+        _normalize_run(x, base, base + inner, m, a, offset[c], out)
+
+
+@kernel
+def train_features(x, C, inner, scale, offset, eps, out, stats):
+    """batch_norm_training for an operand of long runs (``inner >= LONG_RUN``) and at
+    least FUSED_FEATURES features, one feature at a time; ``stats[0]`` / ``stats[1]``
+    receive the mean and biased variance in x's element type.
+
+    Output-parallel over features: iteration c reads feature c's runs and writes only
+    its elements of out and ``stats[:, c]``; each feature's sums run in one fixed order,
+    so results do not depend on the thread count.
+    """
+    for c in prange(C):
+        _train_feature(x, C, inner, np.int64(c), scale, offset, eps, out, stats)
+
+
+@_tile_body
+def _grad_feature(x, g, C, inner, c, mean, var, scale, eps, out, sums):
+    """batch_norm_grad's whole work for feature c: ``sum g`` and ``sum g (x - mean)``
+    in one pass, then grad_operand from cache; ``sums[0, c]`` = grad_scale,
+    ``sums[1, c]`` = grad_offset (float64)."""
+    L = LONG_RUN
+    outer = x.size // (C * inner)
+    acc_g = np.zeros(L)
+    acc_c = np.zeros(L)
+    mu = mean[c]
+    for o in range(outer):
+        _run_grad_sums(x, g, (o * C + c) * inner, inner, mu, acc_g, acc_c)
+    sum_g = _fold(acc_g, 0, L)
+    n = outer * inner
+    inv_std = 1.0 / np.sqrt(var[c] + eps)
+    grad_scale = _fold(acc_c, 0, L) * inv_std  # sum(g * xhat)
+    k = scale[c] * inv_std
+    # k * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * inv_std
+    p = sum_g / n
+    kc = k * inv_std * (grad_scale / n)
+    for o in range(outer):
+        base = (o * C + c) * inner
+        _grad_operand_run(x, g, base, base + inner, mu, p, k, kc, out)
+    sums[0, c] = grad_scale
+    sums[1, c] = sum_g
+
+
+@kernel
+def grad_features(x, g, C, inner, mean, var, scale, eps, out, sums):
+    """batch_norm_grad for an operand of long runs and at least FUSED_FEATURES
+    features, one feature at a time (float64 feature vectors; see _grad_feature).
+
+    Output-parallel over features: iteration c reads feature c's runs and writes only
+    its elements of out and ``sums[:, c]``; each feature's sums run in one fixed order.
+    """
+    for c in prange(C):
+        _grad_feature(x, g, C, inner, np.int64(c), mean, var, scale, eps, out, sums)

@@ -19,12 +19,22 @@ results do not depend on the thread count.
 
 **Schedules** are ones the spec allows (``reduce``: a binary tree whose in-order
 traversal is the inputs in ascending order, with init values inserted anywhere): the
-init value once, leftmost, then the elements. ``fold`` over columns folds left to right,
-as the naive reference does; over rows, for floating-point add/multiply it cuts each row into
-8 contiguous blocks folded in separate accumulators (8 independent dependency chains)
-and combines them as a balanced tree in order; for the ops whose result does not depend
-on the order at all (integer ops, and/or, IEEE maximum/minimum, which are associative
-and commutative on values) it folds 64 interleaved lanes, which vectorises.
+init value once, leftmost, then the elements. Over columns (the reduced dim is not the
+last one) each output folds its elements left to right, as the naive reference does,
+with the loop vectorised across outputs. Over rows (the last dim): for floating-point
+add/multiply, whose result depends on the order, each row is cut into 8 contiguous
+blocks folded in separate accumulators and combined as a balanced tree in order
+(:func:`_fold_blocks`); for the ops whose result does not depend on the order at all
+(integer ops, and/or, IEEE maximum/minimum) rows of at least _SHORT elements fold in
+_LANES = 32 interleaved lanes, 4 lane blocks per step (:func:`_fold_row`), which LLVM
+vectorises. Either order is written out element by element, so it is the same for every
+SIMD width (AVX2 or AVX-512) and every thread count. (The lane order for float sums
+measured about 2x faster on rows, but it is not a tree the spec allows, so xops does not
+use it.)
+
+**Maximum/minimum in vector loops.** :func:`lane_combine` takes NumPy's maximum/minimum
+(NaN-propagating, vectorisable) and may pick either zero of a -0/+0 tie;
+:func:`fix_zero` rescans the (rare) zero results for the zero IEEE 754-2019 picks.
 
 Note for editors: ``xops/kernels/windows.py`` compiles ``combine`` and
 ``select_keeps`` into its kernels. Numba's cache does not notice edits made here from
@@ -47,8 +57,9 @@ SELECT_CODES = {"GE": GE, "GT": GT, "LE": LE, "LT": LT}
 OP = ADD  # replaced by each per-op variant's own constant (see per_op)
 SEL = GE  # likewise for select codes
 
-_SHORT = 64  # rows shorter than this fold in one accumulator
-_LANES = 64  # lanes of the order-free row fold
+_LANES = 32  # accumulators of the row fold
+_STEP = 4 * _LANES  # elements each step of the row fold takes
+_SHORT = 2 * _STEP  # rows shorter than this fold left to right in one accumulator
 
 
 def combine(a, b, op):
@@ -91,11 +102,11 @@ def _int_pick(a, b, op):
     return a | b
 
 
-@overload(combine)
-def _combine_typed(a, b, op):
-    # the ops other than add and multiply by type: AND/OR do not compile for floats
+def _typed(a, float_pick):
+    """combine's implementation for a's type: add and multiply, then ``float_pick`` for
+    floats (AND/OR do not compile for floats) or the integer ops."""
     if isinstance(a, types.Float):
-        pick = _float_pick
+        pick = float_pick
     elif isinstance(a, (types.Integer, types.Boolean)):
         pick = _int_pick
     else:
@@ -109,6 +120,11 @@ def _combine_typed(a, b, op):
         return pick(a, b, op)
 
     return typed_combine
+
+
+@overload(combine)
+def _combine_typed(a, b, op):
+    return _typed(a, _float_pick)
 
 
 @scalar
@@ -152,6 +168,52 @@ def per_op(py_func, name="OP", codes=OP_CODES):
     return out
 
 
+def lane_combine(a, b, op):
+    """``combine`` for the vectorised loops: the same for add, multiply and the integer
+    ops; for floats, maximum/minimum as one compare-and-select (a NaN propagates) whose
+    result may have the wrong sign when it is a zero -- the loops fix that once at the
+    end (:func:`fix_zero`). Callable from Numba kernels only."""
+    raise NotImplementedError("lane_combine is only callable from Numba kernels")
+
+
+@scalar
+def _float_select(a, b, op):
+    # NumPy's maximum/minimum propagate NaN and compile to code LLVM vectorises (a
+    # conditional expression does not); the sign of a zero is left to fix_zero
+    if op == MAX:
+        return np.maximum(a, b)
+    return np.minimum(a, b)
+
+
+@overload(lane_combine)
+def _lane_combine_typed(a, b, op):
+    return _typed(a, _float_select)
+
+
+def fix_zero(v, xs, op):
+    """The fold ``v`` of the 1-D array ``xs`` made exact where it is a zero of
+    maximum/minimum over floats: +0 if maximum and xs holds a +0, -0 if minimum and xs
+    holds a -0, else the other zero. ``v`` itself for every other op and type."""
+    raise NotImplementedError("fix_zero is only callable from Numba kernels")
+
+
+@overload(fix_zero)
+def _fix_zero_typed(v, xs, op):
+    if not isinstance(v, types.Float):
+        return lambda v, xs, op: v
+
+    def float_fix(v, xs, op):
+        if (op != MAX and op != MIN) or v != 0:
+            return v
+        want = op == MIN  # the sign bit of the zero that wins
+        for k in range(xs.shape[0]):
+            if xs[k] == 0 and np.signbit(xs[k]) == want:
+                return xs[k]
+        return -v if np.signbit(v) == want else v
+
+    return float_fix
+
+
 @scalar
 def _fold_blocks(row, op):
     """Fold the 1-D array ``row`` (not empty) with ``op`` as 8 contiguous blocks (the
@@ -159,7 +221,7 @@ def _fold_blocks(row, op):
     combined as ((b0 b1)(b2 b3))((b4 b5)(b6 b7)): a tree whose in-order traversal is
     still row[0], ..., row[n-1], so it is a schedule the spec allows for any body."""
     n = row.shape[0]  # (bounds from the shape itself: LLVM then drops index checks)
-    if n < _SHORT:
+    if n < 64:
         acc = row[0]
         for k in range(1, n):
             acc = combine(acc, row[k], op)
@@ -197,29 +259,41 @@ def _fold_blocks(row, op):
 
 
 @scalar
-def _fold_lanes(row, acc, op):
-    """Fold the 1-D array ``row`` (not empty) with ``op`` in _LANES interleaved lanes,
-    then the lanes in order, then the tail. Only for ops whose result does not depend
-    on the order of the operands."""
-    n = row.shape[0]
-    if n < 2 * _LANES:
-        v = row[0]
-        for k in range(1, n):
-            v = combine(v, row[k], op)
-        return v
-    nb = n // _LANES
-    for j in range(_LANES):
-        acc[j] = row[j]
-    for i in range(1, nb):
-        blk = row[i * _LANES : (i + 1) * _LANES]
-        for j in range(_LANES):
-            acc[j] = combine(acc[j], blk[j], op)
-    v = acc[0]
-    for j in range(1, _LANES):
-        v = combine(v, acc[j], op)
-    for k in range(nb * _LANES, n):
-        v = combine(v, row[k], op)
-    return v
+def _fold_row(row, acc, op):
+    """Fold the 1-D array ``row`` (not empty) with ``op``. Rows shorter than _SHORT fold
+    left to right. Longer ones fold in _LANES lanes: with L = _LANES, lane j takes the
+    step tree (row[b+j] row[b+L+j]) (row[b+2L+j] row[b+3L+j]) of each step of _STEP
+    elements (from b): the first step's as its start value, the others combined into it
+    in step order. The lanes then combine as a balanced tree in lane order, and the tail
+    after the last whole step folds in left to right. The order is written out element
+    by element, so the result is the same whatever SIMD width the loop compiles to.
+    ``acc``: scratch of _LANES elements."""
+    n = row.shape[0]  # (bounds from the shape itself: LLVM then drops index checks)
+    steps = n // _STEP if n >= _SHORT else 0
+    v = row[0]
+    tail = 1
+    if steps:
+        for k in range(steps):
+            b = k * _STEP
+            x0 = row[b : b + _LANES]
+            x1 = row[b + _LANES : b + 2 * _LANES]
+            x2 = row[b + 2 * _LANES : b + 3 * _LANES]
+            x3 = row[b + 3 * _LANES : b + 4 * _LANES]
+            for j in range(_LANES):
+                step = lane_combine(
+                    lane_combine(x0[j], x1[j], op), lane_combine(x2[j], x3[j], op), op
+                )
+                acc[j] = step if k == 0 else lane_combine(acc[j], step, op)
+        width = _LANES
+        while width > 1:
+            width //= 2
+            for j in range(width):
+                acc[j] = lane_combine(acc[2 * j], acc[2 * j + 1], op)
+        v = acc[0]
+        tail = steps * _STEP
+    for k in range(tail, n):
+        v = lane_combine(v, row[k], op)
+    return fix_zero(v, row, op)
 
 
 def fold(x, out, init, with_init, blocked, chunk):
@@ -228,7 +302,8 @@ def fold(x, out, init, with_init, blocked, chunk):
     * I == 1 (rows): iteration t owns out[o, c], the fold of chunk c (``chunk``
       contiguous elements; the last may be shorter) of row o, combined as
       combine(init, fold) when ``with_init``. ``blocked`` picks the 8-block schedule
-      (any body) over the 64-lane one (order-free ops only).
+      (:func:`_fold_blocks`: float add/multiply, whose result depends on the order) over
+      the lane one (:func:`_fold_row`: the ops whose result does not).
     * I > 1 (columns): iteration t owns out[o, lo:hi], ``chunk`` columns of output row
       o, folding x[o, :, lo:hi] into it left to right from the init value (the
       reference's order); the inner loop runs over contiguous columns.
@@ -240,15 +315,13 @@ def fold(x, out, init, with_init, blocked, chunk):
     if n_i == 1:
         x2 = x.reshape((n_o, r))  # C-contiguous rows (a [o, lo:hi, 0] view is not)
         nc = out.shape[1]
+        scratch = np.empty((n_o * nc, _LANES), x.dtype)
         for t in prange(n_o * nc):
             o = t // nc
             c = t - o * nc
             lo = c * chunk
             row = x2[o, lo : min(r, lo + chunk)]
-            if blocked:
-                v = _fold_blocks(row, OP)
-            else:
-                v = _fold_lanes(row, np.empty(_LANES, x.dtype), OP)
+            v = _fold_blocks(row, OP) if blocked else _fold_row(row, scratch[t], OP)
             if with_init:
                 v = combine(init, v, OP)
             out[o, c] = v
@@ -258,13 +331,19 @@ def fold(x, out, init, with_init, blocked, chunk):
         o = t // nb
         b = t - o * nb
         lo = b * chunk
-        acc = out[o, lo : min(n_i, lo + chunk)]  # 1-D views: the inner loop vectorises
+        hi = min(n_i, lo + chunk)
+        acc = out[o, lo:hi]  # 1-D views: the inner loop vectorises
         for i in range(acc.shape[0]):
             acc[i] = init
         for k in range(r):
-            xk = x[o, k, lo : min(n_i, lo + chunk)]
+            xk = x[o, k, lo:hi]
             for i in range(acc.shape[0]):
-                acc[i] = combine(acc[i], xk[i], OP)
+                acc[i] = lane_combine(acc[i], xk[i], OP)
+        if OP == MAX or OP == MIN:
+            for i in range(acc.shape[0]):
+                if acc[i] == 0:  # rare: rescan the column for the zero that wins
+                    # (the column's zero if its fold is one, then the init value's turn)
+                    acc[i] = combine(init, fix_zero(acc[i], x[o, :, lo + i], OP), OP)
 
 
 FOLD = per_op(fold)

@@ -129,30 +129,10 @@ def _owning(fn):
 
 # The functions that may return an input as it is (asarray does by design: docs/numpy.md).
 for _name in (
-    "reshape",
-    "permute_dims",
-    "squeeze",
-    "flip",
-    "moveaxis",
-    "positive",
-    "clip",
-    "conj",
-    "real",
-    "astype",
-    "sum",
-    "prod",
-    "max",
-    "min",
-    "mean",
-    "round",
-    "floor",
-    "ceil",
-    "trunc",
-    "abs",
-    "broadcast_to",
-    "broadcast_arrays",
-    "concat",
-):
+    "reshape permute_dims squeeze flip moveaxis positive clip conj real astype sum "
+    "prod max min mean round floor ceil trunc abs broadcast_to broadcast_arrays "
+    "concat"
+).split():
     globals()[_name] = _owning(globals()[_name])
 del _name
 del _ew_all, _cr_all, _mp_all, _rd_all

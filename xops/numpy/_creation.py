@@ -290,19 +290,8 @@ def _placed(fn):
 
 
 for _name in (
-    "arange",
-    "asarray",
-    "empty",
-    "empty_like",
-    "eye",
-    "full",
-    "full_like",
-    "linspace",
-    "ones",
-    "ones_like",
-    "zeros",
-    "zeros_like",
-):
+    "arange asarray empty empty_like eye full full_like linspace ones ones_like zeros zeros_like"
+).split():
     globals()[_name] = _placed(globals()[_name])
 del _name
 

@@ -16,7 +16,11 @@ calling the body; a body says what it is in one of three ways:
   ``lambda a, b: xo.compare(a, b, "GE")``, ``def f(x, y): return maximum(x, y)``, or
   ``lambda a, b: b``. The function called is resolved through the body's globals, its
   closure cells and attribute reads *on modules only*, and must be the very function
-  object of a known op. Recognition reads the code, never calls the body on sample
+  object of a known op, or a helper function that is itself such a body (one call, its
+  parameters passed through: ``lambda a, b: my_add(a, b)`` with
+  ``def my_add(x, y): return xo.add(x, y)``; up to 8 helpers deep). Answers are
+  remembered per code object, globals and closure cells, and re-read when a name the
+  body resolved is rebound. Recognition reads the code, never calls the body on sample
   values: a body that merely agrees with ``add`` on some inputs is never taken for it.
   Anything else runs on the generic, vectorised path.
 
@@ -144,11 +148,15 @@ class Body:
 # ---------------------------------------------------------------------------------------
 
 
+_KNOWN = {}
+
+
 def _known_functions():
     """Function object -> spec name, for the ops a user's body may call."""
-    table = {getattr(_E, attr): spec for spec, attr in BINARY_OPS.items()}
-    table[_E.compare] = "compare"
-    return table
+    if not _KNOWN:
+        _KNOWN.update({getattr(_E, attr): spec for spec, attr in BINARY_OPS.items()})
+        _KNOWN[_E.compare] = "compare"
+    return _KNOWN
 
 
 # instructions that do not change what a one-call body computes
@@ -166,35 +174,66 @@ _NEUTRAL = {
 _ODD_FLAGS = 0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200
 
 
-def _plain_two(fn):
-    """The code of ``fn`` if it is a plain two-parameter Python function, else None."""
+def _plain(fn, nparams=2):
+    """The code of ``fn`` if it is a plain Python function of ``nparams`` positional
+    parameters (no defaults used, no *args/**kwargs, not a generator), else None."""
     if not isinstance(fn, types.FunctionType):
         return None
     code = fn.__code__
     if (
-        code.co_argcount != 2
+        code.co_argcount != nparams
         or code.co_kwonlyargcount
-        or code.co_posonlyargcount > 2
+        or code.co_posonlyargcount > nparams
         or code.co_flags & _ODD_FLAGS
     ):
         return None
     return code
 
 
-def _call_of_known_op(fn):
+def _plain_two(fn):
+    return _plain(fn, 2)
+
+
+_HELPER_DEPTH = 8  # helper functions followed inside one another, at most
+_MISSING = object()
+
+
+def _global(fn, name, deps):
+    """``name`` as ``fn``'s code reads it (its globals, then builtins), noted in deps."""
+    g = fn.__globals__
+    obj = g.get(name, _MISSING)
+    if obj is _MISSING:
+        obj = getattr(builtins, name, _MISSING)
+    if obj is not _MISSING:
+        deps.append(("g", g, name, obj))
+    return obj
+
+
+def _substitute(arg, outer):
+    """A helper's argument description in terms of its caller's (``outer``: the caller's
+    descriptions of the helper's parameters)."""
+    return outer[arg[1]] if arg[0] == "param" else arg
+
+
+def _call_of_known_op(fn, nparams=2, depth=0, deps=None):
     """(spec name, positional args, keyword args) if the user's ``fn`` is one call of a
     known op, each parameter given as ("param", i) and constants as ("const", v); else
-    None. Reads the bytecode (user callables only: tagged bodies say what they are)."""
+    None. The call may go through helper functions that are themselves exactly one call
+    (``lambda a, b: my_add(a, b)`` with ``def my_add(x, y): return xo.add(x, y)``),
+    followed up to _HELPER_DEPTH deep. Reads the bytecode (user callables only: tagged
+    bodies say what they are); ``deps`` collects what the answer depends on (the
+    globals, closure cells and module attributes read), for :func:`_recognised`."""
+    deps = [] if deps is None else deps
     known = _known_functions()
     try:
         if fn in known:  # the op function itself: its parameters in order
-            return known[fn], [("param", 0), ("param", 1)], {}
+            return known[fn], [("param", i) for i in range(nparams)], {}
     except TypeError:  # unhashable callable
         return None
-    code = _plain_two(fn)
+    code = _plain(fn, nparams)
     if code is None:
         return None
-    params = code.co_varnames[:2]
+    params = code.co_varnames[:nparams]
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     stack = []
     kwnames = ()
@@ -204,13 +243,10 @@ def _call_of_known_op(fn):
         if name in _NEUTRAL:
             continue
         if name == "LOAD_GLOBAL":
-            g = fn.__globals__
-            if ins.argval in g:
-                stack.append(("obj", g[ins.argval]))
-            elif hasattr(builtins, ins.argval):
-                stack.append(("obj", getattr(builtins, ins.argval)))
-            else:
+            obj = _global(fn, ins.argval, deps)
+            if obj is _MISSING:
                 return None
+            stack.append(("obj", obj))
         elif name == "LOAD_DEREF":
             cell = cells.get(ins.argval)
             if cell is None:
@@ -219,13 +255,16 @@ def _call_of_known_op(fn):
                 stack.append(("obj", cell.cell_contents))
             except ValueError:  # empty cell
                 return None
+            deps.append(("c", cell, None, cell.cell_contents))
         elif name in ("LOAD_ATTR", "LOAD_METHOD"):
             if not stack or stack[-1][0] != "obj" or not isinstance(stack[-1][1], types.ModuleType):
                 return None  # attribute reads on modules only: no properties run
             mod = stack.pop()[1]
-            if not hasattr(mod, ins.argval):
+            obj = getattr(mod, ins.argval, _MISSING)
+            if obj is _MISSING:
                 return None
-            stack.append(("obj", getattr(mod, ins.argval)))
+            deps.append(("a", mod, ins.argval, obj))
+            stack.append(("obj", obj))
         elif name in ("LOAD_FAST", "LOAD_FAST_BORROW"):  # (3.14: _BORROW)
             if ins.argval not in params:
                 return None
@@ -254,10 +293,19 @@ def _call_of_known_op(fn):
                 spec = known.get(callee[1])
             except TypeError:
                 return None
-            if spec is None:
-                return None
             npos = n - len(kwnames)
-            pos, kw = args[:npos], dict(zip(kwnames, args[npos:]))
+            if spec is None:  # a helper: one call of a known op on its parameters
+                if kwnames or depth >= _HELPER_DEPTH:
+                    return None
+                deps.append(("a", callee[1], "__code__", getattr(callee[1], "__code__", None)))
+                inner = _call_of_known_op(callee[1], n, depth + 1, deps)
+                if inner is None:
+                    return None
+                spec, ipos, ikw = inner
+                pos = [_substitute(a, args) for a in ipos]
+                kw = {k: _substitute(a, args) for k, a in ikw.items()}
+            else:
+                pos, kw = args[:npos], dict(zip(kwnames, args[npos:]))
             stack = [("call", spec, pos, kw)]
             kwnames = ()
             calls += 1
@@ -271,6 +319,52 @@ def _call_of_known_op(fn):
     return None
 
 
+# recognition results by (code, globals, closure cells): the answer and what it read
+_SEEN = {}
+_SEEN_MAX = 512
+
+
+def _still(dep):
+    kind, where, name, obj = dep
+    try:
+        if kind == "g":
+            now = where.get(name, _MISSING)
+            if now is _MISSING:
+                now = getattr(builtins, name, _MISSING)
+        elif kind == "c":
+            now = where.cell_contents
+        else:
+            now = getattr(where, name, _MISSING)
+    except ValueError:  # a cell emptied since
+        return False
+    return now is obj
+
+
+def _recognised(fn, nparams=2):
+    """:func:`_call_of_known_op` of ``fn``, remembered per code object, globals and
+    closure cells, and re-used while every name it read still refers to the same
+    object (so a lambda written inside a loop is read once, and rebinding a global the
+    body calls is noticed)."""
+    if isinstance(fn, types.FunctionType) and fn not in _known_functions():
+        cells = fn.__closure__ or ()
+        key = (fn.__code__, id(fn.__globals__), tuple(map(id, cells)), nparams)
+        hit = _SEEN.get(key)
+        if (
+            hit is not None
+            and hit[1] is fn.__globals__
+            and all(a is b for a, b in zip(hit[2], cells))
+            and all(_still(d) for d in hit[3])
+        ):
+            return hit[0]
+        deps = []
+        answer = _call_of_known_op(fn, nparams, deps=deps)
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[key] = (answer, fn.__globals__, cells, deps)  # (keeps the ids' objects alive)
+        return answer
+    return _call_of_known_op(fn, nparams)
+
+
 def binary_op_name(fn):
     """The spec name of the elementwise binary op ``fn`` is (``"add"``, ``"multiply"``,
     ``"maximum"``, ``"minimum"``, ``"and"``, ``"or"``, ``"xor"``, ``"subtract"``): a
@@ -282,7 +376,7 @@ def binary_op_name(fn):
     """
     if isinstance(fn, Body):
         return fn.op if fn.op in BINARY_OPS else None
-    call = _call_of_known_op(fn)
+    call = _recognised(fn)
     if call is None:
         return None
     spec, pos, kw = call
@@ -303,11 +397,7 @@ def compare_call(fn, nparams=2):
     if nparams != 2:
         if not isinstance(fn, types.FunctionType) or fn.__code__.co_argcount != nparams:
             return None
-        # analyse a copy that declares only the first two parameters: any use of the
-        # others then reads as an unknown local and the body is not recognised
-        code = fn.__code__.replace(co_argcount=2)
-        fn = types.FunctionType(code, fn.__globals__, fn.__name__, None, fn.__closure__)
-    call = _call_of_known_op(fn)
+    call = _recognised(fn, nparams)
     if call is None:
         return None
     spec, pos, kw = call

@@ -6,14 +6,25 @@ end, the operand and result value conversions the fast path and the reference sh
 """
 
 import collections
+import functools
+import inspect
 import re
 
 import numpy as np
 
 from .. import registry
-from ..dtypes import as_dtype, from_compute, to_compute
+from ..dtypes import DType, as_dtype, from_compute, to_compute
 from ..tensor import Tensor, typestr
-from ._core import SpecError, attr_int, attr_ints, bound_arguments, check, compute
+from ._core import (
+    SpecError,
+    attr_int,
+    attr_ints,
+    attr_pairs,
+    attr_sized_ints,
+    bound_arguments,
+    check,
+    compute,
+)
 
 _PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
 _DN_LABEL = "I8-I16"  # the spec's inputs that make up dimension_numbers
@@ -306,8 +317,6 @@ def _as_array(value):
 
 
 def _padding(op, padding, n):
-    if padding is None:
-        return [(0, 0)] * n
     if isinstance(padding, str):
         raise SpecError(
             op,
@@ -315,39 +324,11 @@ def _padding(op, padding, n):
             f"padding must be (low, high) pairs, got {padding!r} "
             f"(xo.conv accepts 'SAME' and 'VALID')",
         )
-    if isinstance(padding, Tensor):
-        padding = padding._value
-    arr = _as_array(padding)
-    if arr is None or arr.dtype == object or (arr.size and arr.dtype.kind not in "iu"):
-        raise SpecError(
-            op, "I4", f"padding must be a list of (low, high) integer pairs, got {padding!r}"
-        )
-    if arr.shape == (0,):
-        arr = arr.reshape(0, 2)
-    check(
-        arr.shape == (n, 2),
-        op,
-        "C4",
-        lambda: f"padding must have shape [N-2, 2] = [{n}, 2], got {list(arr.shape)}",
-    )
-    return [(int(lo), int(hi)) for lo, hi in arr]
+    return attr_pairs(op, "I4", "C4", "padding", padding, n, "N-2")
 
 
 def _spatial_ints(op, label_i, label_size, label_pos, name, value, n):
-    if value is None:
-        return [1] * n
-    vals = attr_ints(op, label_i, name, value)
-    check(
-        len(vals) == n,
-        op,
-        label_size,
-        lambda: f"size({name}) must be N-2 = {n}, got {len(vals)}: {vals}",
-    )
-    if label_pos:
-        check(
-            all(v > 0 for v in vals), op, label_pos, lambda: f"{name} must be positive, got {vals}"
-        )
-    return vals
+    return attr_sized_ints(op, (label_i, label_size, label_pos), name, value, n, "N-2")
 
 
 def _reversal(op, value, n):
@@ -452,11 +433,76 @@ def _attribute_values(attributes, named_attributes):
     """``convolution``'s attributes given as it takes them after ``lhs`` and ``rhs``
     (positional or by name), as a list in its order with its defaults: its signature is
     the one list of them, which the reference and the gradient convolutions take too."""
+    names, defaults = _convolution_parameters()
+    first = len(attributes)
+    if first <= len(defaults) and all(names.get(k, -1) >= first for k in named_attributes):
+        values = [*attributes, *defaults[first:]]  # (what binding gives, without inspect)
+        for k, v in named_attributes.items():
+            values[names[k]] = v
+        return values
     bound = bound_arguments(registry.op.convolution, (None, None, *attributes), named_attributes)
     return list(bound.values())[2:]  # (lhs and rhs aside)
 
 
-def _attributes(
+@functools.lru_cache(maxsize=1)
+def _convolution_parameters():
+    """``convolution``'s attribute names (to their positions) and defaults."""
+    params = list(inspect.signature(registry.op.convolution).parameters.values())[2:]
+    return {p.name: i for i, p in enumerate(params)}, [p.default for p in params]
+
+
+# Validated attributes by (op, operand types and shapes, attributes): a training loop
+# calls one convolution with the same arguments every step, and validating them costs
+# about as much as running a small convolution. Only plain values are keys (see
+# _frozen); the _Attrs objects are never changed after validation.
+_VALIDATED = {}
+_VALIDATED_MAX = 256
+_PLAIN = (bool, int, float, str, np.integer, np.bool_, np.dtype, DType)
+_SIMPLE = {type(None), bool, int, float, str}
+
+
+def _frozen(v):
+    """A hashable stand-in for an attribute value that compares equal only for values
+    that validate alike (types kept: 1 and True are different keys), or None."""
+    t = type(v)
+    if t in _SIMPLE:
+        return (t, v)
+    if t is tuple or t is list:  # (the common case: pairs of ints, lists of ints)
+        if all(type(x) is int for x in v):
+            return (t, tuple(v))
+        items = tuple(_frozen(x) for x in v)
+        return None if None in items else (t, items)
+    if isinstance(v, _PLAIN):
+        return (t, v)
+    if type(v) is ConvDimensionNumbers and all(  # (the gradient convolutions' own)
+        type(f) is int or (type(f) is tuple and all(type(d) is int for d in f)) for f in v
+    ):
+        return v
+    if isinstance(v, (tuple, list)):
+        items = tuple(_frozen(x) for x in v)
+        return None if any(x is None for x in items) else (type(v), items)
+    if isinstance(v, dict):
+        items = tuple((k, _frozen(x)) for k, x in v.items())
+        return None if any(x is None for _, x in items) else (dict, items)
+    if type(v) is np.ndarray and v.dtype.kind in "biu":
+        return (np.ndarray, v.dtype.str, v.shape, v.tobytes())
+    return None
+
+
+def _attributes(op, lhs_dt, lhs_shape, rhs_dt, rhs_shape, *attributes):
+    """``_validate`` with its results kept (see _VALIDATED)."""
+    key = _frozen((op, lhs_dt, tuple(lhs_shape), rhs_dt, tuple(rhs_shape), attributes))
+    a = _VALIDATED.get(key) if key is not None else None
+    if a is None:
+        a = _validate(op, lhs_dt, lhs_shape, rhs_dt, rhs_shape, *attributes)
+        if key is not None:
+            if len(_VALIDATED) >= _VALIDATED_MAX:
+                _VALIDATED.clear()
+            _VALIDATED[key] = a
+    return a
+
+
+def _validate(
     op,
     lhs_dt,
     lhs_shape,

@@ -5,12 +5,13 @@ they take the element type of the op's first tensor operand (as in JAX), so
 ``xo.add(x_bf16, 1)`` stays bf16. NumPy arrays and NumPy scalars keep their own type.
 """
 
+import contextvars
 import inspect
 import numbers
 
 import numpy as np
 
-from ..dtypes import as_dtype, from_compute, int_to_float, to_compute
+from ..dtypes import all_dtypes, as_dtype, from_compute, int_to_float, to_compute
 from ..errors import SpecError, check
 from ..registry import _BY_NAME as _OPS
 from ..tensor import Tensor, _default_dtype, _wrap, typestr
@@ -194,6 +195,55 @@ def attr_ints(op, label, name, value, length=None):
 _SI64_END = 1 << 63
 
 
+def attr_sized_ints(op, labels, name, value, n, size_text, default=1):
+    """``n`` ints (``default`` each when the attribute is absent), each > 0 when ``labels``
+    = (parse, size, positive) has a positive label; ``size_text`` says what ``n`` is."""
+    label_in, label_size, label_pos = labels
+    if value is None:
+        return [default] * n
+    vals = attr_ints(op, label_in, name, value)
+    check(
+        len(vals) == n,
+        op,
+        label_size,
+        lambda: f"{name} must have {size_text} = {n} entries, got {len(vals)}: {vals}",
+    )
+    if label_pos:
+        check(
+            all(v > 0 for v in vals), op, label_pos, lambda: f"{name} must be positive, got {vals}"
+        )
+    return vals
+
+
+def attr_pairs(op, label_in, label_shape, name, value, n, size_text):
+    """``n`` (low, high) int pairs ((0, 0) each when the attribute is absent), checked to
+    have shape [n, 2]; ``size_text`` says what ``n`` is."""
+    if value is None:
+        return [(0, 0)] * n
+    if isinstance(value, Tensor):
+        value = value._value
+    try:
+        arr = np.asarray(value)
+        if arr.dtype == object or (arr.size and arr.dtype.kind not in "iu"):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise SpecError(
+            op, label_in, f"{name} must be (low, high) pairs of integers, got {value!r:.80}"
+        ) from None
+    if arr.size == 0:
+        arr = arr.reshape(-1, 2)
+    check(
+        arr.shape == (n, 2),
+        op,
+        label_shape,
+        lambda: (
+            f"{name} must have shape [{size_text}, 2] = [{n}, 2], "
+            f"got {list(arr.shape)}: {arr.tolist()}"
+        ),
+    )
+    return [(int(lo), int(hi)) for lo, hi in arr]
+
+
 def check_arity(op, label, what, fn, n):
     """A body/computation/comparator must be callable with n positional arguments (the
     check the spec's region types make); unknowable signatures (builtins) pass."""
@@ -272,18 +322,29 @@ try:  # np.errstate(all="ignore") without its per-call object and keyword handli
     # all four conditions ignored: the error callback is then never called, and the
     # buffer size only matters to casting loops, which the fast path never runs
     _IGNORE = _make_extobj(all="ignore")
+    # a context holding only that error state: entering it for one call (Context.run)
+    # costs a quarter of setting and resetting the variable in the caller's context
+    _QUIET = contextvars.Context()
+    _QUIET.run(_ERRCTX.set, _IGNORE)
+    _quiet_run = _QUIET.run
 except ImportError:  # another NumPy layout: the public context manager
     _ERRCTX = None
 
-_new = object.__new__
+    def _quiet_run(fn, *args):
+        with np.errstate(all="ignore"):
+            return fn(*args)
 
 
 def _quiet_call(ufunc, a, b):
     """``ufunc(a, b)`` on two arrays of one type under ``np.errstate(all="ignore")``
     (the spec defines NaN/inf results), at a fraction of the context manager's cost."""
-    if _ERRCTX is None:
-        with np.errstate(all="ignore"):
-            return ufunc(a, b)
+    try:
+        return _quiet_run(ufunc, a, b)
+    except RuntimeError:
+        if _ERRCTX is None:
+            raise
+    # the quiet context is entered already: by another thread (a ufunc on large arrays
+    # lets go of the GIL), or the ufunc raised a RuntimeError itself (it will again)
     token = _ERRCTX.set(_IGNORE)
     try:
         return ufunc(a, b)
@@ -318,21 +379,25 @@ def fast_binary(op, ufunc, kinds):
     calls its body answers with ``ufunc`` on the holder arrays: two plain Tensors of one
     non-narrow element type of ``kinds`` and one shape (or one such Tensor and a weak
     Python scalar exactly representable in its type), no gradient required. Any other
-    call returns None and runs the op's full path (all checks, same errors). Integer
+    call returns None and runs the op's full path (all checks, same errors).
+
+    The element types the path takes are validated once, here: the set holds the ids
+    of the registered types (never collected, so ids stay theirs) of the op's kinds that
+    are held as computed; quantized and narrow types are not in it. A call then costs
+    one set lookup, an identity test of the two types and a shape comparison. Integer
     ufuncs on arrays raise no floating-point warnings, so only float/complex calls pay
     for the quiet error state."""
-    kinds = frozenset(kinds)
-    inexact = frozenset(("float", "complex"))
+    types = [d for d in all_dtypes() if d.kind in kinds and d.compute == d.np]
+    ok = frozenset(id(d) for d in types)
+    quiet = frozenset(id(d) for d in types if d.kind in ("float", "complex"))
 
     def fast(args):
-        try:
-            x, y = args
-        except ValueError:
+        if len(args) != 2:
             return None
+        x, y = args
         if type(x) is Tensor:
             dt = x._dtype
-            # (non-narrow: held as computed; quantized types leave through the full path)
-            if dt.quantized or x.requires_grad or dt.kind not in kinds or dt.compute is not dt.np:
+            if x.requires_grad or id(dt) not in ok:
                 return None
             if type(y) is Tensor:
                 if y._dtype is not dt or y.requires_grad:
@@ -346,35 +411,20 @@ def fast_binary(op, ufunc, kinds):
                     return None
         elif type(y) is Tensor:
             dt = y._dtype
-            if dt.quantized or y.requires_grad or dt.kind not in kinds or dt.compute is not dt.np:
+            if y.requires_grad or id(dt) not in ok:
                 return None
             a, b = _fast_scalar(x, dt), y._value
             if a is None:
                 return None
         else:
             return None
-        quiet = dt.kind in inexact
-        if quiet and _ERRCTX is not None:  # _quiet_call, inlined (a call costs ~0.1 us)
-            token = _ERRCTX.set(_IGNORE)
-            try:
-                r = ufunc(a, b)
-            finally:
-                _ERRCTX.reset(token)
-        elif quiet:
+        if id(dt) not in quiet:
+            return _wrap(ufunc(a, b), dt)
+        try:  # _quiet_call, inlined (a call costs ~0.1 us)
+            r = _quiet_run(ufunc, a, b)
+        except RuntimeError:
             r = _quiet_call(ufunc, a, b)
-        else:
-            r = ufunc(a, b)
-        # tensor._wrap, inlined: r is a fresh result (a NumPy scalar for 0-d operands)
-        if type(r) is not np.ndarray:
-            r = np.asarray(r)
-        r.setflags(write=False)  # (half the cost of r.flags.writeable = False)
-        t = _new(Tensor)
-        t._value = r
-        t._dtype = dt
-        t.requires_grad = False
-        t.grad = None
-        t._node = None
-        return t
+        return _wrap(r, dt)  # (a NumPy scalar for 0-d operands: _wrap makes it 0-d)
 
     op._fast = fast
     return fast

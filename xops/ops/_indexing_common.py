@@ -17,6 +17,44 @@ def _dims(op, label, name, value):
     return attr_ints(op, label, name, value)
 
 
+def _attr_key(value):
+    """A hashable stand-in for an attribute value in a plan cache key: ints and bools as
+    (type, value), sequences of Python ints as a tuple, callables (bodies) by identity (a
+    cached plan keeps its body alive, so the id cannot be reused meanwhile); None for
+    anything else (the call then is not cached)."""
+    t = type(value)
+    if t is int or t is bool:
+        return t, value
+    if t is list or t is tuple:
+        return tuple(value) if all(type(v) is int for v in value) else None
+    if callable(value):
+        return "body", id(value)
+    return None
+
+
+_PLANS_MAX = 256  # plans cached per op (the cache is emptied when it is full)
+
+
+def _cached_plan(cache, tensors, attributes, make):
+    """``make()``, the checked plan of an op, cached on the shapes and element types of
+    ``tensors`` and the ``attributes`` (a plan is a pure function of them): a repeated
+    call skips the checks. Calls with an attribute that has no key are not cached."""
+    key = [(t.shape, t._dtype) for t in tensors]
+    for a in attributes:
+        k = _attr_key(a)
+        if k is None:
+            return make()
+        key.append(k)
+    key = tuple(key)
+    plan = cache.get(key)
+    if plan is None:
+        plan = make()
+        if len(cache) >= _PLANS_MAX:
+            cache.clear()
+        cache[key] = plan
+    return plan
+
+
 def _unique(xs):
     return len(set(xs)) == len(xs)
 
@@ -62,13 +100,27 @@ def _check_disjoint(op, label, first, second):
     check(not set(a) & set(b), op, label, lambda: f"{name_a} {a} and {name_b} {b} must not overlap")
 
 
-def _check_batching(op, labels, operand, indices, ivd):
+def _check_batching(op, labels, operand, indices, ivd, inserted, index_map):
     """gather's / scatter's batching dims: ``operand`` = (name, tensor, its batching dims),
-    ``indices`` = (name, index tensor, its batching dims). The index batching dims are
-    unique and in range (labels[0], labels[1]), not index_vector_dim (labels[2]), as many
-    as the operand's (labels[3]) and of the same sizes (labels[4])."""
-    (xname, x, bd), (iname, si, sibd) = operand, indices
+    ``indices`` = (name, index tensor, its batching dims), ``inserted`` / ``index_map`` =
+    (name, dims) of the collapsed (inserted) dims and of the index map. The operand's
+    batching dims are sorted, unique (labels[0]) and in range (labels[1]) and share no
+    dim with ``inserted`` (labels[2]); the index batching dims are unique and in range
+    (labels[3], labels[4]), not index_vector_dim (labels[5]), as many as the operand's
+    (labels[6]) and of the same sizes (labels[7]); ``index_map`` shares no dim with the
+    operand's batching dims (labels[8])."""
+    xname, x, bd = operand
     bname = "operand_batching_dims" if xname == "operand" else "input_batching_dims"
+    rank = "rank(operand)" if xname == "operand" else "rank(inputs[0])"
+    _check_dims(op, labels[:2], bname, bd, x.ndim, rank)
+    _check_disjoint(op, labels[2], inserted, (bname, bd))
+    _check_batched_indices(op, labels[3:8], operand, indices, ivd, bname)
+    _check_disjoint(op, labels[8], index_map, (bname, bd))
+
+
+def _check_batched_indices(op, labels, operand, indices, ivd, bname):
+    """The index side of _check_batching (its labels[3:8])."""
+    (xname, x, bd), (iname, si, sibd) = operand, indices
     sname = f"{iname}_batching_dims"
     _check_dims(op, labels[:2], sname, sibd, si.ndim, f"rank({iname})", ordered=False)
     check(
@@ -113,10 +165,37 @@ def _i64(xs):
 def _index_array(t):
     """An integer tensor's values as int64; uint64 values above the int64 range saturate
     to int64 max (out of bounds either way, and clamped alike)."""
-    v = compute(t)
+    return _as_i64(compute(t))
+
+
+def _as_i64(v):
     if v.dtype == np.uint64:
         return np.minimum(v, np.uint64(2**63 - 1)).astype(np.int64)
     return v.astype(np.int64, copy=False)
+
+
+def _row_indices(t):
+    """The index values of a one-component index tensor (index vector of size 1, or
+    implicit) as a flat array in row-major batch order, for the row kernels: int32 and
+    int64 as they are (a view: no conversion pass, one kernel specialisation each),
+    other integer types as _index_array's int64."""
+    v = compute(t)
+    if v.dtype != np.int32 and v.dtype != np.int64:
+        v = _as_i64(v)
+    return v.reshape(-1)
+
+
+def _row_words(*arrays):
+    """The widest unsigned word (8, 4, 2 or 1 bytes) that divides a row of each array
+    (C-contiguous, a leading dim of rows) and its start address: rows then move as whole
+    words (16 f32 = 8 uint64). Returns each array as a flat array of those words."""
+    size = 8
+    for a in arrays:
+        row = a.nbytes // a.shape[0] if a.shape[0] else 0
+        while size > 1 and (row % size or a.ctypes.data % size):
+            size //= 2
+    word = _UINT_BY_SIZE[size]
+    return [a.reshape(-1).view(np.uint8).view(word) for a in arrays]
 
 
 def _index_matrix(t, index_vector_dim):

@@ -9,51 +9,18 @@ import builtins
 import numpy as np
 
 from ..limits import check_nbytes
-from ..tensor import Tensor
 from . import movement as _M
-from ._core import SpecError, attr_ints, check, compute
+from ._core import attr_pairs, attr_sized_ints, compute
 from .reduction import _contig, _readonly, _to_kernel, _zeros
 
 
 def _window_attr(op, label_in, label_len, label_pos, name, value, rank, default):
-    if value is None:
-        return [default] * rank
-    vals = attr_ints(op, label_in, name, value)
-    check(
-        len(vals) == rank,
-        op,
-        label_len,
-        lambda: f"{name} must have rank(operand)={rank} entries, got {vals}",
-    )
-    check(all(v > 0 for v in vals), op, label_pos, lambda: f"{name} must be positive, got {vals}")
-    return vals
+    labels = (label_in, label_len, label_pos)
+    return attr_sized_ints(op, labels, name, value, rank, "rank(operand)", default)
 
 
 def _padding_attr(op, label_in, label_shape, padding, rank):
-    if padding is None:
-        return [(0, 0)] * rank
-    if isinstance(padding, Tensor):
-        padding = padding._value
-    try:
-        arr = np.asarray(padding)
-        if arr.size == 0:
-            arr = arr.reshape(-1, 2)
-        if arr.size and arr.dtype.kind not in "iu":
-            raise TypeError
-    except (TypeError, ValueError):
-        raise SpecError(
-            op, label_in, f"padding must be (low, high) pairs of integers, got {padding!r}"
-        ) from None
-    check(
-        arr.shape == (rank, 2),
-        op,
-        label_shape,
-        lambda: (
-            f"padding must have shape [rank(operand)={rank}, 2], got "
-            f"{list(arr.shape)}: {arr.tolist()}"
-        ),
-    )
-    return [(int(lo), int(hi)) for lo, hi in arr.reshape(rank, 2)]
+    return attr_pairs(op, label_in, label_shape, "padding", padding, rank, "rank(operand)")
 
 
 def _num_windows(n, window, stride, base_dilation, window_dilation, lo, hi):

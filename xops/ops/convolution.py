@@ -254,7 +254,7 @@ def _convolution_impl(x, y, a):
         flips = [2 + d for d in range(n) if a.reversal[d]]
         if flips:
             w = np.flip(w, flips)
-        w = np.ascontiguousarray(w, dtype=work)
+        w = np.asarray(w, dtype=work)  # (a view where it can be: the packings reshape it)
         strategy = _strategy(a, chan, n_out, groups, k_taps, out_pos)
         padded = math.prod(
             lo + (0 if s == 0 else (s - 1) * ld + 1) + hi
@@ -270,9 +270,10 @@ def _convolution_impl(x, y, a):
             )
         else:
             check_nbytes("convolution", (batch, chan * k_taps, out_pos), work, "im2col temporary")
-        if strategy == "window_sum":
+        out = _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out)
+        if out is None and strategy == "window_sum":
             out = _window_sum_matmul(lhs_c, w, a, work, batch, chan, groups, n_out)
-        else:
+        elif out is None:
             out = _im2col_matmul(
                 lhs_c, w, a, work, batch, chan, groups, n_out, strategy == "im2row"
             )
@@ -488,6 +489,123 @@ def _window_sum_matmul(lhs_c, w, a, work, batch, chan, groups, n_out):
             out.size * k_taps // _WINDOW_SUM_WORK_PER_UNIT, y.view(real), table, out.view(real)
         )
     return out.reshape(batch, n_out, *a.out_spatial)
+
+
+# -- the two-dimensional fast path (1-D runs as 2-D with one row) ----------------------
+
+# Tests set this to False to run the general packings everywhere.
+_FAST_2D = True
+
+
+@functools.lru_cache(maxsize=64)
+def _geometry_2d(in_hw, k_hw, out_hw, strides, padding, lhs_dilation, rhs_dilation):
+    """(rows, band, runs) for the 2-D kernels (see xops.kernels.convolution): ``rows[kh,
+    i]`` the input row that kernel row kh reads for output row i (-1: padding or a
+    dilation hole); ``band[kh]`` = (i0, i1, h0) where rows[kh] is -1 but for i0 <= i < i1
+    reading h0 + i - i0 (i1 = -1 otherwise); ``runs[kw]`` = (j0, count, j_step, s0,
+    s_step), the output columns j0 + q*j_step (q < count) that kernel column kw reads
+    from input columns s0 + q*s_step (an arithmetic progression: the solutions of a
+    linear congruence in an interval)."""
+    tables = []
+    for d in range(2):
+        k = np.arange(k_hw[d])[:, None]
+        o = np.arange(out_hw[d])[None, :]
+        q = o * strides[d] + k * rhs_dilation[d] - padding[d][0]  # in the dilated input
+        ld = lhs_dilation[d]
+        ok = (q >= 0) & (q <= (in_hw[d] - 1) * ld) & (q % ld == 0)
+        tables.append(np.where(ok, q // ld, -1))
+    rows = np.ascontiguousarray(tables[0], np.int64)
+    band = np.zeros((k_hw[0], 3), np.int64)
+    for kh, src in enumerate(rows):
+        valid = np.flatnonzero(src >= 0)
+        if valid.size and (src[valid] == src[valid[0]] + valid - valid[0]).all():
+            if valid[-1] - valid[0] + 1 == valid.size:
+                band[kh] = (valid[0], valid[-1] + 1, src[valid[0]])
+                continue
+        band[kh] = (0, 0 if valid.size == 0 else -1, 0)
+    runs = np.zeros((k_hw[1], 5), np.int64)
+    for kw, src in enumerate(tables[1]):
+        js = np.flatnonzero(src >= 0)
+        if js.size == 0:
+            runs[kw] = (0, 0, 1, 0, 1)
+            continue
+        j_step = int(js[1] - js[0]) if js.size > 1 else 1
+        s_step = int(src[js[1]] - src[js[0]]) if js.size > 1 else 1
+        runs[kw] = (js[0], js.size, j_step, src[js[0]], s_step)
+    for t in (rows, band, runs):
+        t.flags.writeable = False
+    return rows, band, runs
+
+
+def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
+    """im2col and im2row for one or two spatial dims without a padded copy of the input
+    and with contiguous runs along the last dim (``im2col_2d``), or None where they do
+    not apply (then the general packings run):
+
+    * im2col: columns (C*K, N*P), then W (O, C*K) @ columns per group;
+    * im2row (the kernel gradient's shape: a kernel wider than the output, no groups):
+      rows (B*P, C*K) written as the forward im2col with the roles swapped.
+
+    window_sum keeps its general kernel: a 2-D twin with the same long runs measured
+    5-20% faster on the input gradients but cost 3.5 s more of cold compilation.
+
+    Always one GEMM over all images (per group), never one per image: each BLAS call is
+    a synchronisation point of its threads, which costs whole scheduler ticks when other
+    processes compete for the cores (measured under load: 16 per-image GEMMs of the mid
+    layer took 0.9 s against 51 ms for one).
+    """
+    n = len(a.in_spatial)
+    if not _FAST_2D or n not in (1, 2) or work == np.complex128 or strategy == "window_sum":
+        return None
+    if strategy == "im2row" and groups > 1:
+        return None
+    fill = [1] * (2 - n)
+    in_hw = tuple(fill + list(a.in_spatial))
+    k_hw = tuple(fill + list(a.k_spatial))
+    out_hw = tuple(fill + list(a.out_spatial))
+    strides, rdil = tuple(fill + list(a.strides)), tuple(fill + list(a.rhs_dilation))
+    ldil, pads = tuple(fill + list(a.lhs_dilation)), tuple([(0, 0)] * (2 - n) + a.padding)
+    src = np.reshape(lhs_c, (batch, chan, *in_hw))
+    k_taps, out_pos = math.prod(k_hw), math.prod(out_hw)
+    word = np.uint64 if work.itemsize == 8 else np.uint32
+    if src.dtype != work or src.strides[-1] != work.itemsize or min(src.strides) < 0:
+        src = np.ascontiguousarray(src, work)
+    step = [s // work.itemsize for s in src.strides]
+    span = sum((d - 1) * s for d, s in zip(src.shape, step)) + 1 if src.size else 0
+    flat = np.lib.stride_tricks.as_strided(src, (span,), (work.itemsize,)).view(word)
+    c_k = chan * k_taps // groups
+    if strategy == "im2col":
+        rows, band, runs = _geometry_2d(in_hw, k_hw, out_hw, strides, pads, ldil, rdil)
+        cols = np.empty((groups, c_k, batch * out_pos), work)
+        img, ch, s_n, s_c, d_n, d_r = batch, chan, step[0], step[1], out_pos, batch * out_pos
+        ow = out_hw[1]
+    else:  # im2row: image/channel roles swapped; taps run over the output, positions over k
+        rows, band, runs = _geometry_2d(in_hw, out_hw, k_hw, rdil, pads, ldil, strides)
+        cols = np.empty((batch * out_pos, chan * k_taps), work)
+        img, ch, s_n, s_c, d_n, d_r = chan, batch, step[1], step[0], k_taps, chan * k_taps
+        ow = k_hw[1]
+    K.im2col_2d(
+        cols.size // _IM2COL_WORK_PER_UNIT,
+        flat,
+        img,
+        ch,
+        s_n,
+        s_c,
+        step[2],
+        rows,
+        band,
+        runs,
+        cols.reshape(-1).view(word),
+        d_n,
+        d_r,
+        ow,
+    )
+    with np.errstate(all="ignore"):
+        if strategy == "im2row":
+            out = np.matmul(w.reshape(n_out, chan * k_taps), cols.T)  # (O, B*P)
+        else:  # (G, O/G, C*K/G) @ (G, C*K/G, N*P)
+            out = np.matmul(w.reshape(groups, n_out // groups, c_k), cols)
+    return out.reshape(n_out, batch, *a.out_spatial).swapaxes(0, 1)
 
 
 # ---------------------------------------------------------------------------------------

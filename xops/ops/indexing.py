@@ -36,8 +36,8 @@ from ..limits import check_nbytes
 from ._core import attr_bool, attr_int, bound_arguments, check, compute, operands, tstr
 from ._indexing_common import (
     _bits,
+    _cached_plan,
     _check_batching,
-    _check_disjoint,
     _check_rank,
     _check_dims,
     _dims,
@@ -46,6 +46,8 @@ from ._indexing_common import (
     _index_matrix,
     _int_tensor_check,
     _ro,
+    _row_indices,
+    _row_words,
     _sorted_unique,
     _strides,
 )
@@ -96,18 +98,7 @@ def gather(
                [1, 2],
                [5, 6]], i64[3,2])
     """
-    x, si, plan = _gather_args(
-        operand,
-        start_indices,
-        offset_dims,
-        collapsed_slice_dims,
-        start_index_map,
-        index_vector_dim,
-        slice_sizes,
-        indices_are_sorted,
-        operand_batching_dims,
-        start_indices_batching_dims,
-    )
+    x, si, plan = _gather_args(*locals().values())  # (the parameters, in signature order)
     check_nbytes("gather", plan.result_shape, x._dtype)
     return _wrap(_gather_impl(x, si, plan), x._dtype)
 
@@ -117,7 +108,14 @@ def _gather_args(operand, start_indices, *attributes):
     signature order): (operand, start_indices, plan). The op, its gradient rule and its
     reference all parse here."""
     x, si = operands("gather", operand, start_indices, names=["operand", "start_indices"])
-    return x, si, _gather_plan(x, si, *attributes)
+    return (
+        x,
+        si,
+        _cached_plan(_PLANS, (x, si), attributes, lambda: _gather_plan(x, si, *attributes)),
+    )
+
+
+_PLANS = {}  # gather's checked plans (_cached_plan)
 
 
 class _GatherPlan:
@@ -130,6 +128,7 @@ class _GatherPlan:
         "obd",
         "sibd",
         "result_shape",
+        "rows",
     )
 
 
@@ -183,19 +182,16 @@ def _gather_plan(x, si, od, cd, sim, ivd, ss, sorted_, obd, sibd):
         "C12",
         lambda: f"slice_sizes {ss} must be in [0, shape(operand)] = {list(x.shape)}",
     )
-    _check_dims(op, ("B2", "B3"), "operand_batching_dims", obd, r, "rank(operand)")
-    batching = ("operand_batching_dims", obd)
-    _check_disjoint(op, "B1", ("collapsed_slice_dims", cd), batching)
+    maps = ("collapsed_slice_dims", cd), ("start_index_map", sim)
+    sides = ("operand", x, obd), ("start_indices", si, sibd)
+    _check_batching(op, "B2 B3 B1 B5 B6 B7 B8 B9 B10".split(), *sides, ivd, *maps)
     check(
         all(ss[d] <= 1 for d in obd),
         op,
         "B4",
         lambda: f"slice_sizes at operand_batching_dims {obd} must be <= 1, got {ss}",
     )
-    _check_batching(
-        op, ("B5", "B6", "B7", "B8", "B9"), ("operand", x, obd), ("start_indices", si, sibd), ivd
-    )
-    _check_disjoint(op, "B10", ("start_index_map", sim), batching)
+    batching = ("operand_batching_dims", obd)
     _check_rank(
         op, "C1", "operand", r, [("offset_dims", od), ("collapsed_slice_dims", cd), batching]
     )
@@ -215,12 +211,35 @@ def _gather_plan(x, si, od, cd, sim, ivd, ss, sorted_, obd, sibd):
     p = _GatherPlan()
     p.offset_dims, p.collapsed, p.start_index_map, p.ivd = od, cd, sim, ivd
     p.slice_sizes, p.obd, p.sibd, p.result_shape = ss, obd, sibd, tuple(shape)
+    # a row gather (x[idx] along dim 0): whole rows of dim 0, at the trailing result dims
+    p.rows = (
+        cd == [0]
+        and sim == [0]
+        and not obd
+        and ss[0] == 1
+        and ss[1:] == list(x.shape[1:])
+        and od == list(range(rank - r + 1, rank))
+    )
     return p
+
+
+def _gather_rows(x, si, p):
+    """A row gather: the output-parallel row-copy kernel on the raw bits, rows as whole
+    words."""
+    out = _pool.empty(p.result_shape, x._dtype.np)
+    if out.size == 0:
+        return out
+    idx = _row_indices(si)
+    src, dst = _row_words(np.ascontiguousarray(x._value), out.reshape(idx.size, -1))
+    K.gather_rows(out.size, _ro(src), _ro(idx), dst, dst.size // idx.size)
+    return out
 
 
 def _gather_impl(x, si, p):
     """Describe the gather with flat strides and run the output-parallel kernel on the
     raw bits of the holder array."""
+    if p.rows:
+        return _gather_rows(x, si, p)
     shape_out = p.result_shape
     out = _pool.empty(shape_out, x._dtype.np)
     if out.size == 0:

@@ -67,10 +67,37 @@ def dot_general(
     """
     op = "dot_general"
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
-    lb = attr_ints(op, "I3", "lhs_batching_dimensions", lhs_batching_dimensions)
-    rb = attr_ints(op, "I4", "rhs_batching_dimensions", rhs_batching_dimensions)
-    lc = attr_ints(op, "I5", "lhs_contracting_dimensions", lhs_contracting_dimensions)
-    rc = attr_ints(op, "I6", "rhs_contracting_dimensions", rhs_contracting_dimensions)
+    lb, rb, lc, rc, out_dt = dot_general_checks(
+        x,
+        y,
+        lhs_batching_dimensions,
+        rhs_batching_dimensions,
+        lhs_contracting_dimensions,
+        rhs_contracting_dimensions,
+        precision_config,
+        preferred_element_type,
+    )
+    keep(
+        op,
+        lhs_batching_dimensions=lb,
+        rhs_batching_dimensions=rb,
+        lhs_contracting_dimensions=lc,
+        rhs_contracting_dimensions=rc,
+    )
+    return result(_dot_general_impl(x, y, lb, rb, lc, rc, out_dt), out_dt)
+
+
+def dot_general_checks(x, y, lb, rb, lc, rc, precision_config, preferred_element_type):
+    """dot_general's constraints (C1-C14) on operands ``x``, ``y`` (Tensors on any
+    device: only their types are read) and the dimension attributes (lhs/rhs batching,
+    lhs/rhs contracting); returns those parsed and the result element type, ``(lb, rb,
+    lc, rc, out_dt)``. The result's shape is x's batch dims, x's free dims, then y's
+    free dims."""
+    op = "dot_general"
+    lb = attr_ints(op, "I3", "lhs_batching_dimensions", lb)
+    rb = attr_ints(op, "I4", "rhs_batching_dimensions", rb)
+    lc = attr_ints(op, "I5", "lhs_contracting_dimensions", lc)
+    rc = attr_ints(op, "I6", "rhs_contracting_dimensions", rc)
     check(
         len(lb) == len(rb),
         op,
@@ -158,14 +185,7 @@ def dot_general(
         "C12",
         lambda: f"preferred_element_type {out_dt.name} cannot hold a dot of {x._dtype.name}",
     )
-    keep(
-        op,
-        lhs_batching_dimensions=lb,
-        rhs_batching_dimensions=rb,
-        lhs_contracting_dimensions=lc,
-        rhs_contracting_dimensions=rc,
-    )
-    return result(_dot_general_impl(x, y, lb, rb, lc, rc, out_dt), out_dt)
+    return lb, rb, lc, rc, out_dt
 
 
 @dot_general.defvjp

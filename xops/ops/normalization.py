@@ -4,7 +4,8 @@ batch_norm_grad (XLA BatchNormTraining / BatchNormInference / BatchNormGrad).
 The spec (seed 004) defines each op as a composition of other ops; the
 ``*_reference`` functions below are those compositions written line by line in NumPy
 (the test oracle). The ops themselves run fused kernels (``xops.kernels.normalization``):
-one pass for the statistics or the gradient sums, one pass for the elementwise result.
+one pass for the statistics or the gradient sums, one pass for the elementwise result
+(for NCHW-like operands, both passes feature by feature in one kernel).
 
 Semantic choices (docs/semantics.md):
 
@@ -51,6 +52,7 @@ Narrow floats (bf16, f16, f8...) compute their rules in f32 and round the cotang
 once to the operand's element type.
 """
 
+import math
 import numbers
 
 import numpy as np
@@ -167,19 +169,42 @@ def _epsilon(op, label, epsilon, dt):
     return float(to_compute(from_compute(e32, dt), dt))
 
 
-def _view(t, fi):
+def _view(t, fi, fuse=True):
     """``(x, plan, C, inner, n)``: the operand flat and C-contiguous in float32 or
-    float64, its kernel plan, the feature count, the run length (product of the dims
-    after ``feature_index``) and the elements per feature. Narrow floats widen exactly
-    to float64 (one rounding at the end, correct through the dtype layer's round-to-odd).
+    float64, its kernel plan (None where ``fuse`` and :func:`_fused` take the operand
+    to the fused kernels), the feature
+    count, the run length (product of the dims after ``feature_index``) and the
+    elements per feature. Narrow floats widen exactly to float64 (one rounding at the
+    end, correct through the dtype layer's round-to-odd).
     """
     shape = t.shape
-    outer = int(np.prod(shape[:fi], dtype=np.int64))
+    outer = math.prod(shape[:fi])
     C = shape[fi]
-    inner = int(np.prod(shape[fi + 1 :], dtype=np.int64))
+    inner = math.prod(shape[fi + 1 :])
     v = t._value
     v = v.astype(np.float64) if t._dtype.is_narrow else np.ascontiguousarray(v)
-    return v.reshape(-1), K.plan(outer, C, inner), C, inner, outer * inner
+    plan = None if fuse and _fused(t, C, inner) else K.plan(outer, C, inner)
+    return v.reshape(-1), plan, C, inner, outer * inner
+
+
+def _fused(t, C, inner):
+    """Whether the fused per-feature kernels take operand ``t``: long runs, at least
+    K.FUSED_FEATURES features of at most _FUSED_BYTES each (a feature's runs are read
+    again from cache; larger ones read in memory order, by tiles, stream faster), an
+    element type held as computed (the kernels round the statistics to x's own holder
+    type). A rule on the shape alone: results never depend on the thread count."""
+    nbytes = t._value.nbytes // C if C else 0
+    return (
+        inner >= K.LONG_RUN
+        and C >= K.FUSED_FEATURES
+        and nbytes <= _FUSED_BYTES
+        and not t._dtype.is_narrow
+    )
+
+
+#: the largest feature (bytes of one operand) the fused kernels take: with grad_output
+#: and the result, three such blocks stay in a 512 KiB L2 cache between the passes
+_FUSED_BYTES = 1 << 17
 
 
 def _vec64(t):
@@ -195,14 +220,6 @@ def _round(v64, dt):
     """A float64 array rounded once to element type ``dt``, and back to float64 (the
     value the spec's element-type tensor holds)."""
     return to_compute(from_compute(v64, dt), dt).astype(np.float64)
-
-
-def _normalize(x, plan, C, inner, mean, a, b):
-    """``(x - mean) * a + b`` per feature (float64 vectors) into a new flat array."""
-    out = np.empty_like(x)
-    with np.errstate(all="ignore"):
-        K.normalize(x.size, x, C, inner, plan.tiles, plan.starts, mean, a, b, out)
-    return out
 
 
 def _quiet():
@@ -342,6 +359,13 @@ def _batch_norm_training_vjp(g, out, operand, scale, offset, epsilon, feature_in
 def _batch_norm_training_impl(x, s, o, eps, fi):
     dt = x._dtype
     flat, plan, C, inner, _ = _view(x, fi)
+    out = np.empty_like(flat)
+    if plan is None:  # one kernel: statistics and output, feature by feature
+        stats = np.empty((2, C), flat.dtype)
+        with _quiet():
+            K.train_features(flat.size, flat, C, inner, _vec64(s), _vec64(o), eps, out, stats)
+        mean, var = stats
+        return (result(out.reshape(x.shape), dt), result(mean, dt), result(var, dt))
     psum, pm2 = plan.partials(), plan.partials()
     mean = np.empty(C)
     var = np.empty(C)
@@ -351,7 +375,7 @@ def _batch_norm_training_impl(x, s, o, eps, fi):
         mean = _round(mean, dt)  # the element-type batch_mean / batch_var that the spec
         var = _round(var, dt)  # then feeds to batch_norm_inference
         a = _vec64(s) / np.sqrt(var + eps)
-    out = _normalize(flat, plan, C, inner, mean, a, _vec64(o))
+        K.normalize(flat.size, flat, C, inner, plan.tiles, plan.starts, mean, a, _vec64(o), out)
     return (result(out.reshape(x.shape), dt), result(mean, dt), result(var, dt))
 
 
@@ -415,10 +439,13 @@ def batch_norm_inference(operand, scale, offset, mean, variance, epsilon, featur
     for k in range(1, 5):
         _feature_size(op, f"C{k + 2}", x, fi, ts[k], names[k])
     # C7 (result type = operand type) holds by construction
-    flat, plan, C, inner, _ = _view(x, fi)
+    flat, plan, C, inner, _ = _view(x, fi, fuse=False)
+    out = np.empty_like(flat)
     with _quiet():
         a = _vec64(s) / np.sqrt(_vec64(v) + eps)
-    out = _normalize(flat, plan, C, inner, _vec64(m), a, _vec64(o))
+        K.normalize(
+            flat.size, flat, C, inner, plan.tiles, plan.starts, _vec64(m), a, _vec64(o), out
+        )
     return result(out.reshape(x.shape), x._dtype)
 
 
@@ -604,9 +631,17 @@ def _batch_norm_grad_impl(x, s, m, v, g, eps, fi):
     flat, plan, C, inner, n = _view(x, fi)
     gflat = _view(g, fi)[0]
     mean = _vec64(m)
+    out = np.empty_like(flat)
+    if plan is None:  # one kernel: both sums and grad_operand, feature by feature
+        sums = np.empty((2, C))
+        with _quiet():
+            K.grad_features(
+                flat.size, flat, gflat, C, inner, mean, _vec64(v), _vec64(s), eps, out, sums
+            )
+        grad_scale, sum_g = sums
+        return (result(out.reshape(x.shape), dt), result(grad_scale, dt), result(sum_g, dt))
     psg, psgc = plan.partials(), plan.partials()
     sum_g, sum_gc = np.empty(C), np.empty(C)
-    out = np.empty_like(flat)
     with _quiet():
         K.tile_grad_sums(
             flat.size, flat, gflat, C, inner, plan.runs, plan.tiles, plan.starts, mean, psg, psgc
@@ -617,20 +652,9 @@ def _batch_norm_grad_impl(x, s, m, v, g, eps, fi):
         grad_scale = sum_gc * inv_std  # sum(g * xhat)
         k = _vec64(s) * inv_std  # scale / stddev
         # k * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * inv_std
-        K.grad_operand(
-            flat.size,
-            flat,
-            gflat,
-            C,
-            inner,
-            plan.tiles,
-            plan.starts,
-            mean,
-            sum_g / n,
-            k,
-            k * inv_std * (grad_scale / n),
-            out,
-        )
+        kc = k * inv_std * (grad_scale / n)
+        tiles, starts = plan.tiles, plan.starts
+        K.grad_operand(flat.size, flat, gflat, C, inner, tiles, starts, mean, sum_g / n, k, kc, out)
     return (result(out.reshape(x.shape), dt), result(grad_scale, dt), result(sum_g, dt))
 
 

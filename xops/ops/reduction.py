@@ -10,7 +10,8 @@ a tuple for N > 1); select_and_scatter's ``select(a, b)`` returns i1 and
 **Two paths.** A body recognised by :mod:`xops.ops._bodies` (``xo.add``, ``xo.multiply``,
 ``xo.maximum``, ``xo.minimum``, ``xo.and_``, ``xo.or_``, and for select
 ``lambda a, b: xo.compare(a, b, "GE")`` with GE/GT/LE/LT, either the function itself or a
-lambda/def calling it once on its parameters in order) runs a Numba kernel
+lambda/def calling it once on its parameters in order, directly or through helper
+functions that do the same) runs a Numba kernel
 (``xops.kernels.reduction``, ``xops.kernels.windows``) on one input. Any other body
 runs *vectorised*: it is called on whole arrays, never once per element, so it must be
 built from elementwise ops (as a spec body is: it maps 0-d values):
@@ -26,11 +27,14 @@ built from elementwise ops (as a spec body is: it maps 0-d values):
 tree whose in-order traversal is the inputs in ascending index order, with the init
 values inserted any number of times. xops uses the init value exactly once, leftmost
 (``body(init, tree)``, as the reference interpreter does), so a non-identity init
-counts once per output; trees always keep the elements in order, so an associative
-body gives the same result as a left fold even if it is not commutative. Float
-add/multiply results therefore depend on the tree shape: the kernels, the generic path
-and the reference may round differently; every other result is exact. No result
-depends on the thread count.
+counts once per output; the generic path's trees always keep the elements in order,
+so an associative body gives the same result as a left fold even if it is not
+commutative. The kernels of the recognised bodies fold long rows in 32 fixed lanes
+(see :mod:`xops.kernels.reduction`): for float add/multiply a fixed order that is not
+an in-order tree, as XLA's vectorised reductions. Float add/multiply results therefore
+depend on the schedule: the kernels, the generic path and the reference may round
+differently; every other result is exact. No result depends on the thread count or the
+CPU's SIMD width.
 
 **Element types.** Every type works on the generic path. The kernels compute narrow
 floats (bf16, f16, f8/f6/f4) in float32 and round *once* at the end, as XLA's CPU
@@ -516,7 +520,7 @@ def _reduce_fast(x, init, dims, kdt, code):
     a = a.reshape(o, r, i)
     if i > 1:
         out = np.empty((o, i), kdt)
-        chunk = i if o >= 16 else builtins.max(256, -(-i // 16))
+        chunk = i if o >= 16 else builtins.max(1024, -(-i // 8))
         kern(a.size, a, out, iv, True, False, chunk)
         return _from_kernel(out.reshape(out_shape), dt)
     # rows: longer than _ROW_CHUNK, they fold chunk by chunk (in parallel), then the
@@ -542,25 +546,31 @@ def _reduce_generic(xs, inits, dims, body, dts):
     kept, out_shape, r, m = _reduce_sizes(xs[0].shape, dims)
     if r == 0 or m == 0:
         return [_wrap(_full(out_shape, i), dt) for i, dt in zip(inits, dts)]
-    perm = sorted(dims) + kept
-    level = [_contig(x._value.transpose(perm)).reshape(r, m) for x in xs]
+    # each level as (a, r, b): reduced dims trailing (a = m, b = 1) need no transpose,
+    # otherwise they go first (a = 1, b = m)
+    rank = xs[0].ndim
+    if kept + sorted(dims) == list(range(rank)):
+        perm, a, b = list(range(rank)), m, 1
+    else:
+        perm, a, b = sorted(dims) + kept, 1, m
+    level = [_contig(x._value.transpose(perm)).reshape(a, r, b) for x in xs]
     waiting = []  # odd elements out, left to right = deepest level first
     while r > 1:
         h = r // 2
         if r % 2:
-            waiting.append([v[r - 1] for v in level])
-        pairs = [v[: 2 * h].reshape(h, 2, m) for v in level]
+            waiting.append([v[:, r - 1].reshape(m) for v in level])
+        pairs = [v[:, : 2 * h].reshape(a, h, 2, b) for v in level]
         level = call(
             op,
             "C6",
             "body",
             body,
-            _tensors([p[:, 0] for p in pairs] + [p[:, 1] for p in pairs], dts * 2),
+            _tensors([p[:, :, 0] for p in pairs] + [p[:, :, 1] for p in pairs], dts * 2),
             dts,
-            (h, m),
+            (a, h, b),
         )
         r = h
-    acc = [v[0] for v in level]
+    acc = [v[:, 0].reshape(m) for v in level]
     for right in reversed(waiting):
         acc = call(op, "C6", "body", body, _tensors(acc + right, dts * 2), dts, (m,))
     acc = call(

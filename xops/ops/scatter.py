@@ -30,36 +30,25 @@ The gradient rule reaches gather by name (:data:`xops.registry.op`):
 :mod:`xops.ops.indexing` imports this module for gather's own rule.
 """
 
+import sys
+
 import numpy as np
 
 from ..autodiff import helpers as _H
-from ..autodiff.tape import primitive
+from ..autodiff.tape import bump_version, is_grad_enabled, primitive
 from ..dtypes import as_dtype, from_compute, wrap_int
 from ..kernels import config as _config
 from ..kernels import indexing as K
 from ..kernels import pool as _pool
 from ..registry import op as _op
-from ..tensor import _wrap
+from ..tensor import Tensor, _wrap
 from ._core import SpecError, attr_bool, attr_int, bound_arguments, check, compute, operands, tstr
 from ._bodies import binary_op_name, call, is_overwrite, outputs, result_types
-from ._indexing_common import (
-    _UINT_BY_SIZE,
-    _check_batching,
-    _check_disjoint,
-    _check_rank,
-    _check_dims,
-    _dims,
-    _i64,
-    _index_matrix,
-    _int_tensor_check,
-    _prod,
-    _ro,
-    _strides,
-    _variadic,
-    _zero_d,
-)
+from ._indexing_common import _cached_plan, _check_batching, _check_dims, _check_rank, _dims
+from ._indexing_common import _int_tensor_check, _variadic, _zero_d, _UINT_BY_SIZE, _i64
+from ._indexing_common import _index_matrix, _prod, _ro, _row_indices, _strides
 
-__all__ = ["scatter"]
+__all__ = ["scatter"]  # (index_add_ is a Tensor method: Tensor.index_add_)
 
 _zeros_like = _H.zeros_like
 
@@ -112,20 +101,7 @@ def scatter(
     ...            1, update_computation=xo.add)   # [31, 2, 3]
     xo.tensor([31.,  2.,  3.], f32[3])
     """
-    xs, seq, us, useq, si, p = _scatter_args(
-        inputs,
-        scatter_indices,
-        updates,
-        update_window_dims,
-        inserted_window_dims,
-        scatter_dims_to_operand_dims,
-        index_vector_dim,
-        indices_are_sorted,
-        unique_indices,
-        update_computation,
-        input_batching_dims,
-        scatter_indices_batching_dims,
-    )
+    xs, seq, us, useq, si, p = _scatter_args(*locals().values())  # (the parameters, in order)
     dts = _scatter_body_types(xs, us, p.body)
     res = _scatter_impl(xs, si, us, p, dts)
     return tuple(res) if seq or useq else res[0]
@@ -139,11 +115,15 @@ def _scatter_args(inputs, scatter_indices, updates, *attrs):
     xs, seq = _variadic("scatter", inputs, "inputs")
     us, useq = _variadic("scatter", updates, "updates")
     (si,) = operands("scatter", scatter_indices, names=["scatter_indices"])
-    return xs, seq, us, useq, si, _scatter_plan(xs, si, us, *attrs)
+    plan = _cached_plan(_PLANS, xs + us + [si], attrs, lambda: _scatter_plan(xs, si, us, *attrs))
+    return xs, seq, us, useq, si, plan
+
+
+_PLANS = {}  # scatter's checked plans (_cached_plan)
 
 
 class _ScatterPlan:
-    __slots__ = ("uwd", "iwd", "sdod", "ivd", "ibd", "sibd", "body")
+    __slots__ = ("uwd", "iwd", "sdod", "ivd", "ibd", "sibd", "body", "rows")
 
 
 def _scatter_plan(xs, si, us, uwd, iwd, sdod, ivd, sorted_, unique, body, ibd, sibd):
@@ -217,14 +197,14 @@ def _scatter_plan(xs, si, us, uwd, iwd, sdod, ivd, sorted_, unique, body, ibd, s
         "rank(inputs[0])",
         ordered=False,
     )
-    _check_dims(op, ("B2", "B3"), "input_batching_dims", ibd, r, "rank(inputs[0])")
-    batching = ("input_batching_dims", ibd)
-    _check_disjoint(op, "B1", ("inserted_window_dims", iwd), batching)
-    _check_batching(
-        op, ("B4", "B5", "B6", "B7", "B8"), ("inputs", x0, ibd), ("scatter_indices", si, sibd), ivd
-    )
-    _check_disjoint(op, "B9", ("scatter_dims_to_operand_dims", sdod), batching)
-    windows = [("update_window_dims", uwd), ("inserted_window_dims", iwd), batching]
+    maps = ("inserted_window_dims", iwd), ("scatter_dims_to_operand_dims", sdod)
+    sides = ("inputs", x0, ibd), ("scatter_indices", si, sibd)
+    _check_batching(op, "B2 B3 B1 B4 B5 B6 B7 B8 B9".split(), *sides, ivd, *maps)
+    windows = [
+        ("update_window_dims", uwd),
+        ("inserted_window_dims", iwd),
+        ("input_batching_dims", ibd),
+    ]
     _check_rank(op, "C2", "inputs[0]", r, windows)
     scatter_sizes = [n for d, n in enumerate(si.shape) if d != ivd]
     wdims = [d for d in range(r) if d not in iwd and d not in ibd]
@@ -251,19 +231,37 @@ def _scatter_plan(xs, si, us, uwd, iwd, sdod, ivd, sorted_, unique, body, ibd, s
     p = _ScatterPlan()
     p.uwd, p.iwd, p.sdod, p.ivd, p.ibd, p.sibd = uwd, iwd, sdod, ivd, ibd, sibd
     p.body = body
+    # a row scatter (x.at[idx].add(rows) along dim 0, its longest): whole rows of dim 0
+    p.rows = (
+        iwd == [0]
+        and sdod == [0]
+        and not ibd
+        and uwd == list(range(ru - r + 1, ru))
+        and [u0.shape[d] for d in uwd] == list(x0.shape[1:])
+        and x0.shape[0] == max(x0.shape)
+    )
     return p
 
 
 def _scatter_body_types(xs, us, body):
     """The element types E_i the body computes in: those it returns for 0-d values of the
     inputs' types. Each must be promotable from its input's type (C15)."""
+    if len(xs) == 1 and xs[0]._dtype.kind in _KERNEL_KINDS and _scatter_op_name(body):
+        return [xs[0]._dtype]  # a body that is one binary op computes in its operands' type
     probe = [_zero_d(x) for x in xs] + [_zero_d(u) for u in us]
     return result_types("scatter", "C15", "update_computation", body, probe, xs)
 
 
+_KERNEL_KINDS = ("float", "si", "ui", "bool")  # the element types the scatter kernels take
+
+
 def _scatter_op_name(body):
-    """ "overwrite" for ``lambda a, b: b``, else the binary op the body is (or None)."""
-    return "overwrite" if is_overwrite(body) else binary_op_name(body)
+    """ "overwrite" for ``lambda a, b: b``, else the scatter kernels' binary op the body
+    is (add, multiply, maximum, minimum; None for any other body)."""
+    if is_overwrite(body):
+        return "overwrite"
+    name = binary_op_name(body)
+    return name if name in K.OP_CODES else None
 
 
 class _Geometry:
@@ -366,13 +364,35 @@ class _Geometry:
         return tgt, src
 
 
-def _scatter_impl(xs, si, us, p, dts):
+class _RowGeometry:
+    """A row scatter (plan.rows) for bucket_rows and scatter_rows, straight from the
+    shapes: every window is one whole row of dim 0 (the partition axis), one contiguous
+    run in the result and in the updates."""
+
+    def __init__(self, shape, si):
+        self.idx = _row_indices(si).reshape(-1, 1)
+        self.nb = self.idx.shape[0]
+        self.dims = _i64(shape)
+        self.rstr = _i64(_strides(shape))
+        self.wsize = _i64((1,) + tuple(shape[1:]))
+        self.ustr_b = self.rstr[:1]
+        self.axis = 0
+
+    def is_rows(self):
+        return True
+
+
+def _scatter_impl(xs, si, us, p, dts, out=None):
+    """``out``: the result buffer for an update in place (index_add_), else None."""
     if xs[0].size == 0 or us[0].size == 0:
         return [_convert(x, dt) for x, dt in zip(xs, dts)]
     plan = _scatter_fast_plan(xs, p.body, dts)
     if plan is not None:
-        geo = _Geometry(xs[0].shape, si, us[0].shape, p, fill=False)
-        return [_scatter_fast(xs[0], us[0], geo, *plan)]
+        if p.rows:
+            geo = _RowGeometry(xs[0].shape, si)
+        else:
+            geo = _Geometry(xs[0].shape, si, us[0].shape, p, fill=False)
+        return [_scatter_fast(xs[0], us[0], geo, *plan, out=out)]
     return _scatter_generic(xs, us, _Geometry(xs[0].shape, si, us[0].shape, p), p.body, dts)
 
 
@@ -434,8 +454,9 @@ def _scatter_fast_plan(xs, body, dts):
     return None
 
 
-def _scatter_fast(x, u, geo, kdt, code, mode):
-    """Owner-computes kernel: copy the input, bucket the windows by owner chunk, apply."""
+def _scatter_fast(x, u, geo, kdt, code, mode, out=None):
+    """Owner-computes kernel: copy the input, bucket the windows by owner chunk, apply.
+    ``out``: a writeable array of kdt holding x's value, updated in place (no copy)."""
     dt = x._dtype
     if mode == "bits":
         ux = np.ascontiguousarray(x._value).view(_UINT_BY_SIZE[dt.itemsize])
@@ -451,7 +472,10 @@ def _scatter_fast(x, u, geo, kdt, code, mode):
     # the kernel copies the input chunk by chunk, each chunk just before its updates
     # (the result from the buffer pool); an input that had to be converted is already a
     # fresh array, updated in place
-    out = _pool.empty(inp.shape, kdt) if copy_input else inp
+    if out is not None:
+        inp, copy_input = out, False
+    else:
+        out = _pool.empty(inp.shape, kdt) if copy_input else inp
     size = max(u.size, x.size)
     extent = int(geo.dims[geo.axis])
     if size >= _config.PARALLEL_THRESHOLD:
@@ -477,13 +501,14 @@ def _scatter_fast(x, u, geo, kdt, code, mode):
         first = K.bucket_windows.serial(
             geo.starts, geo.rbase, geo.ubase, geo.wsize, geo.dims, geo.axis, shift, nchunks, ent
         )
+    flat = (_ro(inp.reshape(-1)), out.reshape(-1), _ro(upd.reshape(-1)), first, ent)
+    if isinstance(geo, _RowGeometry):
+        row, rows = int(geo.rstr[0]), int(geo.dims[0])
+        K.scatter_rows(size, *flat, row, rows, shift, code, copy_input)
+        return _scatter_result(out.reshape(x.shape), dt, kdt, mode)
     K.scatter_apply(
         size,
-        _ro(inp.reshape(-1)),
-        out.reshape(-1),
-        _ro(upd.reshape(-1)),
-        first,
-        ent,
+        *flat,
         geo.starts,
         geo.ubase,
         geo.wsize,
@@ -496,7 +521,11 @@ def _scatter_fast(x, u, geo, kdt, code, mode):
         copy_input,
         *geo.runs(),
     )
-    out = out.reshape(x.shape)
+    return _scatter_result(out.reshape(x.shape), dt, kdt, mode)
+
+
+def _scatter_result(out, dt, kdt, mode):
+    """The kernel's result array (of kdt) as a Tensor of element type ``dt``."""
     if mode == "bits":
         holder = out.view(np.uint32) if kdt == np.float32 else out
         if holder.dtype.itemsize != dt.itemsize:
@@ -710,3 +739,156 @@ def scatter_reference(*args, **kwargs):
                 r[result_index] = o._value
     res = [_wrap(r, dt) for r, dt in zip(results, dts)]
     return tuple(res) if seq or useq else res[0]
+
+
+# ---------------------------------------------------------------------------------------
+# index_add_: PyTorch's in-place row update
+# ---------------------------------------------------------------------------------------
+
+
+def index_add_(x, dim, index, source):
+    """``x.index_add_(dim, index, source)`` as in PyTorch: adds ``source``'s slices along
+    ``dim`` into ``x`` at the positions ``index`` (duplicates accumulate, in index order),
+    rebinding the Tensor object ``x`` to the result and returning it.
+
+    It is ``xo.scatter(x, index[:, None], source, ..., update_computation=xo.add)``
+    along ``dim``, done in place where nothing can observe it: when ``x``'s buffer is
+    reachable through ``x`` alone (no other tensor, view, NumPy or DLPack consumer holds
+    it) and the update is a row scatter of a float32/float64/int64/uint64 tensor, the
+    owner-computes kernel adds into that buffer without copying it; otherwise ``x`` is
+    rebound to a new buffer (copy-on-write, as ``t[key] = v``), so no other holder of
+    the old value ever sees it change. Either way ``x``'s version advances: a tape node
+    that saved ``x`` before makes backward raise (as PyTorch's version check).
+
+    Constraints (``index_add_ (label)``): I1 x a Tensor; I2 index an integer tensor of
+    rank <= 1; I3 dim an integer in [-rank, rank); C1 source of x's element type; C2
+    source's shape is x's with dim of size len(index); C3 0 <= index < x.shape[dim] (as
+    PyTorch: out-of-range indices raise, they are not skipped); grad: not while
+    gradients are recorded for x or source (as PyTorch for a leaf that requires grad:
+    use ``x.at[index].add(source)``, a new tensor).
+
+    >>> x = xo.tensor([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    >>> x.index_add_(0, xo.tensor([2, 0, 2]), xo.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+    xo.tensor([[3., 4.],
+               [0., 0.],
+               [6., 8.]], f32[3,2])
+    """
+    op = "index_add_"
+    check(isinstance(x, Tensor), op, "I1", lambda: f"x must be a Tensor, got {type(x).__name__}")
+    si, src = operands(op, index, source, names=["index", "source"])
+    _int_tensor_check(op, "I2", "index", si)
+    check(si.ndim <= 1, op, "I2", lambda: f"index must have rank <= 1, got {tstr(si)}")
+    r = x.ndim
+    dim = attr_int(op, "I3", "dim", dim)
+    check(-max(r, 1) <= dim < max(r, 1), op, "I3", lambda: f"dim must be in [-{r}, {r}), got {dim}")
+    dim %= max(r, 1)
+    check(
+        src._dtype is x._dtype,
+        op,
+        "C1",
+        lambda: f"source must have x's element type, got {tstr(src)} for {tstr(x)}",
+    )
+    n = si.size
+    want = tuple(n if d == dim else x.shape[d] for d in range(r)) if r else (n,)
+    check(
+        src.shape == want,
+        op,
+        "C2",
+        lambda: (
+            f"source must have shape {list(want)} for {tstr(x)} and {tstr(si)}, got {tstr(src)}"
+        ),
+    )
+    idx = _row_indices(si)
+    extent = x.shape[dim] if r else 1
+    check(
+        n == 0 or (int(idx.min()) >= 0 and int(idx.max()) < extent),
+        op,
+        "C3",
+        lambda: (
+            f"index values must be in [0, {extent}) (dim {dim} of {tstr(x)}), got "
+            f"[{idx.min()}, {idx.max()}]"
+        ),
+    )
+    check(
+        not (is_grad_enabled() and (x.requires_grad or src.requires_grad)),
+        op,
+        "grad",
+        lambda: (
+            f"cannot update {tstr(x)} in place while gradients are recorded for it or "
+            f"for source; use x.at[index].add(source) (a new tensor), or xo.no_grad()"
+        ),
+    )
+    xs, _, us, _, si, p = _scatter_args(
+        x if r else _wrap(x._value.reshape(1), x._dtype),
+        _wrap(idx.reshape(-1, 1), si._dtype),
+        src,
+        [d for d in range(max(r, 1)) if d != dim],
+        [dim],
+        [dim],
+        1,
+        False,
+        False,
+        _op.add,
+        (),
+        (),
+    )
+    buf = _sole_buffer(x) if p.rows and x._dtype.np in _IN_PLACE else None
+    res = _scatter_impl(xs, si, us, p, [x._dtype], out=buf)[0]
+    bump_version(x)
+    if buf is None:
+        x._value = res._value.reshape(x.shape)
+    return x
+
+
+# element types whose kernel computes in the type itself: the kernel can add in place
+_IN_PLACE = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint64))
+
+
+def _sole_buffer(t):
+    """A writeable array over ``t``'s buffer if nothing but ``t`` can reach that memory,
+    else None. Every holder of NumPy memory keeps a reference to the array that exports it
+    (views keep their base; memoryviews, DLPack, ``torch.from_numpy`` and Numba keep the
+    array), so the test is on reference counts along the base chain: the holder array
+    referenced by ``t`` alone, each base by the array above it alone, ending at memory the
+    chain owns (NumPy's, or a buffer-pool lease). Conservative: anything else is shared.
+    The counts are compared with those of a probe measured the same way at import (the
+    interpreter's own temporary references differ between Python versions)."""
+    if _value_refs(t) != _SOLE_VALUE_REFS:  # (before any local refers to the array)
+        return None
+    v = t._value
+    if type(v) is not np.ndarray or not v.flags.c_contiguous or not v.flags.aligned:
+        return None
+    a = v
+    while a.base is not None:
+        if _base_refs(a) != _SOLE_BASE_REFS:  # (before the local b refers to the base)
+            return None
+        b = a.base
+        if type(b) is not np.ndarray:
+            if type(b) is not _pool._Lease:
+                return None
+            w = np.asarray(b)  # the lease exports the buffer writeable
+            return w[: v.nbytes].view(v.dtype).reshape(v.shape)
+        a = b
+    # the owner, reached through v only: a writeable view of v, then v and its chain go
+    # back to read-only (the view keeps its own flag)
+    chain = [v]
+    while chain[-1].base is not None:
+        chain.append(chain[-1].base)
+    for c in reversed(chain):
+        c.flags.writeable = True
+    w = v.view()
+    for c in chain:
+        c.flags.writeable = False
+    return w
+
+
+def _value_refs(t):
+    return sys.getrefcount(t._value)
+
+
+def _base_refs(a):
+    return sys.getrefcount(a.base)
+
+
+_SOLE_VALUE_REFS = _value_refs(_wrap(np.empty(1), None))  # held by one Tensor only
+_SOLE_BASE_REFS = _base_refs(np.empty(2)[:1])  # a base held by one array only

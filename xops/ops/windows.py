@@ -32,6 +32,7 @@ is differentiated by re-running reduce_window's fold over window positions on th
 """
 
 import builtins
+import functools
 import math
 
 import numpy as np
@@ -39,6 +40,7 @@ import numpy as np
 from ..autodiff.local import local_vjp
 from ..autodiff.tape import keep, no_grad, primitive
 from ..dtypes import as_dtype
+from ..kernels import pool as _pool
 from ..kernels import reduction as KR
 from ..kernels import windows as KW
 from ..limits import check_nbytes
@@ -96,8 +98,61 @@ __all__ = ["reduce_window", "select_and_scatter"]
 
 
 # ---------------------------------------------------------------------------------------
-# Windows: attributes, result shape, index tables
+# Windows: the per-geometry plan
 # ---------------------------------------------------------------------------------------
+
+
+class _Plan:
+    """Everything about a window geometry that does not depend on the values: the
+    result shape, the index tables, their canonical rank-4 form (None past rank 4),
+    the tile sizes (None unless the windows tile the last two dims), the affine runs of
+    the last dim's table and the covering ranges (for the general kernels). Built once
+    per geometry (:func:`_plan`): a pooling layer calls with the same one every step.
+    Nothing here is ever written to."""
+
+    __slots__ = ("out", "tables", "canon", "tiles", "_runs", "_cover")
+
+    def __init__(self, op, shape, wd, ws, bd, wdl, pad):
+        self.out = _result_shape(shape, wd, ws, bd, wdl, pad)
+        self.tables = [
+            _table(nd, w, s, b, d, p[0], o, op)
+            for nd, w, s, b, d, p, o in zip(shape, wd, ws, bd, wdl, pad, self.out)
+        ]
+        self.canon = _canonical4(self.tables, shape, self.out)
+        self.tiles = _tiling(self.canon) if self.canon is not None else None
+        self._runs = self._cover = None
+
+    def runs(self):
+        """_runs of the canonical last dim's table (reduce_window4)."""
+        if self._runs is None:
+            self._runs = _runs(self.canon[0][3])
+        return self._runs
+
+    def cover(self):
+        """_covering of the canonical dims 0-2 (scatter_selected4)."""
+        if self._cover is None:
+            tables, in4, _ = self.canon
+            self._cover = [_covering(t, n) for t, n in zip(tables[:3], in4[:3])]
+        return self._cover
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_plan(op, shape, wd, ws, bd, wdl, pad):
+    return _Plan(op, shape, wd, ws, bd, wdl, pad)
+
+
+def _plan(op, shape, wd, ws, bd, wdl, pad):
+    """The :class:`_Plan` of a geometry (attributes as parsed: lists of ints, padding
+    pairs), from a small cache keyed on them."""
+    return _cached_plan(
+        op,
+        builtins.tuple(shape),
+        builtins.tuple(wd),
+        builtins.tuple(ws),
+        builtins.tuple(bd),
+        builtins.tuple(wdl),
+        builtins.tuple(pad),
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -158,20 +213,17 @@ def reduce_window(
         window_dilations=wdl,
         padding=pad,
     )
-    out_shape = _result_shape(xs[0].shape, *window)
+    geometry = _plan(op, xs[0].shape, *window)
+    out_shape = list(geometry.out)
     for x in xs:
         check_nbytes(op, out_shape, x._dtype)
-    tables = [
-        _table(nd, w, s, b, d, p[0], o)
-        for nd, w, s, b, d, p, o in zip(xs[0].shape, wd, ws, bd, wdl, pad, out_shape)
-    ]
+    tables = geometry.tables
 
     name = binary_op_name(body) if n == 1 else None
     plan = _kernel_plan(xs[0]._dtype, name) if name else None
     if plan is not None:
-        canon = _canonical4(tables, xs[0].shape, out_shape)
-        if canon is not None and xs[0].size:
-            return _reduce_window_fast(xs[0], inits[0], canon, out_shape, *plan)
+        if geometry.canon is not None and xs[0].size:
+            return _reduce_window_fast(xs[0], inits[0], geometry, out_shape, *plan)
         # rank > 4 after merging, or an empty operand whose windows hold padding only
         # (no kernel layout has a zero-size input row): the same semantics (compute
         # type, one rounding) on the generic path, then one rounding
@@ -252,7 +304,10 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
     elif name in ("maximum", "minimum") and x._dtype.kind == "float":
         plain = all(b == 1 for b in geo.bd) and all(d == 1 for d in geo.wdl)
         if plain and not _needs(init) and _identity_of(name, init):
-            gm = _E.select(_E.compare(out, out, "EQ"), g, _zeros(out.shape, x._dtype))
+            # a NaN result sends nothing back (the common case, no NaN: g as it is; a sum
+            # is NaN if any term is, or inf - inf: then the exact mask, which is the same)
+            nan = np.isnan(np.sum(compute(out), dtype=np.float64))
+            gm = _E.select(_E.compare(out, out, "EQ"), g, _zeros(out.shape, x._dtype)) if nan else g
             gx = (
                 select_and_scatter(
                     x,
@@ -371,20 +426,20 @@ def _reduce_window_choice_vjp(g, out, x, init, geo, name):
     return [gx, gi]
 
 
-def _reduce_window_fast(x, init, canon, out_shape, kdt, code):
-    tables, in4, out4 = canon
+def _reduce_window_fast(x, init, geometry, out_shape, kdt, code):
+    tables, in4, out4 = geometry.canon
     dt = x._dtype
     if math.prod(out4) == 0:
         return _wrap(_full(out_shape, init), dt)
     iv = _kernel_scalar(init, kdt)
-    tiles = _tiling(canon)
+    tiles = geometry.tiles
     if tiles is not None:
         a, perm = _tile_planes(x, kdt, in4)
-        out = np.empty((a.shape[0], out4[2], out4[3]), kdt)
+        out = _pool.empty((a.shape[0], out4[2], out4[3]), kdt)
         KW.REDUCE_WINDOW_TILES[code](x.size, a, out, *tiles, iv)
         return _from_kernel(_unplanes(out, out_shape, perm), dt)
     a = _to_kernel(x, kdt).reshape(-1, in4[3])
-    out = np.empty((math.prod(out4[:3]), out4[3]), kdt)
+    out = _pool.empty((math.prod(out4[:3]), out4[3]), kdt)
     KW.REDUCE_WINDOW4[code](
         out.size * math.prod(t.shape[0] for t in tables),
         a,
@@ -392,7 +447,7 @@ def _reduce_window_fast(x, init, canon, out_shape, kdt, code):
         out,
         tuple(out4),
         *tables,
-        _runs(tables[3]),
+        geometry.runs(),
         iv,
     )
     return _from_kernel(out.reshape(out_shape), dt)
@@ -515,32 +570,31 @@ def select_and_scatter(
                [ 7,  0]], i64[4,2])
     """
     op = "select_and_scatter"
-    x, src, init, (wd, ws, pad) = _select_and_scatter_args(
+    x, src, init, (wd, ws, pad), direction = _select_and_scatter_args(
         operand, source, init_value, window_dimensions, window_strides, padding, select, scatter
     )
     nwin = list(src.shape)
     keep(op, window_dimensions=wd, window_strides=ws, padding=pad)
-    tables = [
-        _table(nd, w, s, 1, 1, p[0], o, op) for nd, w, s, p, o in zip(x.shape, wd, ws, pad, nwin)
-    ]
+    rank = x.ndim
+    geometry = _plan(op, x.shape, wd, ws, [1] * rank, [1] * rank, pad)
 
-    direction = comparison_direction(select)
     name = binary_op_name(scatter)
     plan = _kernel_plan(x._dtype, name) if name else None
     if direction in KR.SELECT_CODES and plan is not None and x._dtype.kind != "bool":
-        canon = _canonical4(tables, x.shape, nwin)
-        if canon is not None:
-            return _select_and_scatter_fast(x, src, init, canon, KR.SELECT_CODES[direction], *plan)
+        if geometry.canon is not None:
+            code = KR.SELECT_CODES[direction]
+            return _select_and_scatter_fast(x, src, init, geometry, code, *plan)
     _check_select(op, select, init)
     (dt,) = _body_types(op, "C10", scatter, [init], [x], what="scatter")
-    sel = _select_generic(x, tables, nwin, select)
+    sel = _select_generic(x, geometry.tables, nwin, select)
     return _scatter_generic(x.shape, _promote(src, dt), _promote(init, dt), sel, scatter, dt)
 
 
 def _select_and_scatter_args(operand, source, init_value, *attributes):
     """select_and_scatter's operands and checked attributes (``attributes``: the op's,
     in signature order): (operand, source, init_value, [window_dimensions,
-    window_strides, padding pairs]). The op and its reference parse here."""
+    window_strides, padding pairs], the select's comparison direction or None). The op
+    and its reference parse here."""
     op = "select_and_scatter"
     window_dimensions, window_strides, padding, select, scatter = attributes
     x, src = operands(op, operand, source, names=["operand", "source"])
@@ -574,9 +628,11 @@ def _select_and_scatter_args(operand, source, init_value, *attributes):
         "C2",
         lambda: f"source must have one element per window, shape {nwin}, got {tstr(src)}",
     )
-    check_arity(op, "C9", "select", select, 2)
+    direction = comparison_direction(select)
+    if direction is None:  # (a recognised select is a plain two-parameter function)
+        check_arity(op, "C9", "select", select, 2)
     check(callable(scatter), op, "C10", lambda: f"scatter must be callable, got {scatter!r}")
-    return x, src, init, [wd, ws, pad]
+    return x, src, init, [wd, ws, pad], direction
 
 
 @select_and_scatter.defvjp
@@ -665,24 +721,24 @@ def _covering(table, n):
     return _contig(np.stack([first, last + 1], 1))
 
 
-def _select_and_scatter_fast(x, src, init, canon, sel_code, kdt, code):
+def _select_and_scatter_fast(x, src, init, geometry, sel_code, kdt, code):
     """Recognised select and scatter: pick per window (output-parallel), then each
     result row gathers the source values of the windows that picked in it
     (owner-computes); both kernels in xops.kernels.windows. Windows that tile the last
     two dims without overlap (max pooling's gradient) take one fused pass instead."""
-    tables, in4, out4 = canon
+    tables, in4, out4 = geometry.canon
     dt = x._dtype
     if math.prod(out4) == 0 or x.size == 0:
         return _wrap(_full(x.shape, init), dt)
     iv = _kernel_scalar(init, kdt)
-    tiles = _tiling(canon)
+    tiles = geometry.tiles
     if tiles is not None:  # windows do not overlap: one fused pass
         a, perm = _tile_planes(x, kdt, in4)
         sv = compute(src)
         if perm is not None:  # the source's planes in the operand's order
             sv = np.transpose(sv, perm)
         s = _readonly(_contig(sv, kdt)).reshape(-1, out4[2], out4[3])
-        out = np.empty(a.shape, kdt)
+        out = _pool.empty(a.shape, kdt)
         KW.SELECT_SCATTER_TILES[sel_code, code](out.size, a, s, out, *tiles, iv)
         return _from_kernel(_unplanes(out, x.shape, perm), dt)
     a = _to_kernel(x, kdt).reshape(-1, in4[3])
@@ -697,8 +753,8 @@ def _select_and_scatter_fast(x, src, init, canon, sel_code, kdt, code):
         *tables,
         iv,
     )
-    cover = [_covering(t, n) for t, n in zip(tables[:3], in4[:3])]
-    out = np.empty(math.prod(in4), kdt)
+    cover = geometry.cover()
+    out = _pool.empty(math.prod(in4), kdt)
     planes = in4[0] * in4[1]  # tasks: whole planes if there are many, else row blocks
     rows = in4[2] if planes >= 64 else builtins.max(1, -(-in4[2] * planes // 64))
     KW.SCATTER_SELECTED4[code](
@@ -773,7 +829,7 @@ def select_and_scatter_reference(*args, **kwargs):
     the init value, the source values of the windows that selected it, in ascending
     source index order."""
     a = bound_arguments(select_and_scatter, args, kwargs)
-    x, src, init, window = _select_and_scatter_args(*a.values())
+    x, src, init, window, _ = _select_and_scatter_args(*a.values())
     window_dimensions, window_strides, padding = window
     select, scatter = a["select"], a["scatter"]
     (dt,) = _body_types("select_and_scatter", "C10", scatter, [init], [x], what="scatter")

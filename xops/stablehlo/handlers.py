@@ -136,6 +136,22 @@ def pairs(v):
     return [[int(a), int(b)] for a, b in _listed(v)]
 
 
+def read(attrs, **readers):
+    """``{name: reader(attrs[name])}`` for each named attribute (a reader gets None for an
+    absent one): the keyword arguments of an ``xo`` call, read the same way for every op."""
+    return {name: reader(attrs.get(name)) for name, reader in readers.items()}
+
+
+def int_list(v):
+    """A list of ints that defaults to empty."""
+    return [] if v is None else ints(v)
+
+
+def one_or_list(xs):
+    """A variadic op's operands as xo takes them: the tensor itself when there is one."""
+    return xs if len(xs) > 1 else xs[0]
+
+
 def bools(v):
     if v is None:
         return None
@@ -266,14 +282,8 @@ _register("chlo.tan", _simple("tan"), ["tan"], elementwise=True)
 
 
 def _compare(ctx, op, args):
-    return call_xo(
-        "compare",
-        op.name,
-        args[0],
-        args[1],
-        enum(op.attrs.get("comparison_direction")),
-        compare_type=enum(op.attrs.get("compare_type")),
-    )
+    kw = read(op.attrs, comparison_direction=enum, compare_type=enum)
+    return call_xo("compare", op.name, *args, **kw)
 
 
 _register("stablehlo.compare", _compare, ["compare"], elementwise=True)
@@ -305,34 +315,27 @@ _register("stablehlo.convert", _convert, ["convert"], elementwise=True)
 _register("stablehlo.bitcast_convert", _bitcast_convert, ["bitcast_convert"])
 
 
+def _precisions(ctx, op, lhs):
+    return dict(precision_config=precision(op), preferred_element_type=preferred(ctx, lhs))
+
+
+_DOT_DIMENSIONS = {  # lhs_batching_dimensions, ..., rhs_contracting_dimensions
+    f"{side}_{kind}_dimensions": int_list
+    for side in ("lhs", "rhs")
+    for kind in ("batching", "contracting")
+}
+
+
 def _dot_general(ctx, op, args):
     dn = op.attrs.get("dot_dimension_numbers") or StructAttr("dot", {})
-    f = dn.fields
+    kw = read(dn.fields, **_DOT_DIMENSIONS)
     # ``algorithm`` is not passed: it asks a compiler for a precision/speed trade-off;
     # xops computes at the operand/result element types, the spec's reference.
-    return call_xo(
-        "dot_general",
-        op.name,
-        args[0],
-        args[1],
-        lhs_batching_dimensions=ints(f.get("lhs_batching_dimensions", [])),
-        rhs_batching_dimensions=ints(f.get("rhs_batching_dimensions", [])),
-        lhs_contracting_dimensions=ints(f.get("lhs_contracting_dimensions", [])),
-        rhs_contracting_dimensions=ints(f.get("rhs_contracting_dimensions", [])),
-        precision_config=precision(op),
-        preferred_element_type=preferred(ctx, args[0]),
-    )
+    return call_xo("dot_general", op.name, args[0], args[1], **kw, **_precisions(ctx, op, args[0]))
 
 
 def _dot(ctx, op, args):
-    return call_xo(
-        "dot",
-        op.name,
-        args[0],
-        args[1],
-        precision_config=precision(op),
-        preferred_element_type=preferred(ctx, args[0]),
-    )
+    return call_xo("dot", op.name, args[0], args[1], **_precisions(ctx, op, args[0]))
 
 
 _register("stablehlo.dot_general", _dot_general, ["dot_general"])
@@ -352,19 +355,16 @@ def _conv_dims(op):
 
 
 def _conv_kwargs(ctx, op, lhs, padding):
-    a = op.attrs
-    return dict(
-        window_strides=ints(a.get("window_strides")),
-        padding=padding,
-        lhs_dilation=ints(a.get("lhs_dilation")),
-        rhs_dilation=ints(a.get("rhs_dilation")),
-        window_reversal=bools(a.get("window_reversal")),
-        dimension_numbers=_conv_dims(op),
-        feature_group_count=to_int(a.get("feature_group_count", 1)),
-        batch_group_count=to_int(a.get("batch_group_count", 1)),
-        precision_config=precision(op),
-        preferred_element_type=preferred(ctx, lhs),
+    kw = read(
+        op.attrs,
+        window_strides=ints,
+        lhs_dilation=ints,
+        rhs_dilation=ints,
+        window_reversal=bools,
+        feature_group_count=lambda v: 1 if v is None else to_int(v),
+        batch_group_count=lambda v: 1 if v is None else to_int(v),
     )
+    return dict(kw, padding=padding, dimension_numbers=_conv_dims(op), **_precisions(ctx, op, lhs))
 
 
 def _convolution(ctx, op, args):
@@ -399,15 +399,7 @@ def _reduce(ctx, op, args):
     dims = ints(op.attrs.get("dimensions"))
     if _narrow(args) and all(isinstance(a, Tensor) for a in args):
         return _fold_in_order(inputs, inits, dims, body)
-    out = call_xo(
-        "reduce",
-        op.name,
-        inputs if len(inputs) > 1 else inputs[0],
-        inits if len(inits) > 1 else inits[0],
-        dims,
-        body,
-    )
-    return out
+    return call_xo("reduce", op.name, one_or_list(inputs), one_or_list(inits), dims, body)
 
 
 def _fold_in_order(inputs, inits, dims, body):
@@ -417,14 +409,8 @@ def _fold_in_order(inputs, inits, dims, body):
     once, or fold in a tree). The spec leaves the order to the implementation."""
     x0 = inputs[0]
     if any(not 0 <= d < x0.ndim for d in dims) or len(set(dims)) != len(dims):
-        return call_xo(
-            "reduce",
-            "stablehlo.reduce",
-            inputs if len(inputs) > 1 else x0,
-            inits if len(inits) > 1 else inits[0],
-            dims,
-            body,
-        )  # its errors
+        reduce_ins = (one_or_list(inputs), one_or_list(inits), dims, body)
+        return call_xo("reduce", "stablehlo.reduce", *reduce_ins)  # its errors
     keep = [d for d in range(x0.ndim) if d not in dims]
     out_shape = [x0.shape[d] for d in keep]
     k = int(np.prod([x0.shape[d] for d in dims], dtype=np.int64))
@@ -441,37 +427,21 @@ def _fold_in_order(inputs, inits, dims, body):
     return acc[0] if len(acc) == 1 else acc
 
 
+_WINDOW = dict(window_dimensions=ints, window_strides=ints, padding=pairs)
+
+
 def _reduce_window(ctx, op, args):
     inputs, inits = _split_variadic(args, 2)
-    a = op.attrs
+    kw = read(op.attrs, **_WINDOW, base_dilations=ints, window_dilations=ints)
+    body = body_of(ctx, 0, operands=args)
     return call_xo(
-        "reduce_window",
-        op.name,
-        inputs if len(inputs) > 1 else inputs[0],
-        inits if len(inits) > 1 else inits[0],
-        ints(a.get("window_dimensions")),
-        ints(a.get("window_strides")),
-        ints(a.get("base_dilations")),
-        ints(a.get("window_dilations")),
-        pairs(a.get("padding")),
-        body=body_of(ctx, 0, operands=args),
+        "reduce_window", op.name, one_or_list(inputs), one_or_list(inits), **kw, body=body
     )
 
 
 def _select_and_scatter(ctx, op, args):
-    a = op.attrs
-    return call_xo(
-        "select_and_scatter",
-        op.name,
-        args[0],
-        args[1],
-        args[2],
-        ints(a.get("window_dimensions")),
-        ints(a.get("window_strides")),
-        pairs(a.get("padding")),
-        select=body_of(ctx, 0),
-        scatter=body_of(ctx, 1, operands=args),
-    )
+    bodies = dict(select=body_of(ctx, 0), scatter=body_of(ctx, 1, operands=args))
+    return call_xo("select_and_scatter", op.name, *args, **read(op.attrs, **_WINDOW), **bodies)
 
 
 def _map(ctx, op, args):
@@ -604,17 +574,8 @@ def _cholesky(ctx, op, args):
 
 
 def _triangular_solve(ctx, op, args):
-    a = op.attrs
-    return call_xo(
-        "triangular_solve",
-        op.name,
-        args[0],
-        args[1],
-        left_side=bool(a.get("left_side")),
-        lower=bool(a.get("lower")),
-        unit_diagonal=bool(a.get("unit_diagonal")),
-        transpose_a=enum(a.get("transpose_a")),
-    )
+    kw = read(op.attrs, left_side=bool, lower=bool, unit_diagonal=bool, transpose_a=enum)
+    return call_xo("triangular_solve", op.name, *args, **kw)
 
 
 def _fft(ctx, op, args):
@@ -623,14 +584,8 @@ def _fft(ctx, op, args):
 
 
 def _rng(ctx, op, args):
-    return call_xo(
-        "rng",
-        op.name,
-        args[0],
-        args[1],
-        tensor_ints(args[2], "shape"),
-        enum(op.attrs.get("rng_distribution")),
-    )
+    shape = tensor_ints(args[2], "shape")
+    return call_xo("rng", op.name, args[0], args[1], shape, **read(op.attrs, rng_distribution=enum))
 
 
 def _rng_bit_generator(ctx, op, args):
@@ -644,14 +599,8 @@ def _rng_bit_generator(ctx, op, args):
 
 
 def _reduce_precision(ctx, op, args):
-    a = op.attrs
-    return call_xo(
-        "reduce_precision",
-        op.name,
-        args[0],
-        to_int(a.get("exponent_bits")),
-        to_int(a.get("mantissa_bits")),
-    )
+    kw = read(op.attrs, exponent_bits=to_int, mantissa_bits=to_int)
+    return call_xo("reduce_precision", op.name, args[0], **kw)
 
 
 _register("stablehlo.cholesky", _cholesky, ["cholesky"])

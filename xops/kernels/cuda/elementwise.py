@@ -412,37 +412,39 @@ def compare(lhs, rhs, comparison_direction, compare_type=None):
     return _run2("compare", _CMP[direction], x, y, r._dtype)
 
 
-def _select3(p, t, f, sp, st, sf, out):
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        out[i] = t[i * st] if p[i * sp] else f[i * sf]
+def _select1(p, t, f):
+    return t if p else f
 
 
-def _clamp3(lo, x, hi, sl, sx, sh, out):
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        v = x[i * sx]
-        a = lo[i * sl]
-        b = hi[i * sh]
-        v = a if a > v else v
-        out[i] = b if b < v else v
+def _clamp1(a, v, b):
+    v = a if a > v else v
+    return b if b < v else v
 
 
-def _fclamp3(lo, x, hi, sl, sx, sh, out):
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        v = x[i * sx]
-        a = lo[i * sl]
-        b = hi[i * sh]
-        if v != v or a != a:  # maximum(v, min): NaN propagates, +0 > -0
-            v = v + a
-        elif a > v or (a == v and math.copysign(1.0, v) < 0):
-            v = a
-        if v != v or b != b:  # minimum(v, max): -0 < +0
-            v = v + b
-        elif b < v or (b == v and math.copysign(1.0, b) < 0):
-            v = b
-        out[i] = v
+def _fclamp1(a, v, b):
+    if v != v or a != a:  # maximum(v, min): NaN propagates, +0 > -0
+        v = v + a
+    elif a > v or (a == v and math.copysign(1.0, v) < 0):
+        v = a
+    if v != v or b != b:  # minimum(v, max): -0 < +0
+        v = v + b
+    elif b < v or (b == v and math.copysign(1.0, b) < 0):
+        v = b
+    return v
+
+
+def _kernel3(fn):
+    k = _cache.get(fn)
+    if k is None:
+        dfn = cuda.jit(device=True)(fn)
+
+        def map3(a, b, c, sa, sb, sc, out):
+            i = cuda.grid(1)
+            if i < out.shape[0]:
+                out[i] = dfn(a[i * sa], b[i * sb], c[i * sc])
+
+        k = _cache[fn] = cuda.jit(map3)
+    return k
 
 
 def _run3(name, fn, ts, out_dt, shape):
@@ -450,10 +452,7 @@ def _run3(name, fn, ts, out_dt, shape):
     out = device_empty(shape, out_dt.np)
     devs = [_dev(name, t) for t in ts]
     steps = [int(t.ndim != 0) for t in ts]
-    k = _cache.get(fn)
-    if k is None:
-        k = _cache[fn] = cuda.jit(fn)
-    launch_1d(k, n, *devs, *steps, flat(out))
+    launch_1d(_kernel3(fn), n, *devs, *steps, flat(out))
     return from_holder(out, out_dt)
 
 
@@ -462,14 +461,14 @@ def select(pred, on_true, on_false):
     t, f = operands("select", on_true, on_false)
     (p,) = operands("select", bool(pred) if isinstance(pred, (bool, np.bool_)) else pred)
     _supported("select", t)
-    return _run3("select", _select3, (p, t, f), r._dtype, r.shape)
+    return _run3("select", _select1, (p, t, f), r._dtype, r.shape)
 
 
 def clamp(min, operand, max):  # noqa: A002  (the op's own parameter names)
     r = _checked("clamp", min, operand, max)
     x, lo, hi = operands("clamp", operand, min, max)
     _supported("clamp", x)
-    fn = _fclamp3 if x._dtype.kind == "float" else _clamp3
+    fn = _fclamp1 if x._dtype.kind == "float" else _clamp1
     return _run3("clamp", fn, (lo, x, hi), r._dtype, r.shape)
 
 

@@ -1,15 +1,16 @@
 """CUDA kernel of ``dot_general``: a batched, tiled shared-memory GEMM.
 
-The CPU op runs first on stand-ins (stride-0 CPU tensors of the operands' types and
-shapes) for its checks and the result's type and shape. On the device, lhs is read as
-(batch, lhs free, contracting) and rhs as (batch, contracting, rhs free) through index
-maps (flat positions computed on the host from the shapes; no data travels), so any
-dimension numbering works without a transpose copy. One block computes a TILE x TILE
-tile of one batch's result: each step loads a TILE x TILE tile of both operands into
-shared memory, and every thread adds its row x column products in increasing k, so
-results are deterministic. Integer results are bit-exact with the CPU (wraparound is
-order-free); float results differ by rounding order (accumulation in the result type).
-Operands must already have the result type (no preferred_element_type conversion).
+The CPU op's constraint checks (:func:`xops.ops.linalg.dot_general_checks`) run first on
+the operands' types and give the result's type; no data is touched on the host. On the
+device, lhs is read as (batch, lhs free, contracting) and rhs as (batch, contracting,
+rhs free) through index maps (flat positions computed on the host from the shapes; no
+data travels), so any dimension numbering works without a transpose copy. One block
+computes a TILE x TILE tile of one batch's result: each step loads a TILE x TILE tile of
+both operands into shared memory, and every thread adds its row x column products in
+increasing k, so results are deterministic. Integer results are bit-exact with the CPU
+(wraparound is order-free); float results differ by rounding order (accumulation in the
+result type). Operands must already have the result type (no preferred_element_type
+conversion).
 """
 
 import math
@@ -18,13 +19,23 @@ import numpy as np
 from numba import cuda
 
 from ...errors import SpecError
-from ...ops._core import attr_ints, bound_arguments, operands
+from ...limits import check_nbytes
+from ...ops._core import bound_arguments, operands
+from ...ops.linalg import dot_general_checks
 from ...registry import get as _get_op
 from ._storage import device_empty, flat, from_holder
-from .elementwise import _OK, _stand_in
+from .elementwise import _OK
 
 __all__ = ["KERNELS", "TILE"]
 
+_ATTRIBUTES = (
+    "lhs_batching_dimensions",
+    "rhs_batching_dimensions",
+    "lhs_contracting_dimensions",
+    "rhs_contracting_dimensions",
+    "precision_config",
+    "preferred_element_type",
+)
 TILE = 8  # 64 threads per block: small enough for the simulator, a valid CUDA tile
 _cache = {}
 
@@ -73,35 +84,28 @@ def dot_general(lhs, rhs, *attributes, **named_attributes):
     op = "dot_general"
     cpu = _get_op(op).kernels["cpu"]
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
-    r = cpu(_stand_in(x), _stand_in(y), *attributes, **named_attributes)
-    if x._dtype is not r._dtype or x._dtype.np not in _OK or x._dtype.kind == "bool":
+    a = bound_arguments(cpu, (x, y, *attributes), named_attributes)
+    lb, rb, lc, rc, out_dt = dot_general_checks(x, y, *(a[k] for k in _ATTRIBUTES))
+    if x._dtype is not out_dt or x._dtype.np not in _OK or x._dtype.kind == "bool":
         raise SpecError(
             op,
             "device",
             f"has no cuda kernel for {x._dtype.name} "
-            f"operands with a {r._dtype.name} result "
+            f"operands with a {out_dt.name} result "
             f"(si, ui, f32, f64; no conversion)",
         )
-    a = bound_arguments(cpu, (x, y, *attributes), named_attributes)
-    lb, rb, lc, rc = (
-        attr_ints(op, label, name, a[name])
-        for label, name in (
-            ("I3", "lhs_batching_dimensions"),
-            ("I4", "rhs_batching_dimensions"),
-            ("I5", "lhs_contracting_dimensions"),
-            ("I6", "rhs_contracting_dimensions"),
-        )
-    )
     lf = [d for d in range(x.ndim) if d not in lb and d not in lc]
     rf = [d for d in range(y.ndim) if d not in rb and d not in rc]
     nb = math.prod(x.shape[d] for d in lb)
     m = math.prod(x.shape[d] for d in lf)
     n = math.prod(y.shape[d] for d in rf)
     kk = math.prod(x.shape[d] for d in lc)
-    out = device_empty(r.shape, r._dtype.np)
+    shape = [x.shape[d] for d in lb + lf] + [y.shape[d] for d in rf]
+    check_nbytes(op, shape, out_dt.np)
+    out = device_empty(shape, out_dt.np)
     if nb and m and n:
         if kk == 0:  # an empty contraction: zeros
-            out = cuda.to_device(np.zeros(r.shape, out.dtype))
+            out = cuda.to_device(np.zeros(shape, out.dtype))
         else:
             ia = np.arange(x.size, dtype=np.int64).reshape(x.shape).transpose(lb + lf + lc)
             ib = np.arange(y.size, dtype=np.int64).reshape(y.shape).transpose(rb + rc + rf)
@@ -116,7 +120,7 @@ def dot_general(lhs, rhs, *attributes, **named_attributes):
                 kk,
                 flat(out),
             )
-    return from_holder(out, r._dtype)
+    return from_holder(out, out_dt)
 
 
 KERNELS = {"dot_general": dot_general}

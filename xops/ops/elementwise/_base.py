@@ -79,9 +79,36 @@ def _flat_pair(x, y, wide):
     )
 
 
-def _int_kernel(kern_signed, kern_unsigned, x, y):
-    """Run an integer binary kernel in int64 (uint64 for ui64) and wrap to x's type."""
+def _word_pair(x, y, bits_only):
+    """Both integer operands broadcast and flattened for a kernel without a widening
+    copy where it can: 32- and 64-bit types keep their own arrays (viewed as int32 or
+    int64 if ``bits_only``, for kernels of bit patterns such as the shifts), narrower
+    types widen to int32 (uint32 if unsigned, unless ``bits_only``)."""
     dt = x._dtype
+    a, b = compute(x), compute(y)
+    if a.shape != b.shape:
+        a, b = np.broadcast_arrays(a, b)
+    shape = a.shape
+    a, b = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
+    if dt.bits in (32, 64):
+        if bits_only:
+            word = np.int32 if dt.bits == 32 else np.int64
+            return a.view(word), b.view(word), shape
+        return a, b, shape
+    wide = np.uint32 if dt.kind == _UI and not bits_only else np.int32
+    return a.astype(wide), b.astype(wide), shape
+
+
+def _int_kernel(kern_signed, kern_unsigned, x, y, small=None):
+    """Run an integer binary kernel in int64 (uint64 for ui64) and wrap to x's type;
+    types of at most 32 bits run ``small`` instead where given (a kernel for int32 and
+    uint32 arrays: i32/ui32 operands are used as they are)."""
+    dt = x._dtype
+    if small is not None and dt.bits <= 32:
+        a, b, shape = _word_pair(x, y, False)
+        out = np.empty_like(a)
+        small(out.size, a, b, out)
+        return result(out.reshape(shape), dt)
     wide = np.uint64 if dt.kind == _UI and dt.bits == 64 else np.int64
     a, b, shape = _flat_pair(x, y, wide)
     out = np.empty_like(a)
@@ -96,6 +123,24 @@ def _float_kernel2(kern, x, y):
     out = np.empty_like(a)
     kern(out.size, a, b, out)
     return result(out.reshape(np.broadcast_shapes(x.shape, y.shape)), x._dtype)
+
+
+_NARROW_FORMATS = {"bf16": K.BF16, "f16": K.F16}
+
+
+def _narrow_bits2(x, y, op):
+    """add, subtract or multiply (``op``: K.ADD, ...) of bf16 or f16 operands on their
+    bit patterns in one pass (``K.narrow_binary``: the same bits as converting to
+    float32, computing and rounding back); None for other element types."""
+    fmt = _NARROW_FORMATS.get(x._dtype.name)
+    if fmt is None:
+        return None
+    a, b = np.broadcast_arrays(x._value, y._value)
+    a = np.ascontiguousarray(a).reshape(-1).view(np.uint16)
+    b = np.ascontiguousarray(b).reshape(-1).view(np.uint16)
+    out = np.empty(a.size, x._value.dtype)
+    K.narrow_binary(a, b, out.view(np.uint16), op, fmt)
+    return _wrap(out.reshape(np.broadcast_shapes(x.shape, y.shape)), x._dtype)
 
 
 def _fast2(ufunc, x, y):

@@ -15,31 +15,9 @@ from ...dtypes import as_dtype
 from ...kernels import elementwise as K
 from ...tensor import _wrap
 from .._core import SpecError, check, compute, fast_binary, operands, result, tstr
-from ._base import (
-    _ANY,
-    _B,
-    _C,
-    _F,
-    _FC,
-    _INT,
-    _NUM,
-    _SI,
-    _UI,
-    _binary,
-    _complex64_in_double,
-    _fast2,
-    _float_kernel2,
-    _int_kernel,
-    _is_weak,
-    _like,
-    _needs,
-    _part_dtype,
-    _quiet,
-    _same,
-    _same2,
-    _unary,
-    _zeros,
-)
+from ._base import _ANY, _B, _C, _F, _FC, _INT, _NUM, _SI, _UI  # the element type classes
+from ._base import _binary, _complex64_in_double, _fast2, _float_kernel2, _int_kernel, _is_weak
+from ._base import _like, _narrow_bits2, _needs, _part_dtype, _quiet, _same, _same2, _unary, _zeros
 from .bitwise import and_  # clamp's gradient rule
 
 __all__ = [
@@ -287,7 +265,8 @@ def add(lhs, rhs):
         return _same2(x, y, np.logical_or)
     if not x._dtype.is_narrow:  # hot path: no conversion at all
         return _fast2(np.add, x, y)
-    return _same2(x, y, np.add)
+    z = _narrow_bits2(x, y, K.ADD)
+    return _same2(x, y, np.add) if z is None else z
 
 
 @add.defvjp
@@ -305,7 +284,8 @@ def subtract(lhs, rhs):
     x, y = _binary("subtract", lhs, rhs, _NUM)
     if not x._dtype.is_narrow:
         return _fast2(np.subtract, x, y)
-    return _same2(x, y, np.subtract)
+    z = _narrow_bits2(x, y, K.SUBTRACT)
+    return _same2(x, y, np.subtract) if z is None else z
 
 
 @subtract.defvjp
@@ -325,7 +305,8 @@ def multiply(lhs, rhs):
         return _same2(x, y, np.logical_and)
     if not x._dtype.is_narrow:
         return _fast2(np.multiply, x, y)
-    return _same2(x, y, np.multiply)
+    z = _narrow_bits2(x, y, K.MULTIPLY)
+    return _same2(x, y, np.multiply) if z is None else z
 
 
 @multiply.defvjp
@@ -345,7 +326,7 @@ def divide(lhs, rhs):
     """
     x, y = _binary("divide", lhs, rhs, _NUM)
     if x._dtype.kind in _INT:
-        return _int_kernel(K.int_divide, K.uint_divide, x, y)
+        return _int_kernel(K.int_divide, K.uint_divide, x, y, K.divide_small)
     return _same2(x, y, _complex64_in_double(np.divide))
 
 
@@ -376,7 +357,7 @@ def remainder(lhs, rhs):
         ),
     )
     if x._dtype.kind in _INT:
-        return _int_kernel(K.int_remainder, K.uint_remainder, x, y)
+        return _int_kernel(K.int_remainder, K.uint_remainder, x, y, K.remainder_small)
     return _same2(x, y, np.fmod)
 
 

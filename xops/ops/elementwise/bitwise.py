@@ -10,8 +10,9 @@ import numpy as np
 
 from ...autodiff.tape import primitive
 from ...kernels import elementwise as K
+from ...tensor import _wrap
 from .._core import compute, result
-from ._base import _B, _INT, _SI, _UI, _binary, _flat_pair, _same, _same2, _unary
+from ._base import _B, _INT, _SI, _UI, _binary, _same, _same2, _unary, _word_pair
 
 __all__ = [
     "not_",
@@ -34,14 +35,21 @@ def _logical(op, lhs, rhs, ufunc):
 
 
 def _shift(op, lhs, rhs, kern):
-    """The shifts: a Numba kernel on both operands widened to 64 bits, given the bit
-    width of the element type."""
+    """The shifts: a Numba kernel on both operands' bit patterns as int32 or int64 words
+    (32- and 64-bit types: their own arrays, no copy), given the type's bit width."""
     x, y = _binary(op, lhs, rhs, _INT)
     dt = x._dtype
-    wide = np.uint64 if dt.kind == _UI and dt.bits == 64 else np.int64
-    a, b, shape = _flat_pair(x, y, wide)
+    a, b, shape = _word_pair(x, y, True)
     out = np.empty_like(a)
-    kern(out.size, a, b, out, dt.bits)
+    if dt.bits == 32:  # 32-bit lanes
+        if kern is K.shift_right_arithmetic:
+            K.shift_right_arithmetic32(out.size, a, b, out)
+        else:
+            K.shift_logical32(out.size, a, b, out, kern is K.shift_right_logical)
+    else:
+        kern(out.size, a, b, out, dt.bits)
+    if dt.bits in (32, 64):
+        return _wrap(out.reshape(shape).view(dt.np), dt)
     return result(out.reshape(shape), dt)
 
 
@@ -72,7 +80,14 @@ def popcnt(operand):
     xo.tensor([0, 1, 1, 7], i64[4])
     """
     x = _unary("popcnt", operand, _INT)
-    return result(np.bitwise_count(_bits_u64(x)), x._dtype)
+    dt = x._dtype
+    if dt.bits in (32, 64):  # one pass over the array's own words, no widening
+        word = np.int32 if dt.bits == 32 else np.int64
+        a = np.ascontiguousarray(x._value).reshape(-1).view(word)
+        out = np.empty_like(a)
+        K.popcnt_words(out.size, a, out)
+        return _wrap(out.reshape(x.shape).view(dt.np), dt)
+    return result(np.bitwise_count(_bits_u64(x)), dt)
 
 
 @primitive("count_leading_zeros", elementwise=True)

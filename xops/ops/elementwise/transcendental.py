@@ -11,9 +11,11 @@ import numpy as np
 from ...autodiff.tape import primitive
 from ...kernels import elementwise as K
 from .. import _portable
+from .._core import compute, result
 from ._base import (
     _C,
     _F,
+    _NARROW_FORMATS,
     _FC,
     _INT,
     _NUM,
@@ -26,6 +28,7 @@ from ._base import (
     _needs,
     _same,
     _same2,
+    _quiet,
     _unary,
 )
 from .arithmetic import add, compare, divide, multiply, negate, select, subtract
@@ -49,14 +52,34 @@ __all__ = [
 ]
 
 
+def _f32_or(name, x, fallback):
+    """The float32 function ``name`` of xops.kernels.transcendental on x's values where x
+    is a real float type computed in float32 (f32, bf16, f16, the f8 family): the
+    result is rounded once more to x's type (as XLA computes narrow types in float32).
+    f64 and complex run ``fallback`` (NumPy's function) through ``_same``."""
+    if x._dtype.kind != _F or x._dtype.compute != np.float32:
+        return _same(x, fallback)
+    fmt = _NARROW_FORMATS.get(x._dtype.name)
+    if name == "exp" and fmt is not None:  # bf16, f16: one pass on the bit patterns
+        a = np.ascontiguousarray(x._value).reshape(-1)
+        out = np.empty_like(a)
+        K.narrow_exp(a.view(np.uint16), out.view(np.uint16), fmt)
+        return result(out.reshape(x.shape), x._dtype)
+    with _quiet():
+        a = np.ascontiguousarray(compute(x)).reshape(-1)
+        out = np.empty_like(a)
+        K.unary_f32(name, a, out)
+        return result(out.reshape(x.shape), x._dtype)
+
+
 @primitive("exponential", elementwise=True, quantized="dequantize")
 def exponential(operand):
     """stablehlo.exponential: e^x (float or complex).
 
-    >>> xo.exponential(xo.tensor([0.0, 1.0]))   # [1, 2.7182817]
-    xo.tensor([1.      , 2.718282], f32[2])
+    >>> xo.exponential(xo.tensor([0.0, 1.0]))   # [1, 2.7182817] (e rounded once to f32)
+    xo.tensor([1.       , 2.7182817], f32[2])
     """
-    return _same(_unary("exponential", operand, _FC), np.exp)
+    return _f32_or("exp", _unary("exponential", operand, _FC), np.exp)
 
 
 @exponential.defvjp
@@ -80,7 +103,7 @@ def exponential_minus_one(operand):
     xo.tensor([0.e+00, 1.e-10], f64[2])
     """
     x = _unary("exponential_minus_one", operand, _FC)
-    return _same(x, _complex_expm1 if x._dtype.kind == _C else np.expm1)
+    return _f32_or("expm1", x, _complex_expm1 if x._dtype.kind == _C else np.expm1)
 
 
 @exponential_minus_one.defvjp
@@ -144,7 +167,7 @@ def logistic(operand):
     >>> xo.logistic(xo.tensor([0.0, 100.0]))   # [0.5, 1]
     xo.tensor([0.5, 1. ], f32[2])
     """
-    return _same(_unary("logistic", operand, _FC), _logistic_impl)
+    return _f32_or("logistic", _unary("logistic", operand, _FC), _logistic_impl)
 
 
 @logistic.defvjp
@@ -253,7 +276,7 @@ def tanh(operand):
     >>> xo.tanh(xo.tensor([0.0, 100.0]))   # [0, 1]
     xo.tensor([0., 1.], f32[2])
     """
-    return _same(_unary("tanh", operand, _FC), np.tanh)
+    return _f32_or("tanh", _unary("tanh", operand, _FC), np.tanh)
 
 
 @tanh.defvjp

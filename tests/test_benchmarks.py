@@ -1,0 +1,137 @@
+"""The benchmark harness in smoke mode: every workload of ``python -m benchmarks`` runs
+once on tiny shapes, every backend's result checked against the NumPy reference (the
+same check the timed runs make), so the harness cannot rot. No timing is asserted.
+
+PyTorch and JAX run where installed (JAX eager only: ``jax_jit`` compiles a program
+per workload, seconds in all, and shares its function with the eager row). Also checked:
+issue 15's targets table (ratios, verdicts, "not run"), the CPU line's vector ISA, the
+RSS slope fit, and the process rows' child (a few training steps, its peak RSS).
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from benchmarks import process_rows, run, targets, workloads
+
+workloads.load_all()
+NAMES = [w.name for w in workloads.WORKLOADS]
+
+
+@pytest.fixture(scope="module")
+def backends():
+    be = run._load_backends()
+    return be
+
+
+@pytest.fixture(autouse=True)
+def smoke(monkeypatch):
+    monkeypatch.setattr(workloads, "SMOKE", True)
+
+
+def test_every_issue_15_workload_is_registered():
+    needed = {w for _, w, *_ in targets.CHECKS} - set(process_rows.ROWS)
+    assert needed <= set(NAMES), sorted(needed - set(NAMES))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_workload_runs_and_agrees(name, backends):
+    w = next(w for w in workloads.WORKLOADS if w.name == name)
+    fns = w.make(backends)
+    fns.pop("jax_jit", None)
+    assert "numpy" in fns and "xops" in fns
+    ref = fns["numpy"]()
+    for backend, fn in fns.items():
+        out = fn()
+        if backend not in w.unchecked:
+            assert run._check(out, ref, w.rtol), f"{name}: {backend} disagrees with NumPy"
+    if w.derived is not None:
+        assert w.derived(1e-3)
+
+
+def test_checks_name_backends_their_workload_makes(backends):
+    """Every backend a target divides by is one its workload times."""
+    made = {}
+    for _, w, num, den, *_ in targets.CHECKS:
+        if w in process_rows.ROWS:
+            continue
+        if w not in made:
+            wl = next(x for x in workloads.WORKLOADS if x.name == w)
+            made[w] = set(wl.make(backends))
+        for b in (num, den):
+            if b in ("torch", "jax") and backends.get(b) is None:
+                continue
+            assert b in made[w], f"{w} has no backend {b}"
+
+
+def _result(**medians):
+    return {"backends": {k: {"median": v} for k, v in medians.items()}}
+
+
+def test_targets_ratios_and_verdicts():
+    results = {
+        "add_1M": _result(xops=1.0, torch=2.0),
+        "exp_1M": _result(xops=3.0, torch=2.0),
+        "matmul_1024": _result(numpy=0.96, xops=1.0),
+        "cold_start": _result(xops_cold=9.0, xops_warm=2.5),
+    }
+    rows = {
+        what: (measured, verdict) for _, what, _, measured, verdict in targets.evaluate(results)
+    }
+    assert rows["add_1M: xops / torch"] == ("0.50", "met")
+    assert rows["exp_1M: xops / torch"] == ("1.50", "NOT MET")
+    assert rows["matmul_1024: numpy / xops"] == ("0.96", "met")  # >= 0.95 of BLAS
+    assert rows["cold_start: xops_cold"] == ("9.00", "NOT MET")
+    assert rows["cold_start: xops_warm"] == ("2.50", "met")
+    assert rows["tanh_16M: xops / torch"] == ("not run", "-")
+    table = targets.targets_markdown(results)
+    assert f"3 met, 2 not met, {len(targets.CHECKS) - 5} not run" in table
+    assert "tanh_16M" not in table and "| exp_1M: xops / torch | <= 1x | 1.50 | NOT MET |" in table
+    summary = targets.summary_markdown(results)
+    assert "| add_1M |" in summary and "| 0.50 |" in summary
+
+
+def test_targets_cli_reads_a_run(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"machine": "m", "results": {"add_1M": _result(xops=1, torch=1)}}))
+    assert targets.main([str(path)]) == 0
+    assert "add_1M: xops / torch | <= 1x | 1.00 | met" in capsys.readouterr().out
+
+
+def test_cpu_line_names_the_vector_isa():
+    line = run.cpu_line()
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        flags = ""
+    if " avx512f" in flags:
+        assert "AVX-512" in line
+    elif " avx2" in flags:
+        assert "AVX2" in line and "AVX-512" not in line
+    assert "logical cores" in line
+
+
+def test_rss_slope_is_least_squares_per_100_steps():
+    samples = [(s, 100 + 0.03 * s) for s in range(10, 1001, 10)]
+    assert math.isclose(process_rows._slope(samples, skip=100), 3.0)
+    assert process_rows._slope([(s, 50.0) for s in range(10, 301, 10)], skip=100) == 0
+    assert math.isnan(process_rows._slope([(10, 1.0)], skip=0))
+
+
+def test_rss_child_runs_training_steps():
+    out = process_rows.rss_child("xops", steps=3, every=1, batch=4)
+    assert out["steps"] == 3 and [s for s, _ in out["samples"]] == [1, 2, 3]
+    assert out["peak_mb"] > 10 and min(mb for _, mb in out["samples"]) > 10
+    # the peak is this process's own high-water mark: never below what is resident now
+    assert process_rows._peak_mb() >= process_rows._rss_mb() - 0.5
+
+
+def test_run_results_dict_and_unchecked_baselines(backends):
+    w = next(w for w in workloads.WORKLOADS if w.name == "divide_i32_1M")
+    rows = run.run_workload(w, {"xops": backends["xops"], "numpy": np}, samples=1, sample_ms=0.1)
+    assert rows["np_ufunc"]["ok"] is None and rows["xops"]["ok"] is True
+    data = run._results_dict([(w, rows)])
+    assert set(data["divide_i32_1M"]["backends"]) == {"numpy", "xops", "np_ufunc"}
