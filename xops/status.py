@@ -85,6 +85,19 @@ def _uses_numba(fns):
     return False
 
 
+def _plain(x):
+    """Whether ``x`` is plain data (strings, numbers and containers of them): a table an
+    op reads, as opposed to a cache keyed by code objects or functions, whose contents
+    depend on what the process has run."""
+    if x is None or isinstance(x, (str, int, float)):
+        return True
+    if isinstance(x, (tuple, list, frozenset, set)):
+        return all(_plain(v) for v in x)
+    if isinstance(x, dict):
+        return all(_plain(k) and _plain(v) for k, v in x.items())
+    return False
+
+
 def _labels(fns):
     """Constraint labels in the functions' source and in the tables they read."""
     found = set()
@@ -95,7 +108,9 @@ def _labels(fns):
             pass
         for name in f.__code__.co_names:
             g = f.__globals__.get(name)
-            if isinstance(g, (dict, tuple, list, str)):
+            if isinstance(g, dict):
+                g = {k: v for k, v in g.items() if _plain(k) and _plain(v)}
+            if isinstance(g, (dict, tuple, list, str)) and _plain(g):
                 found.update(_LABEL.findall(repr(g)))
     return sorted(found, key=lambda s: int(s[1:]))
 
