@@ -109,9 +109,12 @@ def _labels(fns):
         for name in f.__code__.co_names:
             g = f.__globals__.get(name)
             if isinstance(g, dict):
-                g = {k: v for k, v in g.items() if _plain(k) and _plain(v)}
-            if isinstance(g, (dict, tuple, list, str)) and _plain(g):
-                found.update(_LABEL.findall(repr(g)))
+                table = {k: v for k, v in g.items() if _plain(k) and _plain(v)}
+            elif isinstance(g, (tuple, list, str)) and _plain(g):
+                table = g
+            else:
+                continue
+            found.update(_LABEL.findall(repr(table)))
     return sorted(found, key=lambda s: int(s[1:]))
 
 

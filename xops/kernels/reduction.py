@@ -60,6 +60,7 @@ SEL = GE  # likewise for select codes
 _LANES = 32  # accumulators of the row fold
 _STEP = 4 * _LANES  # elements each step of the row fold takes
 _SHORT = 2 * _STEP  # rows shorter than this fold left to right in one accumulator
+_SHORT_BLOCKS = 64  # likewise for the 8-block schedule (float add/multiply)
 
 
 def combine(a, b, op):
@@ -221,7 +222,7 @@ def _fold_blocks(row, op):
     combined as ((b0 b1)(b2 b3))((b4 b5)(b6 b7)): a tree whose in-order traversal is
     still row[0], ..., row[n-1], so it is a schedule the spec allows for any body."""
     n = row.shape[0]  # (bounds from the shape itself: LLVM then drops index checks)
-    if n < 64:
+    if n < _SHORT_BLOCKS:
         acc = row[0]
         for k in range(1, n):
             acc = combine(acc, row[k], op)
