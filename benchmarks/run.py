@@ -292,11 +292,21 @@ def main(argv=None):
     p.add_argument("--markdown", default=None, help="also write a markdown table here")
     p.add_argument("--json", default=None, help="also write the figures here (JSON)")
     p.add_argument(
+        "--device",
+        default="cpu",
+        choices=("cpu", "cuda"),
+        help="cuda: the GPU rows, xops CUDA tensors beside PyTorch CUDA (benchmarks/gpu.py)",
+    )
+    p.add_argument(
         "--no-process-rows",
         action="store_true",
         help="skip the process rows (cold start, peak RSS) even if --only selects them",
     )
     args = p.parse_args(argv)
+    if args.device == "cuda":
+        from . import gpu
+
+        return gpu.main(args)
     samples = args.samples or (5 if args.quick else 15)
     sample_ms = args.sample_ms or (20 if args.quick else 100)
     load_all()

@@ -112,22 +112,128 @@ for fname in ("_popcnt", "_clz"):
     for dt in SI + UI:
         checkd(fname, getattr(E, fname), (sc(dt), types.int64))
 for dt in SI + UI + FL + B:
-    check(
-        "select",
-        E._select3,
-        (arr("?"), arr(dt), arr(dt), types.int64, types.int64, types.int64, arr(dt)),
-    )
+    checkd("_select1", E._select1, (types.boolean, sc(dt), sc(dt)))
 for dt in SI + UI:
-    check("clamp", E._clamp3, (arr(dt),) * 3 + (types.int64,) * 3 + (arr(dt),))
+    checkd("_clamp1", E._clamp1, (sc(dt),) * 3)
 for dt in FL:
-    check("fclamp", E._fclamp3, (arr(dt),) * 3 + (types.int64,) * 3 + (arr(dt),))
-for dt in ["u1", "u2", "u4", "u8", "?", "f4", "f8", "i8"]:
-    check("gather", M._gather, (arr(dt), arr("i8"), arr(dt), types.int64, arr(dt)))
-    check("gather2", M._gather2, (arr(dt), arr(dt), arr("i8"), arr(dt)))
+    checkd("_fclamp1", E._fclamp1, (sc(dt),) * 3)
+from xops.kernels.cuda import rng as RG, sorting as SO  # noqa: E402
+
+i64, u64, b1 = types.int64, types.uint64, types.boolean
+# rng_bit_generator: the block functions (shared with the CPU kernels; the kernels that
+# call them need a driver to compile)
+checkd("threefry block", RG.K.threefry2x32_block.py_func, (u64,) * 4)
+checkd("philox block", RG.K.philox4x32_block.py_func, (u64,) * 6)
+check("next_state", RG._next_state, (arr("u8"), u64, arr("u8")))
+checkd("sort unravel3", SO._unravel3.py_func, (i64, i64, i64))
+check("sort runs", SO._runs, (arr("u8"), arr("i8"), i64, i64, i64))
+check("sort merge", SO._merge, (arr("u8"), arr("i8"), arr("u8"), arr("i8"), i64, i64))
+# reduce_window / select_and_scatter: whole kernels that call device functions. Typing a
+# call compiles the callee for the current device's compute capability, which needs a
+# driver: give it cc 8.0 instead (from here on; the checks above run without it).
+import numba.cuda.dispatcher as _cuda_dispatcher  # noqa: E402
+from xops.kernels.cuda import windows as W  # noqa: E402
+
+
+class _CC80:
+    compute_capability = (8, 0)
+
+
+_cuda_dispatcher.get_current_device = lambda: _CC80
+by_kind = {"bool": B, "si": ["i1", "i8"], "ui": ["u1", "u4", "u8"], "float": FL}
+for body, kinds in W._COMBINE.items():
+    for kind, fn in kinds.items():
+        k = W.reduce_window_kernel(fn)
+        for t in by_kind[kind]:
+            sig = (arr(t), arr(t), arr("i8"), types.int64, types.int64, arr(t))
+            check(f"reduce_window {body}", k.py_func, sig)
+for direction, keeps in W._KEEPS.items():
+    for body, kind, t in [("add", "float", "f4"), ("add", "si", "i2"), ("maximum", "bool", "?")]:
+        k = W.select_and_scatter_kernel(keeps, W._COMBINE[body][kind])
+        sig = (arr(t), arr(t), arr(t), arr("i8"), types.int64, types.int64, arr(t))
+        check(f"select_and_scatter {direction} {body}", k.py_func, sig)
+for body, kind, t in [("add", "ui", "u8"), ("multiply", "float", "f8"), ("or", "si", "i4")]:
+    k = W.select_and_scatter_kernel(W._KEEPS["GE"], W._COMBINE[body][kind])
+    sig = (arr(t), arr(t), arr(t), arr("i8"), types.int64, types.int64, arr(t))
+    check(f"select_and_scatter GE {body}", k.py_func, sig)
+from xops.kernels.cuda import normalization as BN  # noqa: E402
+
+i64, f64 = types.int64, types.float64
+coef = types.Array(types.float64, 2, "C")
+for t in FL:  # the batch norm ops
+    x = arr(t)
+    check("bn moments", BN._moments.py_func, (x, i64, i64, i64, x, x))
+    check("bn normalize", BN._normalize.py_func, (x, i64, i64, x, x, x, x, f64, x))
+    sig = (x, x, i64, i64, i64, x, x, x, f64, x, x, coef)
+    check("bn grad sums", BN._grad_sums.py_func, sig)
+    check("bn grad operand", BN._grad_operand.py_func, (x, x, i64, i64, x, coef, x))
+from xops.kernels.cuda import convolution as CV  # noqa: E402
+
+for a_t, o_t in [(t, t) for t in SI + UI + FL + B] + [
+    ("i1", "i4"),
+    ("i1", "u4"),
+    ("u1", "u2"),
+    ("u1", "i2"),
+    ("u4", "u8"),
+    ("f4", "f8"),
+    ("f8", "f4"),
+]:
+    k = CV._direct(np.dtype(a_t), np.dtype(o_t))
+    sig = (arr(a_t), arr(a_t), arr("i8")) + (types.int64,) * 11 + (arr(o_t),)
+    check(f"convolution {a_t}->{o_t}", k.py_func, sig)
+    part = arr(CV._accumulator(np.dtype(a_t), np.dtype(o_t)))
+    for ob in (1, 2, 4) if a_t == "f4" else (4,):
+        k = CV._planar(np.dtype(a_t), np.dtype(o_t), ob)
+        psig = sig[:3] + (types.int64, part, arr(o_t))
+        check(f"convolution planar {ob} {a_t}->{o_t}", k.py_func, psig)
+    k = CV._fold(np.dtype(a_t), np.dtype(o_t))
+    check(f"convolution fold {a_t}->{o_t}", k.py_func, (part, types.int64, arr(o_t)))
+# GEMM, strided copies, pad, fill, reduce fold, elementwise maps (issue 17 performance).
+# Kernels that call a device function compile it for the current device's compute
+# capability: with no driver, name one (the kernel itself is compiled for cc 8.0 here).
+import types as _pytypes  # noqa: E402
+from numba.cuda import dispatcher as _dispatcher  # noqa: E402
+from xops.kernels.cuda import reduction as RD  # noqa: E402
+
+_dispatcher.get_current_device = lambda: _pytypes.SimpleNamespace(compute_capability=(8, 0))
+i64 = types.int64
 for dt in SI + UI + FL:
-    k = L._gemm(dt)
-    i64 = types.int64
-    check("gemm", k.py_func, (arr(dt), arr("i8"), arr(dt), arr("i8"), i64, i64, i64, arr(dt)))
+    for tm in L.TILES.values():
+        check(f"gemm {tm}", L._gemm_source(np.dtype(dt), tm), (arr(dt),) * 3 + (i64,) * 10)
+for dt in ["u1", "u2", "u4", "u8"]:
+    for r in (1, 3):
+        tup = types.UniTuple(i64, r)
+        check(f"copy rank {r}", M._copy, (arr(dt), i64, tup, arr(dt), i64, tup, tup))
+        check(f"pad rank {r}", M._pad, (arr(dt),) * 3 + (tup,) * 4)
+for dt in SI + UI + FL + B:
+    check("fill", M._fill, (arr(dt), sc(dt)))
+for name, by_kind in RD._BODIES.items():
+    for kind, dts in (("bool", B), ("si", SI), ("ui", UI), ("float", FL)):
+        for dt in dts:
+            nt, r = (RD.WIDE, 1) if dt in ("i1", "i4", "u2", "u8", "f4", "?") else (RD.NARROW, 2)
+            tup = types.UniTuple(i64, r)
+            fold = RD._fold_source(by_kind[kind], np.dtype(dt), nt)
+            sig = (arr(dt),) * 3 + (i64,) * 3 + (types.boolean, sc(dt)) + (tup,) * 4
+            check(f"reduce {name} {nt}", fold, sig)
+for fn, dt in ((E._exp, "f4"), (E._neg, "i1"), (E._to_bool, "f8")):
+    check("map1", E._kernel1(fn).py_func, (arr(dt), arr(dt if fn is not E._to_bool else "?")))
+for fn, dt in ((E._add, "f4"), (E._sdiv, "i8"), (E._fmax, "f8"), (E._or, "?")):
+    check("map2", E._kernel2(fn).py_func, (arr(dt), arr(dt), i64, i64, arr(dt)))
+check("map2p", E._kernel2p(E._shl).py_func, (arr("i4"), arr("i4"), i64, i64, i64, arr("i4")))
+check("map1p", E._kernel1p(E._popcnt).py_func, (arr("u8"), i64, arr("u8")))
+check(
+    "map3",
+    E._kernel3(E._select1).py_func,
+    (arr("?"), arr("f4"), arr("f4"), i64, i64, i64, arr("f4")),
+)
+check("map3", E._kernel3(E._fclamp1).py_func, (arr("f8"),) * 3 + (i64,) * 3 + (arr("f8"),))
+for dt in UI:  # rng_bit_generator and sort kernels that call the device functions above
+    check("threefry", RG._threefry, (arr("u8"), arr(dt), i64, i64, i64, i64, u64, b1))
+    check("philox", RG._philox, (arr("u8"), arr(dt), i64, i64, u64, b1))
+    sig = (arr(dt), arr("u8"), i64, u64, u64, u64, b1, i64, i64, arr("u8"), arr("i8"))
+    check("sort keys", SO._keys, sig)  # keys from raw bits, operands moved as raw bits
+    check("sort permute", SO._permute, (arr(dt), arr("i8"), i64, i64, arr(dt)))
+check("sort permute", SO._permute, (arr("c16"), arr("i8"), i64, i64, arr("c16")))
 print(len(fails), "failures")
 for f in fails:
     print(f)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from benchmarks import process_rows, run, targets, workloads
+import xops
 
 workloads.load_all()
 NAMES = [w.name for w in workloads.WORKLOADS]
@@ -135,3 +136,45 @@ def test_run_results_dict_and_unchecked_baselines(backends):
     assert rows["np_ufunc"]["ok"] is None and rows["xops"]["ok"] is True
     data = run._results_dict([(w, rows)])
     assert set(data["divide_i32_1M"]["backends"]) == {"numpy", "xops", "np_ufunc"}
+
+
+def test_cuda_rows_list_and_a_clear_error_without_a_gpu(capsys):
+    from benchmarks import gpu
+    from xops import device
+
+    names = [r.name for r in gpu.ROWS]
+    assert {t[0] for t in gpu.TARGETS} | {"copy_16M_f32"} <= set(names)
+    assert run.main(["--device", "cuda", "--list", "--only", "conv"]) == 0
+    assert capsys.readouterr().out.split() == [n for n in names if "conv" in n]
+    if not device.cuda_available():
+        assert run.main(["--device", "cuda", "--quick"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "'cuda:0' is not available" in err
+
+
+def test_cuda_targets_and_row_notes():
+    from benchmarks import gpu
+
+    n = 1 << 24
+    merged = {
+        "gemm_2048_f32": _result(xops=2.0, torch=1.0),
+        "copy_16M_f32": _result(numba_copy=2 * 4 * n / 1e12, torch=1.0),  # 1000 GB/s
+        "add_16M_f32": _result(xops=3 * 4 * n / 0.9e12),  # 900 GB/s
+        "exp_16M_f32": _result(xops=2 * 4 * n / 0.5e12),
+    }
+    rows = {r[0]: r[3:] for r in gpu.evaluate(merged)}
+    assert rows["gemm_2048_f32"] == ("0.50", "met")
+    assert rows["add_16M_f32"] == ("0.90", "met") and rows["exp_16M_f32"] == ("0.50", "NOT MET")
+    assert rows["train_digits_step_b32"] == ("not run", "-")
+
+    def missing():
+        raise xops.SpecError("convolution", "device", "has no cuda kernel yet; ...")
+
+    row = gpu.Row("r", "d", lambda xo, torch, dev: {"xops": missing, "torch": lambda: 1.0})
+    results, note = gpu.run_row(row, xops, None, 1, 0.1, lambda: None)
+    assert note == "no cuda kernel: convolution" and set(results) == {"torch"}
+    row = gpu.Row("r", "d", lambda xo, torch, dev: {"xops": gpu._raises(ValueError("no to()"))})
+    assert gpu.run_row(row, xops, None, 1, 0.1, lambda: None) == (
+        {},
+        "not available: ValueError: no to()",
+    )

@@ -1,12 +1,12 @@
 """CUDA tensors and kernels (xops.kernels.cuda), each checked against the CPU result.
 
-Without a GPU the module re-runs itself in a subprocess under numba's CUDA simulator
-(``NUMBA_ENABLE_CUDASIM=1`` must be set before numba is imported, and flipping it in this
-process would change numba's state for every other test module). Shapes are tiny: the
-simulator runs a Python thread per CUDA thread. Integer and data-movement results are
+Without a GPU, the first test re-runs this module and every other ``tests/test_cuda*.py``
+in one subprocess under numba's CUDA simulator (see ``tests/cuda_support.py``). Shapes are
+tiny: the simulator runs a Python thread per CUDA thread. Integer and data-movement results are
 compared bit for bit; float math within rtol 1e-6 (f32: libdevice vs NumPy).
 """
 
+import glob
 import os
 import subprocess
 import sys
@@ -15,73 +15,36 @@ import numpy as np
 import pytest
 
 import xops as xo
-from xops import device as _device
+from cuda_support import HERE, INNER, cu, needs_cuda, same
 
-_INNER = os.environ.get("XOPS_CUDA_INNER") == "1"
-_SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-
-
-def _usable():
-    try:
-        return _device.cuda_available()
-    except Exception:
-        return False
-
-
-HERE = _usable()
-
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.timeout(1500)
 
 
 @pytest.mark.skipif(
-    HERE or _INNER, reason="CUDA is usable in this process: the tests below run here"
+    HERE or INNER, reason="CUDA is usable in this process: the CUDA tests run here directly"
 )
-def test_cuda_module_under_the_simulator():
+def test_cuda_modules_under_the_simulator():
     try:
         import numba.cuda  # noqa: F401
     except ImportError:
         pytest.skip("numba.cuda is not importable")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", XOPS_CUDA_INNER="1")
+    modules = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "test_cuda*.py")))
     # the simulator evaluates device arithmetic with NumPy scalars, which warn on the
     # integer wraparound / IEEE results that CUDA gives silently
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-x",
-            "-p",
-            "no:cacheprovider",
-            "-W",
-            "ignore::RuntimeWarning",
-            __file__,
-        ],
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+        + ["-W", "ignore::RuntimeWarning"]
+        + modules,
         env=env,
         capture_output=True,
         text=True,
-        timeout=580,
+        timeout=1450,
     )
     assert out.returncode == 0 and " passed" in out.stdout, out.stdout[-4000:] + out.stderr[-2000:]
 
 
-needs_cuda = pytest.mark.skipif(
-    not HERE, reason="no CUDA device (a GPU, or numba's simulator under NUMBA_ENABLE_CUDASIM=1)"
-)
-
-
-def _cu(data, dtype=None):
-    return xo.tensor(data, dtype, device="cuda")
-
-
-def _same(dev, ref):
-    assert dev.device == "cuda:0" and ref.device == "cpu"
-    a, b = dev.numpy(), ref.numpy()
-    assert a.dtype == b.dtype and a.shape == b.shape, (a, b)
-    if dev.dtype.kind == "float":
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=0)
-    else:
-        np.testing.assert_array_equal(a, b)
+_cu, _same = cu, same
 
 
 F = [[0.5, -1.25, 2.0], [3.5, -0.75, 1.5]]
@@ -390,3 +353,25 @@ def test_the_status_list_names_every_cuda_kernel():
 
     have = {d.name for d in registry.ops() if "cuda" in d.kernels}
     assert have == set(kc.OPS), have ^ set(kc.OPS)
+
+
+@needs_cuda
+def test_elementwise_maps_cover_every_element_at_tail_sizes():
+    # sizes around the launch's block and warp boundaries (one block of whole warps below
+    # 256 elements, blocks of 256 above), for every map kernel shape
+    for n in (1, 31, 257, 1000, 1025, 4 * 256 * 2 + 3, 3 * 1024 - 5):
+        x = (np.arange(n, dtype=np.int32) * 7919 - 5000).astype(np.int32)
+        p = (np.arange(n) % 3) == 1
+        _same(xo.negate(_cu(x)), xo.negate(xo.tensor(x)))
+        _same(xo.subtract(_cu(x), 3), xo.subtract(xo.tensor(x), 3))  # broadcast weak scalar
+        _same(xo.popcnt(_cu(x)), xo.popcnt(xo.tensor(x)))  # map1p
+        _same(
+            xo.select(_cu(p), _cu(x), _cu(x[::-1].copy())),
+            xo.select(xo.tensor(p), xo.tensor(x), xo.tensor(x[::-1].copy())),
+        )
+        _same(
+            xo.clamp(_cu(-7, "i32"), _cu(x), _cu(9000, "i32")),  # map3, 0-d bounds
+            xo.clamp(xo.tensor(-7, "i32"), xo.tensor(x), xo.tensor(9000, "i32")),
+        )
+    f = np.linspace(-3.0, 3.0, 3 * 1024 - 5, dtype=np.float32)
+    _same(xo.exponential(_cu(f)), xo.exponential(xo.tensor(f)))

@@ -11,7 +11,9 @@ NumPy exports (bool, integers, f16/f32/f64, complex) plus bf16 and the f8 family
 have no DLPack form (BufferError). :func:`from_dlpack` imports the same set from any
 producer (NumPy arrays, PyTorch tensors incl. bf16 / f8); it shares memory unless
 ``copy=True`` — the tensor then sees later writes *by the producer*, so copy if the
-producer's buffer will change.
+producer's buffer will change. CUDA tensors and CUDA producers (device ``kDLCUDA``, or
+objects with only ``__cuda_array_interface__``) go through
+:mod:`xops.kernels.cuda.interop`; ``device=`` moves the result explicitly.
 
 **NumPy functions on tensors.** ``np.sin(t)``, ``np.add(t, 1)``, ``np.maximum(t, u)``
 and ``ndarray + t`` run the ufunc's namesake in :mod:`xops.numpy` (``__array_ufunc__``):
@@ -28,13 +30,17 @@ into NumPy silently and drops the graph. ``np.asarray(t)`` (``__array__``) still
 read-only NumPy view of the value.
 """
 
-import ctypes
 import inspect
 import sys
 
 import numpy as np
 
 from .dtypes import as_dtype
+from ._dlpack import CODE_NAMES as _CODE_NAMES, CPU as _CPU, CUDA as _CUDA
+from ._dlpack import CUDA_MANAGED as _CUDA_MANAGED, NARROW_CODES as _NARROW_CODES
+from ._dlpack import UINT as _UINT_CODE, UINT_OF as _UINT, dl_tensor as _dl_tensor
+from ._dlpack import export_code as _export_code
+from .device import as_device as _as_device, move as _move
 from .tensor import Tensor, _wrap
 
 __all__ = ["array_function", "array_ufunc", "dlpack", "dlpack_device", "from_dlpack"]
@@ -43,85 +49,6 @@ __all__ = ["array_function", "array_ufunc", "dlpack", "dlpack_device", "from_dlp
 # ---------------------------------------------------------------------------------------
 # DLPack
 # ---------------------------------------------------------------------------------------
-
-_CPU = 1  # kDLCPU
-_BF16 = 4  # kDLBfloat
-# DLPack 1.1 type codes of the narrow floats (bits 8), as PyTorch uses them
-_NARROW_CODES = {
-    "bf16": _BF16,
-    "f8E3M4": 7,
-    "f8E4M3": 8,
-    "f8E4M3B11FNUZ": 9,
-    "f8E4M3FN": 10,
-    "f8E4M3FNUZ": 11,
-    "f8E5M2": 12,
-    "f8E5M2FNUZ": 13,
-    "f8E8M0FNU": 14,
-}
-_CODE_NAMES = {c: n for n, c in _NARROW_CODES.items()}
-_UINT = {1: np.uint8, 2: np.uint16}
-_UINT_CODE = 1  # kDLUInt
-_READ_ONLY = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-class _DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
-class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [
-        ("version", _DLPackVersion),
-        ("manager_ctx", ctypes.c_void_p),
-        ("deleter", ctypes.c_void_p),
-        ("flags", ctypes.c_uint64),
-        ("dl_tensor", _DLTensor),
-    ]
-
-
-class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [
-        ("dl_tensor", _DLTensor),
-        ("manager_ctx", ctypes.c_void_p),
-        ("deleter", ctypes.c_void_p),
-    ]
-
-
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_get_name = ctypes.pythonapi.PyCapsule_GetName
-_get_name.restype = ctypes.c_char_p
-_get_name.argtypes = [ctypes.py_object]
-
-
-def _dl_tensor(capsule):
-    """The DLTensor inside a (not yet consumed) DLPack capsule."""
-    name = _get_name(capsule)
-    if name == b"dltensor_versioned":
-        return _DLManagedTensorVersioned.from_address(_get_pointer(capsule, name)).dl_tensor
-    if name == b"dltensor":
-        return _DLManagedTensor.from_address(_get_pointer(capsule, name)).dl_tensor
-    raise BufferError(f"from_dlpack: not a DLPack capsule (name {name!r}), or one already consumed")
 
 
 class _WritableAlias:
@@ -141,28 +68,20 @@ class _WritableAlias:
 
 def dlpack(t, stream=None, max_version=None, dl_device=None, copy=None):
     """``Tensor.__dlpack__``: see the module docstring."""
+    if type(t._value) is not np.ndarray:
+        return _cuda().dlpack(t, stream, max_version, dl_device, copy)
     dt = t._dtype
     if stream is not None and stream != -1:
         raise BufferError(
-            f"__dlpack__: xops tensors live on the CPU, which has no streams; got stream={stream!r}"
+            f"__dlpack__: {t.type} lives on the CPU, which has no streams; got stream={stream!r}"
         )
     if dl_device is not None and tuple(dl_device)[:1] != (_CPU,):
         raise BufferError(
-            f"__dlpack__: xops tensors live on the CPU (kDLCPU = 1), cannot "
-            f"export to device {dl_device!r}; copy to the host instead"
+            f"__dlpack__: {t.type} lives on the CPU (kDLCPU = 1), cannot "
+            f"export to device {dl_device!r}; move it with t.to(device) first"
         )
-    if dt.quantized:
-        raise BufferError(
-            f"__dlpack__: quantized {t.type} has no DLPack element type; "
-            f"export xo.uniform_dequantize(t) or the storage values "
-            f"xo.bitcast_convert(t, {dt.storage_type.name!r})"
-        )
+    _export_code(dt, t.type)  # a BufferError for the types DLPack has not
     code = _NARROW_CODES.get(dt.name)
-    if code is None and np.dtype(dt.np).kind not in "biufc":  # ml_dtypes' other types
-        raise BufferError(
-            f"__dlpack__: {t.type} has no DLPack element type (DLPack has no "
-            f"i2/i4/ui2/ui4, f4 or f6); convert with xo.convert first"
-        )
     arr = t._value
     if code is not None:
         arr = arr.view(_UINT[dt.itemsize])
@@ -179,7 +98,19 @@ def dlpack(t, stream=None, max_version=None, dl_device=None, copy=None):
 
 
 def dlpack_device(t):
-    return (_CPU, 0)
+    return (_CPU, 0) if type(t._value) is np.ndarray else (_CUDA, 0)
+
+
+def cuda_array_interface(t):
+    """``Tensor.__cuda_array_interface__`` of a CUDA tensor (see
+    :mod:`xops.kernels.cuda.interop`)."""
+    return _cuda().cuda_array_interface(t)
+
+
+def _cuda():
+    from .kernels.cuda import interop
+
+    return interop
 
 
 class _Relabelled:
@@ -205,21 +136,40 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
     >>> xnp.from_dlpack(torch.arange(3.0))   # f32[3], the same memory  # doctest: +SKIP
     """
-    if device is not None and str(device).split(":")[0].lower() != "cpu":
-        raise ValueError(f"from_dlpack: xops tensors live on the CPU, got device={device!r}")
+    target = None if device is None else _as_device(device, "from_dlpack")
+    out = _import(x, copy)
+    if target is not None and target != out.device:
+        if copy is False:
+            raise BufferError(
+                f"from_dlpack: copy=False, but the data lives on {out.device}, not on "
+                f"the requested device {target}"
+            )
+        out = _move(out, target, "from_dlpack")
+    return out
+
+
+def _import(x, copy):
+    """from_dlpack on the producer's own device."""
     if isinstance(x, Tensor):
-        return _wrap(np.array(x._value, copy=True), x._dtype) if copy else _wrap(x._value, x._dtype)
+        if not copy:
+            return _wrap(x._value, x._dtype)
+        if type(x._value) is np.ndarray:
+            return _wrap(np.array(x._value, copy=True), x._dtype)
+        return _cuda().copy_tensor(x)
     if not hasattr(x, "__dlpack__"):
+        if hasattr(x, "__cuda_array_interface__"):  # numba device arrays, ...
+            return _cuda().from_cuda_array_interface(x, copy)
         raise TypeError(
             f"from_dlpack: {type(x).__name__} does not implement __dlpack__; use "
             f"xnp.asarray for host data"
         )
     dev = tuple(x.__dlpack_device__()) if hasattr(x, "__dlpack_device__") else (_CPU, 0)
+    if dev[0] in (_CUDA, _CUDA_MANAGED):
+        return _cuda().from_dlpack(x, dev, copy)
     if dev[0] != _CPU:
         raise BufferError(
-            f"from_dlpack: the data lives on DLPack device {dev} (not the CPU); "
-            f"xops runs on the CPU: move it to the host first "
-            f"(e.g. torch's .cpu())"
+            f"from_dlpack: the data lives on DLPack device {dev} (neither the CPU nor "
+            f"CUDA); move it to the host first"
         )
     try:
         capsule = x.__dlpack__(max_version=(1, 0))

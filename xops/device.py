@@ -138,6 +138,7 @@ def cuda_available():
 
 _on_cuda = []  # run once when CUDA is first found usable (xops.kernels.cuda's register)
 _movers = {}  # device kind -> fn(tensor, Device) -> the tensor on that device
+_on_default = []  # called with the kind when default_device() enters a device off the CPU
 
 
 def of(value):
@@ -184,6 +185,9 @@ def default_device(device):
     """``with xo.default_device("cuda"):`` makes ``xo.tensor`` and the ``xops.numpy``
     creation functions put their results on ``device`` when given no ``device=``."""
     d = as_device(device, "default_device")
+    if d.kind != "cpu":
+        for hook in _on_default:  # xops.registry.use_device: dispatch by device from now
+            hook(d.kind)
     old, _default.device = _default.device, d
     try:
         yield d

@@ -15,7 +15,8 @@ record through their bodies, or ops that take no tensors). The declaration carri
 - ``rule``: its gradient rule (``@op.defvjp``), None when it has none;
 - ``quantized``: how it treats quantized operands, see :data:`QUANTIZED`;
 - ``kernels``: one implementation per device kind (``"cpu"`` today; the CUDA work plugs
-  into the same slot);
+  into the same slot); ``creation``: the op takes no tensor operand and makes its result
+  on the default device (``iota``; see :func:`kernel`);
 - ``handlers``: the StableHLO op names the runner maps onto it (filled by
   :mod:`xops.stablehlo.table` as the handler modules register).
 
@@ -24,10 +25,10 @@ quantized operands (``xops.ops.quantization``), which StableHLO names run which 
 (``xops.stablehlo.handlers``), the public op set (``tests/test_api.py``), the status table
 (``docs/status.md``, written by ``python -m xops.registry``).
 
-This module sits below every op module and imports nothing from xops but the errors
-module, so any layer may use it; :data:`op` resolves a function by name at call time,
-which is how code below the ops (the tape's accumulation, Tensor methods) reaches them
-without importing them.
+This module sits below every op module and imports nothing from xops but the errors and
+device modules (which import nothing from xops), so any layer may use it; :data:`op`
+resolves a function by name at call time, which is how code below the ops (the tape's
+accumulation, Tensor methods) reaches them without importing them.
 
 >>> import xops
 >>> from xops import registry
@@ -37,6 +38,7 @@ without importing them.
 'dequantize'
 """
 
+from . import device as _device
 from .errors import SpecError
 
 __all__ = [
@@ -61,7 +63,7 @@ QUANTIZED = {
     "storage": "data movement on the storage integers of the parameters in `quantized_params`",
     "native": "takes quantized operands itself (tuple plumbing, uniform_quantize/dequantize)",
     "bodies": "runs its body on real values: data parameters `quantized_params`, body "
-    "parameters `body_params`",
+    "parameters `body_params` (declaring `body_params` implies this)",
 }
 
 
@@ -83,6 +85,7 @@ class OpDef:
         "elementwise",
         "calls",
         "handlers",
+        "creation",
     )
 
     def __init__(
@@ -101,7 +104,10 @@ class OpDef:
         result_type_from=None,
         elementwise=False,
         calls=None,
+        creation=False,
     ):
+        if body_params and quantized is None:
+            quantized = "bodies"  # (an op with bodies runs them on real values)
         if quantized not in QUANTIZED:
             raise ValueError(
                 f"{name}: quantized must be one of {sorted(map(str, QUANTIZED))}, got {quantized!r}"
@@ -129,6 +135,7 @@ class OpDef:
         self.elementwise = elementwise
         self.calls = calls  # another spelling of op `calls` (XLA's conv -> convolution)
         self.handlers = []
+        self.creation = creation
 
     @property
     def core(self):
@@ -278,6 +285,9 @@ def use_device(kind):
         hook()
 
 
+_device._on_default.append(use_device)  # a default device off the CPU (creation ops)
+
+
 def _devices(args, kwargs, found):
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, (list, tuple)):
@@ -290,8 +300,9 @@ def _devices(args, kwargs, found):
 
 
 def kernel(op, args, kwargs):
-    """Primitive ``op``'s implementation for the device its tensor operands live on; a
-    SpecError for operands on two devices or a device the op has no kernel for."""
+    """Primitive ``op``'s implementation for the device its tensor operands live on (a
+    creation op, which has none, runs on the default device); a SpecError for operands
+    on two devices or a device the op has no kernel for."""
     name = op.op_name
     found = _devices(args, kwargs, {})
     if len(found) > 1:
@@ -302,9 +313,22 @@ def kernel(op, args, kwargs):
             f"({', '.join(sorted(found))}); move them to one "
             f"device first (x.to(device))",
         )
-    kind = next(iter(found.values())).kind if found else "cpu"
+    if found:
+        kind = next(iter(found.values())).kind
+    elif getattr(getattr(op, "op_def", None), "creation", False):
+        kind = _device.get_default_device().kind
+    else:
+        kind = "cpu"
     impl = op.kernels.get(kind)
     if impl is None:
+        if not found:
+            raise SpecError(
+                name,
+                "device",
+                f"has no {kind} kernel yet; it makes its result on the default device "
+                f"{_device.get_default_device()} (leave the default_device block to run "
+                f"it on the CPU)",
+            )
         raise SpecError(
             name,
             "device",

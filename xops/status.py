@@ -8,7 +8,8 @@ primitives are listed by count only). Every column is derived, none typed in:
 - **reference**: a spec-shaped reference implementation (``<op>_reference``) beside it;
 - **CPU**: ``Numba`` when the op reaches a kernel of ``xops/kernels/``, else ``NumPy``;
 - **CUDA**: the op has a CUDA kernel (``xops.kernels.cuda.OPS``): ``simulator`` or
-  ``GPU``, what ran its tests (``tests/test_cuda.py``); ``—`` none;
+  ``GPU``, what ran its tests (``tests/test_cuda*.py``; ``GPU``: every one of them passed
+  on a real GPU, ``xops.kernels.cuda.GPU_VERIFIED``); ``—`` none;
 - **gradient**: ``rule`` (a tape rule), ``body`` (a composite: its body's ops record
   themselves) or ``—``;
 - **quantized**: the op's declared treatment of quantized operands (``registry.QUANTIZED``);
@@ -73,14 +74,15 @@ def _uses_numba(fns):
             c = codes.pop()
             codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
             names.update(c.co_names)
-        for name in names:
-            g = f.__globals__.get(name)
+        values = [f.__globals__.get(name) for name in names]
+        values += [c.cell_contents for c in f.__closure__ or ()]  # (an op a factory made)
+        for g in values:
             if isinstance(g, types.ModuleType) and g.__name__.startswith("xops.kernels"):
                 return True
             mod = getattr(g, "__module__", "") or ""
             if mod.startswith("xops.kernels") and not isinstance(g, types.FunctionType):
                 return True
-            if type(g).__name__.endswith("Dispatcher"):
+            if type(g).__name__.endswith("Dispatcher") and type(g).__module__.startswith("numba"):
                 return True
     return False
 
@@ -177,7 +179,7 @@ def _rows(conformance):
             if len(labels) > 1
             else (labels[0] if labels else "—")
         )
-        cuda = _cuda.VERIFIED_ON if d.name in _cuda.OPS or "cuda" in d.kernels else "—"
+        cuda = _cuda.verified_on(d.name) if d.name in _cuda.OPS or "cuda" in d.kernels else "—"
         grad = "rule" if d.rule is not None else ("body" if _runs_bodies(d.fn) else "—")
         if conformance is not None:
             conf = str(conformance[d.name]) if d.name in conformance else "—"

@@ -150,13 +150,11 @@ class Tensor:
 
     @property
     def __cuda_array_interface__(self):
-        """A CUDA tensor's device memory (narrow types as their integer bit patterns);
-        AttributeError on the CPU (and on numba's CUDA simulator, which has no device
-        memory)."""
-        v = self._value
-        if type(v) is np.ndarray:
+        """A CUDA tensor's device memory (version 3; element types with a NumPy typestr
+        only: :mod:`xops.kernels.cuda.interop`); AttributeError on the CPU."""
+        if type(self._value) is np.ndarray:
             raise AttributeError("__cuda_array_interface__: the tensor lives on the CPU")
-        return v.__cuda_array_interface__
+        return _interop.cuda_array_interface(self)
 
     @property
     def T(self):
@@ -389,11 +387,12 @@ class Tensor:
 
     # -- interop (xops._interop): DLPack and NumPy's protocols ------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """Export the buffer (no copy; read-only for DLPack 1.x consumers)."""
+        """Export the buffer (no copy; on the CPU read-only for DLPack 1.x consumers;
+        CUDA tensors: :mod:`xops.kernels.cuda.interop`)."""
         return _interop.dlpack(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
-        return (1, 0)  # kDLCPU
+        return _interop.dlpack_device(self)  # (kDLCPU, 0) or (kDLCUDA, 0)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy ufuncs on tensors (``np.sin(t)``, ``ndarray + t``) run xops.numpy's

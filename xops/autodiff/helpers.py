@@ -92,5 +92,5 @@ def like(a, ref):
     graph is kept)."""
     if isinstance(a, Tensor):
         return a
-    t = as_tensor(a, ref._dtype)
+    t = _on(as_tensor(a, ref._dtype), ref)  # (on ref's device)
     return t if t.shape == ref.shape else _op.broadcast_in_dim(t, [], ref.shape)

@@ -3,6 +3,7 @@
     python -m xops.examples.train_digits                      # ~99% test accuracy
     python -m xops.examples.train_digits --epochs 5 --plot digits.png --save digits.npz
     mpiexec -n 2 python -m xops.examples.train_digits --seed 0 --epochs 2 --save w2.npz
+    python -m xops.examples.train_digits --device cuda          # on a GPU (cuda extra)
 
 The model is conv(1->16, 3x3, no bias) -> batch norm -> relu -> max pool 2 -> conv(16->32) ->
 batch norm -> relu -> max pool 2 -> dense(128->10), trained with softmax cross-entropy
@@ -30,6 +31,7 @@ import numpy as np
 
 import xops as xo
 from xops import nn, optim
+from xops.device import as_device
 from xops.distributed import DataParallel, is_main
 
 F = nn.functional
@@ -92,7 +94,7 @@ def build_model():
     )
 
 
-def evaluate(model, x, y, batch_size=32):
+def evaluate(model, x, y, batch_size=32, device="cpu"):
     """(accuracy, predictions) in eval mode (batch norm uses its running statistics).
 
     Batches of the training batch size: the same kernel variants run as in training
@@ -102,7 +104,7 @@ def evaluate(model, x, y, batch_size=32):
     preds = []
     with xo.no_grad():
         for i in range(0, len(x), batch_size):
-            logits = np.asarray(model(xo.tensor(x[i : i + batch_size])))
+            logits = model(xo.tensor(x[i : i + batch_size], device=device)).numpy()
             preds.append(logits.argmax(axis=1))
     model.train()
     pred = np.concatenate(preds) if preds else np.zeros(0, np.int64)
@@ -152,16 +154,22 @@ def train(
     log=print,
     limit=None,
     blas_threads=1,
+    device="cpu",
 ):
     """Train and evaluate; returns a dict with the per-step and per-epoch losses, the
     per-epoch test accuracies, the final accuracy, the model and the timings.
     ``limit`` caps the number of training images (for quick tests); ``blas_threads``
-    limits BLAS's threads while training (None: leave them alone)."""
+    limits BLAS's threads while training (None: leave them alone); ``device`` is where
+    the model and the batches live (``"cuda"``: a GPU; the weights are initialised on the
+    CPU first, so a seed gives the same starting model on every device)."""
     with _blas_threads(blas_threads):
-        return _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit)
+        return _train(locals())
 
 
-def _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit):
+def _train(args):
+    epochs, batch_size, lr, seed = args["epochs"], args["batch_size"], args["lr"], args["seed"]
+    log, progress, save, plot = args["log"], args["progress"], args["save"], args["plot"]
+    limit, device = args["limit"], xo.Device(args["device"])
     if epochs < 1 or batch_size < 2:
         raise ValueError(
             f"train: needs epochs >= 1 and batch_size >= 2, got {epochs} and {batch_size}"
@@ -171,8 +179,10 @@ def _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit):
     if limit is not None:
         x_train, y_train = x_train[:limit], y_train[:limit]
     xo.random_seed(seed)  # model initialisation draws from xops' stream
-    model = build_model()
+    model = build_model().to(device)
     net = DataParallel(model)  # one process: the model itself; under mpiexec: data-parallel
+    if device != "cpu" and net._n > 1:
+        raise ValueError("train: a CUDA device trains in one process (no mpiexec)")
     main_rank = is_main()
     if not main_rank:
         log, progress, save, plot = (lambda *a, **k: None), False, None, None
@@ -189,7 +199,8 @@ def _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit):
         bar = _progress(starts, len(starts), f"epoch {epoch + 1}/{epochs}", progress)
         for i in bar:
             idx = order[i : i + batch_size]
-            xb, yb = net.shard(x_train[idx]), net.shard(y_train[idx])  # this rank's part
+            xb = net.shard(x_train[idx]).to(device)  # this rank's part
+            yb = net.shard(y_train[idx]).to(device)
             loss = net.mean(F.softmax_cross_entropy(net(xb), yb, reduction="none"))
             opt.zero_grad()
             loss.backward()
@@ -202,7 +213,7 @@ def _train(epochs, batch_size, lr, seed, save, plot, progress, log, limit):
                 bar.set_postfix(loss=f"{value:.4f}", refresh=False)
         sched.step()
         epoch_losses.append(total / max(seen, 1))
-        acc, pred = evaluate(model, x_test, y_test, batch_size)
+        acc, pred = evaluate(model, x_test, y_test, batch_size, device)
         accuracies.append(acc)
         log(
             f"epoch {epoch + 1:2d}/{epochs}  train loss {epoch_losses[-1]:.4f}  "
@@ -297,9 +308,18 @@ def main(argv=None):
         help="BLAS threads while training (default 1: the matrices are small; "
         "0 leaves BLAS's default)",
     )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="where to train: cpu (default) or cuda (a GPU, with the cuda extra)",
+    )
     args = p.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 2 or not args.lr > 0:
         p.error("--epochs must be >= 1, --batch-size >= 2 and --lr > 0")
+    try:
+        as_device(args.device, "--device")
+    except (RuntimeError, ValueError, TypeError) as e:
+        p.error(str(e))
     train(
         args.epochs,
         args.batch_size,
@@ -310,6 +330,7 @@ def main(argv=None):
         progress=not args.no_progress,
         limit=args.limit,
         blas_threads=args.blas_threads or None,
+        device=args.device,
     )
     return 0
 

@@ -30,8 +30,26 @@ _PHILOX_W1 = np.uint64(0xBB67AE85)
 
 
 @scalar
-def _rotl32(x, r):
-    return ((x << r) | (x >> (_U32 - r))) & _M32
+def threefry2x32_block(c0, c1, key0, key1):
+    """Threefry-2x32-20 of the counter words (c0, c1) under the key (key0, key1), all
+    uint64 holding 32-bit values: the two output words. Plain uint64 arithmetic and no
+    calls, so the CUDA kernel compiles this same function (xops.kernels.cuda.rng)."""
+    ks2 = key0 ^ key1 ^ _PARITY
+    x0 = (c0 + key0) & _M32
+    x1 = (c1 + key1) & _M32
+    for g in range(5):  # five groups of four rounds, then a key injection
+        base = (g % 2) * 4
+        for r in range(4):
+            rot = _ROT[base + r]
+            x0 = (x0 + x1) & _M32
+            x1 = (((x1 << rot) | (x1 >> (_U32 - rot))) & _M32) ^ x0
+        s = (g + 1) % 3
+        k_a = key0 if s == 0 else (key1 if s == 1 else ks2)
+        s = (g + 2) % 3
+        k_b = key0 if s == 0 else (key1 if s == 1 else ks2)
+        x0 = (x0 + k_a) & _M32
+        x1 = (x1 + k_b + np.uint64(g + 1)) & _M32
+    return x0, x1
 
 
 @kernel
@@ -39,24 +57,30 @@ def threefry2x32(key0, key1, start, out0, out1):
     """Output-parallel. Threefry-2x32-20 of the counters ``start + j`` (uint64, split
     into low word x0 and high word x1) under the key (key0, key1); writes the two
     output words of block j to out0[j], out1[j] (uint32 arrays)."""
-    ks2 = key0 ^ key1 ^ _PARITY
     for j in prange(out0.shape[0]):
         ctr = start + np.uint64(j)  # wraps modulo 2**64, as XLA's u64 add
-        x0 = ((ctr & _M32) + key0) & _M32
-        x1 = ((ctr >> _U32) + key1) & _M32
-        for g in range(5):  # five groups of four rounds, then a key injection
-            base = (g % 2) * 4
-            for r in range(4):
-                x0 = (x0 + x1) & _M32
-                x1 = _rotl32(x1, _ROT[base + r]) ^ x0
-            s = (g + 1) % 3
-            k_a = key0 if s == 0 else (key1 if s == 1 else ks2)
-            s = (g + 2) % 3
-            k_b = key0 if s == 0 else (key1 if s == 1 else ks2)
-            x0 = (x0 + k_a) & _M32
-            x1 = (x1 + k_b + np.uint64(g + 1)) & _M32
+        x0, x1 = threefry2x32_block(ctr & _M32, ctr >> _U32, key0, key1)
         out0[j] = np.uint32(x0)
         out1[j] = np.uint32(x1)
+
+
+@scalar
+def philox4x32_block(c0, c1, c2, c3, k0, k1):
+    """Philox-4x32-10 of the counter words c0..c3 (least significant first) under the
+    key (k0, k1), all uint64 holding 32-bit values: the four output words. Plain uint64
+    arithmetic and no calls, so the CUDA kernel compiles this same function."""
+    for _ in range(10):
+        p0 = c0 * _PHILOX_M0  # 32 x 32 -> 64 bits, exact in uint64
+        p1 = c2 * _PHILOX_M1
+        n0 = (p1 >> _U32) ^ c1 ^ k0
+        n2 = (p0 >> _U32) ^ c3 ^ k1
+        c1 = p1 & _M32
+        c3 = p0 & _M32
+        c0 = n0
+        c2 = n2
+        k0 = (k0 + _PHILOX_W0) & _M32
+        k1 = (k1 + _PHILOX_W1) & _M32
+    return c0, c1, c2, c3
 
 
 @kernel
@@ -68,23 +92,7 @@ def philox4x32(key0, key1, start_lo, start_hi, out):
     for j in prange(out.shape[0]):
         lo = start_lo + np.uint64(j)
         hi = start_hi + _ONE if lo < start_lo else start_hi  # carry into the high word
-        c0 = lo & _M32
-        c1 = lo >> _U32
-        c2 = hi & _M32
-        c3 = hi >> _U32
-        k0 = key0
-        k1 = key1
-        for _ in range(10):
-            p0 = c0 * _PHILOX_M0  # 32 x 32 -> 64 bits, exact in uint64
-            p1 = c2 * _PHILOX_M1
-            n0 = (p1 >> _U32) ^ c1 ^ k0
-            n2 = (p0 >> _U32) ^ c3 ^ k1
-            c1 = p1 & _M32
-            c3 = p0 & _M32
-            c0 = n0
-            c2 = n2
-            k0 = (k0 + _PHILOX_W0) & _M32
-            k1 = (k1 + _PHILOX_W1) & _M32
+        c0, c1, c2, c3 = philox4x32_block(lo & _M32, lo >> _U32, hi & _M32, hi >> _U32, key0, key1)
         out[j, 0] = np.uint32(c0)
         out[j, 1] = np.uint32(c1)
         out[j, 2] = np.uint32(c2)

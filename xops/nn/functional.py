@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from ..autodiff.tape import no_grad
+from ..device import default_device
 from ..ops.conversion import convert
 from ..ops.convolution import convolution
 from ..ops.elementwise import (
@@ -311,9 +312,9 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True):
 # ---------------------------------------------------------------------------------------
 
 
-def _feature_vector(v, n, dt, fill):
+def _feature_vector(v, n, dt, fill, device):
     if v is None:
-        return tensor(np.full(n, fill, dt.compute), dt)
+        return tensor(np.full(n, fill, dt.compute), dt, device=device)
     return v
 
 
@@ -344,8 +345,8 @@ def batch_norm(
     if x.ndim < 2:
         raise ValueError(f"batch_norm: input must be (N, C, ...), got {x.type}")
     c = x.shape[1]
-    scale = _feature_vector(weight, c, x.dtype, 1.0)
-    offset = _feature_vector(bias, c, x.dtype, 0.0)
+    scale = _feature_vector(weight, c, x.dtype, 1.0, x.device)
+    offset = _feature_vector(bias, c, x.dtype, 0.0, x.device)
     if not training:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: evaluation mode needs running_mean and running_var")
@@ -434,7 +435,8 @@ def one_hot(labels, num_classes, dtype="f32", dim=-1):
     d = dim + rank if dim < 0 else dim
     shape = list(labels.shape)
     shape.insert(d, int(num_classes))
-    positions = iota(d, shape, labels.dtype)
+    with default_device(labels.device):  # (iota, a creation op, follows the default)
+        positions = iota(d, shape, labels.dtype)
     spread = broadcast_in_dim(labels, [i for i in range(rank) if i != d], shape)
     return convert(compare(positions, spread, "EQ"), dtype)
 
@@ -464,7 +466,7 @@ def _labels(labels, logits, name):
         raise ValueError(
             f"{name}: labels must have shape {want} for logits {logits.type}, got {labels.type}"
         )
-    v = np.asarray(labels)
+    v = labels.numpy() if labels.device != "cpu" else np.asarray(labels)  # (a copy off a GPU)
     if v.size and (v.min() < 0 or v.max() >= logits.shape[1]):
         raise ValueError(
             f"{name}: labels must be class indices in [0, {logits.shape[1]}), "

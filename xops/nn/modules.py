@@ -211,16 +211,35 @@ class Module:
             fn(m)
         return self
 
-    def to(self, dtype):
-        """Convert every floating-point parameter and buffer to ``dtype`` in place
-        (identity kept; their ``.grad`` is reset); returns self."""
+    def to(self, *args, device=None, dtype=None):
+        """Move every parameter and buffer to a device and/or convert every floating-point
+        one to an element type, in place (identity kept), as PyTorch's ``Module.to``:
+        ``m.to("cuda")``, ``m.to(xo.float64)``, ``m.to("cuda", "f64")``,
+        ``m.to(device="cpu")``. A conversion resets ``.grad``; a move moves it. Returns
+        self."""
+        from ..device import Device, as_device
         from ..ops.conversion import convert
 
-        dt = as_dtype(dtype)
-        if dt.kind != "float":
+        for a in args:
+            is_device = isinstance(a, Device) or (
+                isinstance(a, str) and a.split(":")[0].strip().lower() in ("cpu", "cuda", "gpu")
+            )
+            if is_device and device is None:
+                device = a
+            elif not is_device and dtype is None:
+                dtype = a
+            else:
+                raise TypeError(f"Module.to: expected a device and/or a dtype, got {args!r}")
+        dt = None if dtype is None else as_dtype(dtype)
+        if dt is not None and dt.kind != "float":
             raise ValueError(f"Module.to: dtype must be a floating-point type, got {dt.name}")
+        d = None if device is None else as_device(device, "Module.to")
         for _, t in list(self.named_parameters()) + list(self.named_buffers()):
-            if t.dtype.kind == "float" and t.dtype is not dt:
+            if d is not None and t.device != d:
+                grad = t.grad
+                assign_(t, t.detach().to_device(d))
+                t.grad = None if grad is None else grad.to_device(d)
+            if dt is not None and t.dtype.kind == "float" and t.dtype is not dt:
                 assign_(t, convert(t.detach(), dt), allow_type_change=True)
         return self
 
@@ -536,7 +555,8 @@ class _BatchNorm(Module):
                 f"{x.shape[1]} channels ({x.type})"
             )
         if self.training and self.track_running_stats:
-            assign_(self.num_batches_tracked, tensor(int(self.num_batches_tracked) + 1, "i64"))
+            count = self.num_batches_tracked
+            assign_(count, tensor(int(count) + 1, "i64", device=count.device))
         # batch statistics in training mode, and in eval mode without running statistics
         # (as PyTorch); running_mean/var are None when they are not tracked
         use_batch = self.training or not self.track_running_stats

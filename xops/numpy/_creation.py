@@ -151,12 +151,12 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    """An array from any object with ``__dlpack__`` (NumPy arrays, PyTorch tensors),
-    sharing its memory unless ``copy=True`` (:func:`xops._interop.from_dlpack`)."""
-    as_device(device, "from_dlpack")
+    """An array from any object with ``__dlpack__`` (NumPy arrays, PyTorch tensors, on
+    the CPU or CUDA), sharing its memory unless ``copy=True`` or ``device`` differs from
+    the producer's (:func:`xops._interop.from_dlpack`)."""
     from .._interop import from_dlpack as _from_dlpack
 
-    return _from_dlpack(x, copy=copy)
+    return _from_dlpack(x, device=device, copy=copy)
 
 
 def full(shape, fill_value, *, dtype=None, device=None):

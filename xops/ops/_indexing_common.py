@@ -3,11 +3,14 @@ sort and top_k in :mod:`xops.ops.sorting`): attribute lists and flags, index arr
 matrices in 64 bits, raw-bit views, variadic operands and 0-d probes for bodies.
 """
 
+import functools
+import inspect
+
 import numpy as np
 
 from ..kernels import pool as _pool
 from ..tensor import Tensor, _wrap
-from ._core import attr_ints, check, check_kind, compute, operands, tstr
+from ._core import attr_bool, attr_int, attr_ints, check, check_kind, compute, operands, tstr
 
 
 def _dims(op, label, name, value):
@@ -15,6 +18,34 @@ def _dims(op, label, name, value):
     if isinstance(value, (list, tuple)) and len(value) == 0:
         return []
     return attr_ints(op, label, name, value)
+
+
+# How gather's and scatter's attributes are read, by parameter name: the others are
+# dimension lists; None keeps the value as given (a body, checked with the plan)
+_READERS = {
+    "index_vector_dim": attr_int,
+    "indices_are_sorted": attr_bool,
+    "unique_indices": attr_bool,
+    "update_computation": None,
+}
+
+
+@functools.cache
+def _parameter_names(fn):
+    return tuple(inspect.signature(fn).parameters)
+
+
+def _read_attributes(op, fn, values):
+    """The attributes ``values`` of op ``fn`` (gather, scatter: its last parameters, in
+    signature order), checked and canonical (see ``_READERS``). An error names the
+    attribute's input label: ``I<k>`` for the k-th parameter of ``fn``."""
+    names = _parameter_names(fn)
+    first = len(names) - len(values)
+    out = []
+    for k, (name, v) in enumerate(zip(names[first:], values), first + 1):
+        read = _READERS.get(name, _dims)
+        out.append(v if read is None else read(op, f"I{k}", name, v))
+    return out
 
 
 def _attr_key(value):
@@ -77,6 +108,30 @@ def _check_dims(op, labels, name, dims, rank, of, ordered=True):
         op,
         labels[1],
         lambda: f"{name} {dims} must be in [0, {of}={rank})",
+    )
+
+
+def _check_index_vector(op, labels, indices, ivd, index_map):
+    """gather's / scatter's index vector: ``indices`` = (name, index tensor), ``index_map``
+    = (name, dims) of the start index map. 0 <= index_vector_dim <= rank(indices)
+    (labels[0]) and the map has one entry per component of the index vector (labels[1])."""
+    (iname, si), (mname, dims) = indices, index_map
+    ri = si.ndim
+    check(
+        0 <= ivd <= ri,
+        op,
+        labels[0],
+        lambda: f"index_vector_dim must be in [0, rank({iname})={ri}], got {ivd}",
+    )
+    nidx = si.shape[ivd] if ivd < ri else 1
+    check(
+        len(dims) == nidx,
+        op,
+        labels[1],
+        lambda: (
+            f"{mname} must have {nidx} entries (the index vector size of {iname} "
+            f"{tstr(si)} at index_vector_dim={ivd}), got {dims}"
+        ),
     )
 
 

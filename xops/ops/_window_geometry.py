@@ -8,6 +8,7 @@ import builtins
 
 import numpy as np
 
+from ..autodiff.helpers import _on
 from ..limits import check_nbytes
 from . import movement as _M
 from ._core import attr_pairs, attr_sized_ints, compute
@@ -150,7 +151,8 @@ class _Geometry:
         high = [
             p - s - (n - 1) * st - 1 for p, s, n, st in zip(self.size, start, self.out, self.ws)
         ]
-        return _M.pad(gw, _M.constant(0, gw._dtype), start, high, [st - 1 for st in self.ws])
+        zero = _on(_M.constant(0, gw._dtype), gw)
+        return _M.pad(gw, zero, start, high, [st - 1 for st in self.ws])
 
     def unpad(self, gxp, dt):
         if 0 in self.shape:
@@ -159,7 +161,7 @@ class _Geometry:
             r = len(self.shape)
             gxp = _M.pad(
                 gxp,
-                _M.constant(0, dt),
+                _on(_M.constant(0, dt), gxp),
                 [-p[0] for p in self.pad],
                 [-p[1] for p in self.pad],
                 [0] * r,

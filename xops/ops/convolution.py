@@ -766,7 +766,15 @@ def _reshape_axis_into(src, dst, t):
     return reshape(transpose(t, perm), shape)
 
 
-_zeros = _H.zeros
+def _zeros(shape, like):
+    """Zeros of ``shape`` in ``like``'s element type, on ``like``'s device (one element
+    moves; the broadcast runs there)."""
+    from .movement import broadcast_in_dim
+
+    zero = _H.zeros([], like._dtype)
+    if like.device != zero.device:
+        zero = zero.to(like.device)
+    return broadcast_in_dim(zero, [], list(shape))
 
 
 def convolution_grad_lhs(cotangent, rhs, lhs_shape, *attributes, **named_attributes):
@@ -789,7 +797,7 @@ def convolution_grad_lhs(cotangent, rhs, lhs_shape, *attributes, **named_attribu
 def _grad_lhs(g, w, a):
     """convolution_grad_lhs for the validated attributes ``a`` of the convolution."""
     if g.size == 0 or math.prod(a.lhs_shape) == 0:
-        return _zeros(a.lhs_shape, g._dtype)
+        return _zeros(a.lhs_shape, g)
     dn = a.dn
     groups = a.fgc
     if a.fgc > 1 or a.bgc > 1:
@@ -850,7 +858,7 @@ def convolution_grad_rhs(cotangent, lhs, rhs_shape, *attributes, **named_attribu
 def _grad_rhs(g, x, a):
     """convolution_grad_rhs for the validated attributes ``a`` of the convolution."""
     if g.size == 0 or x.size == 0:
-        return _zeros(a.rhs_shape, g._dtype)
+        return _zeros(a.rhs_shape, g)
     dn = a.dn
     dk = _dilate_shape(a.k_spatial, a.rhs_dilation)
     din = _dilate_shape(a.in_spatial, a.lhs_dilation)

@@ -33,18 +33,20 @@ from ..kernels import indexing as K
 from ..kernels import pool as _pool
 from ..tensor import _wrap
 from ..limits import check_nbytes
-from ._core import attr_bool, attr_int, bound_arguments, check, compute, operands, tstr
+from ..registry import op as _op
+from ._core import bound_arguments, check, compute, operands, tstr
 from ._indexing_common import (
     _bits,
     _cached_plan,
     _check_batching,
+    _check_index_vector,
     _check_rank,
     _check_dims,
-    _dims,
     _i64,
     _index_array,
     _index_matrix,
     _int_tensor_check,
+    _read_attributes,
     _ro,
     _row_indices,
     _row_words,
@@ -132,35 +134,13 @@ class _GatherPlan:
     )
 
 
-def _gather_plan(x, si, od, cd, sim, ivd, ss, sorted_, obd, sibd):
+def _gather_plan(x, si, *attributes):
     """Check gather's constraints (pure function of shapes and attributes)."""
     op = "gather"
     _int_tensor_check(op, "I2", "start_indices", si)
-    od = _dims(op, "I3", "offset_dims", od)
-    cd = _dims(op, "I4", "collapsed_slice_dims", cd)
-    sim = _dims(op, "I5", "start_index_map", sim)
-    ivd = attr_int(op, "I6", "index_vector_dim", ivd)
-    ss = _dims(op, "I7", "slice_sizes", ss)
-    attr_bool(op, "I8", "indices_are_sorted", sorted_)
-    obd = _dims(op, "I9", "operand_batching_dims", obd)
-    sibd = _dims(op, "I10", "start_indices_batching_dims", sibd)
-    r, ri = x.ndim, si.ndim
-    check(
-        0 <= ivd <= ri,
-        op,
-        "C2",
-        lambda: f"index_vector_dim must be in [0, rank(start_indices)={ri}], got {ivd}",
-    )
-    nidx = si.shape[ivd] if ivd < ri else 1
-    check(
-        len(sim) == nidx,
-        op,
-        "C3",
-        lambda: (
-            f"start_index_map must have {nidx} entries (the index vector size of "
-            f"start_indices {tstr(si)} at index_vector_dim={ivd}), got {sim}"
-        ),
-    )
+    od, cd, sim, ivd, ss, _, obd, sibd = _read_attributes(op, gather, attributes)
+    r = x.ndim
+    _check_index_vector(op, ("C2", "C3"), ("start_indices", si), ivd, ("start_index_map", sim))
     check(_sorted_unique(od), op, "C4", lambda: f"offset_dims must be unique and sorted, got {od}")
     _check_dims(op, ("C6", "C7"), "collapsed_slice_dims", cd, r, "rank(operand)")
     _check_dims(op, ("C9", "C10"), "start_index_map", sim, r, "rank(operand)", ordered=False)
@@ -333,19 +313,22 @@ def _gather_vjp(g, out, operand, start_indices, *attributes):
     zeros = _H.zeros_like(x)
     if any(p.slice_sizes[d] == 0 for d in p.collapsed + p.obd):
         return zeros, None
-    idx = _index_array(si)
     his = np.array([x.shape[d] - p.slice_sizes[d] for d in p.start_index_map], np.int64)
-    if p.ivd == idx.ndim:
-        clamped = np.clip(idx, 0, his[0] if len(his) else 0)
+    if si.device != "cpu":  # clamped where the indices live (by the device's kernels)
+        clamped = _clamped_starts(si, his, p.ivd)
+    elif p.ivd == si.ndim:
+        idx = _index_array(si)
+        clamped = _wrap(np.clip(idx, 0, his[0] if len(his) else 0), as_dtype("i64"))
     else:
+        idx = _index_array(si)
         shape = [1] * idx.ndim
         shape[p.ivd] = len(his)
-        clamped = np.clip(idx, 0, his.reshape(shape))
+        clamped = _wrap(np.clip(idx, 0, his.reshape(shape)), as_dtype("i64"))
     from .elementwise import add
 
     return scatter(
         zeros,
-        _wrap(clamped, as_dtype("i64")),
+        clamped,
         g,
         p.offset_dims,
         p.collapsed,
@@ -355,6 +338,16 @@ def _gather_vjp(g, out, operand, start_indices, *attributes):
         input_batching_dims=p.obd,
         scatter_indices_batching_dims=p.sibd,
     ), None
+
+
+def _clamped_starts(si, his, ivd):
+    """Start indices ``si`` (on a device) with component k clamped to [0, his[k]] by xops
+    ops, in si's own type (a bound past the type's range is the type's maximum)."""
+    dt = si._dtype
+    hi = np.array([min(int(h), dt.max) for h in his], dt.np)
+    hi = _wrap(hi if ivd < si.ndim else hi.reshape(()), dt).to(si.device)  # (K values)
+    hi = _op.broadcast_in_dim(hi, [ivd] if ivd < si.ndim else [], list(si.shape))
+    return _op.clamp(_H.zeros_like(si), si, hi)
 
 
 def _collapse(shape, *strides):

@@ -233,7 +233,7 @@ def _literal(op, value, want):
 # ---------------------------------------------------------------------------------------
 
 
-@primitive("iota")
+@primitive("iota", creation=True)
 def iota(iota_dimension, shape, dtype="i64"):
     """stablehlo.iota: a tensor of ``shape`` counting 0, 1, 2, ... along
     ``iota_dimension`` (C1: 0 <= iota_dimension < rank).
@@ -248,6 +248,27 @@ def iota(iota_dimension, shape, dtype="i64"):
     xo.tensor([[0, 1, 2],
                [0, 1, 2]], i32[2,3])
     """
+    d, dims, dt = iota_checks(iota_dimension, shape, dtype)
+    if dt.quantized:  # quantize(index) in the quantized type (an op of a family above)
+        return _op.uniform_quantize(iota(d, dims, dt.expressed_type), dt)
+    n = dims[d]
+    if 0 in dims:  # empty: no index line either (it could be 2**62 long)
+        return _wrap(np.empty(dims, dt.np), dt)
+    if dt.kind in ("si", "ui"):
+        line = np.arange(n, dtype=np.int64 if dt.kind == "si" else np.uint64).astype(dt.np)
+    elif dt.kind == "float":
+        line = from_compute(np.arange(n, dtype=np.float64), dt)
+    else:
+        line = np.arange(n, dtype=np.float64).astype(dt.np)
+    view = [1] * len(dims)
+    view[d] = n
+    return _wrap(np.ascontiguousarray(np.broadcast_to(line.reshape(view), dims)), dt)
+
+
+def iota_checks(iota_dimension, shape, dtype):
+    """iota's constraint checks, a pure function of its attributes (the CUDA kernel runs
+    them too): (iota_dimension, shape, element type), parsed. A quantized type is
+    checked as the iota of its expressed type."""
     op = "iota"
     d = attr_int(op, "I1", "iota_dimension", iota_dimension)
     dims = _shape_attr(op, "I2", "shape", shape)
@@ -255,8 +276,9 @@ def iota(iota_dimension, shape, dtype="i64"):
         dt = as_dtype(dtype)
     except TypeError as e:
         raise SpecError(op, "I3", str(e)) from None
-    if dt.quantized:  # quantize(index) in the quantized type (an op of a family above)
-        return _op.uniform_quantize(iota(d, dims, dt.expressed_type), dt)
+    if dt.quantized:
+        iota_checks(d, dims, dt.expressed_type)
+        return d, dims, dt
     check(
         dt.kind in ("si", "ui", "float", "complex"),
         op,
@@ -274,23 +296,14 @@ def iota(iota_dimension, shape, dtype="i64"):
     )
     check_nbytes(op, dims, dt)
     n = dims[d]
-    if 0 in dims:  # empty: no index line either (it could be 2**62 long)
-        return _wrap(np.empty(dims, dt.np), dt)
-    if dt.kind in ("si", "ui"):
+    if dt.kind in ("si", "ui") and 0 not in dims:  # (empty: no index line to fit)
         check(
-            n == 0 or n - 1 <= dt.max,
+            n - 1 <= dt.max,
             op,
             "I2",
             lambda: f"an iota of length {n} does not fit in {dt.name} (max {dt.max})",
         )
-        line = np.arange(n, dtype=np.int64 if dt.kind == "si" else np.uint64).astype(dt.np)
-    elif dt.kind == "float":
-        line = from_compute(np.arange(n, dtype=np.float64), dt)
-    else:
-        line = np.arange(n, dtype=np.float64).astype(dt.np)
-    view = [1] * len(dims)
-    view[d] = n
-    return _wrap(np.ascontiguousarray(np.broadcast_to(line.reshape(view), dims)), dt)
+    return d, dims, dt
 
 
 # ---------------------------------------------------------------------------------------
@@ -533,6 +546,14 @@ def concatenate(inputs, dimension):
                [5, 6],
                [7, 8]], i64[4,2])
     """
+    xs, dim = concatenate_checks(inputs, dimension)
+    keep("concatenate", dimension=dim)
+    return _wrap(np.concatenate([x._value for x in xs], axis=dim), xs[0]._dtype)
+
+
+def concatenate_checks(inputs, dimension):
+    """concatenate's constraints (I1, I2, C1-C4), reading only types and shapes: the
+    inputs as tensors and the parsed dimension, ``(xs, dim)``."""
     op = "concatenate"
     if isinstance(inputs, (Tensor, np.ndarray)) or not isinstance(inputs, (list, builtins.tuple)):
         raise SpecError(
@@ -569,8 +590,7 @@ def concatenate(inputs, dimension):
             f"{', '.join(tstr(x) for x in xs)}"
         ),
     )
-    keep(op, dimension=dim)
-    return _wrap(np.concatenate([x._value for x in xs], axis=dim), x0._dtype)
+    return xs, dim
 
 
 @concatenate.defvjp

@@ -65,7 +65,6 @@ from ..tensor import Tensor
 from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
-from . import reduction as _R
 from ._core import SpecError, as_tensor, attr_int, check, operands, result, tstr
 
 __all__ = ["batch_norm_training", "batch_norm_inference", "batch_norm_grad"]
@@ -236,10 +235,13 @@ def _is_zero(g):
     """Whether cotangent ``g`` is a constant zero, as the engine fills in for an unused
     output of a multi-output op: off the tape and all zeros. Cheap: the engine's zeros
     are a stride-0 broadcast (one element to look at); feature vectors are small; a large
-    materialised tensor is taken as nonzero without a look."""
+    materialised tensor is taken as nonzero without a look, and so is one on a device
+    (looking would copy it to the host): the rule then adds the zero terms there."""
     if g.requires_grad:
         return False
     v = g._value
+    if hasattr(v, "copy_to_host"):
+        return False
     if v.size and not any(v.strides):
         v = v.reshape(-1)[:1]
     elif v.size > 4096:
@@ -272,10 +274,7 @@ def _fsum(t, fi):
     """``t`` summed over every dim but ``feature_index`` (None stays None)."""
     if t is None:
         return None
-    dims = [d for d in range(t.ndim) if d != fi]
-    if not dims:
-        return t
-    return _R.reduce(t, _M.constant(0, t._dtype), dims, _E.add)
+    return _H.sum(t, [d for d in range(t.ndim) if d != fi])  # (init on t's device)
 
 
 def _add(a, b):
@@ -311,6 +310,14 @@ def batch_norm_training(operand, scale, offset, epsilon, feature_index):
     >>> out, mean, var = xo.batch_norm_training(x, one, one, 0.0, 2)
     ... # out [[[0, 0], [2, 2]], [[2, 2], [0, 0]]], mean [2, 3], var [1, 1]
     """
+    x, s, o, fi, eps = batch_norm_training_checks(operand, scale, offset, epsilon, feature_index)
+    return _batch_norm_training_impl(x, s, o, eps, fi)
+
+
+def batch_norm_training_checks(operand, scale, offset, epsilon, feature_index):
+    """batch_norm_training's constraints (I1-I5, C1-C4) on the operands' types (Tensors
+    on any device: no data is read) and the attributes; returns ``(operand, scale,
+    offset, feature_index, epsilon)``, the tensors converted, the attributes parsed."""
     op = "batch_norm_training"
     names = ["operand", "scale", "offset"]
     x, s, o = ts = operands(op, operand, scale, offset, names=names)
@@ -318,7 +325,7 @@ def batch_norm_training(operand, scale, offset, epsilon, feature_index):
     _feature_size(op, "C3", x, fi, s, "scale")
     _feature_size(op, "C4", x, fi, o, "offset")
     # C5-C7 (batch_mean/batch_var sizes, output type) hold by construction
-    return _batch_norm_training_impl(x, s, o, eps, fi)
+    return x, s, o, fi, eps
 
 
 @batch_norm_training.defvjp
@@ -432,13 +439,9 @@ def batch_norm_inference(operand, scale, offset, mean, variance, epsilon, featur
     >>> xo.batch_norm_inference(x, one, one, xo.tensor([2.0, 3.0], "f64"), one, 0.0, 2).tolist()
     [[[0.0, 0.0], [2.0, 2.0]], [[2.0, 2.0], [0.0, 0.0]]]
     """
-    op = "batch_norm_inference"
-    names = ["operand", "scale", "offset", "mean", "variance"]
-    x, s, o, m, v = ts = operands(op, operand, scale, offset, mean, variance, names=names)
-    fi, eps = _check_inputs(op, ts, names, epsilon, feature_index)
-    for k in range(1, 5):
-        _feature_size(op, f"C{k + 2}", x, fi, ts[k], names[k])
-    # C7 (result type = operand type) holds by construction
+    x, s, o, m, v, fi, eps = batch_norm_inference_checks(
+        operand, scale, offset, mean, variance, epsilon, feature_index
+    )
     flat, plan, C, inner, _ = _view(x, fi, fuse=False)
     out = np.empty_like(flat)
     with _quiet():
@@ -447,6 +450,20 @@ def batch_norm_inference(operand, scale, offset, mean, variance, epsilon, featur
             flat.size, flat, C, inner, plan.tiles, plan.starts, _vec64(m), a, _vec64(o), out
         )
     return result(out.reshape(x.shape), x._dtype)
+
+
+def batch_norm_inference_checks(operand, scale, offset, mean, variance, epsilon, feature_index):
+    """batch_norm_inference's constraints (I1-I7, C1-C6) on the operands' types (no data
+    is read); returns ``(operand, scale, offset, mean, variance, feature_index,
+    epsilon)``, the tensors converted, the attributes parsed."""
+    op = "batch_norm_inference"
+    names = ["operand", "scale", "offset", "mean", "variance"]
+    ts = operands(op, operand, scale, offset, mean, variance, names=names)
+    fi, eps = _check_inputs(op, ts, names, epsilon, feature_index)
+    for k in range(1, 5):
+        _feature_size(op, f"C{k + 2}", ts[0], fi, ts[k], names[k])
+    # C7 (result type = operand type) holds by construction
+    return (*ts, fi, eps)
 
 
 @batch_norm_inference.defvjp
@@ -534,6 +551,16 @@ def batch_norm_grad(operand, scale, mean, variance, grad_output, epsilon, featur
     >>> [t.tolist() for t in grads]   # grad_operand zeros, grad_scale, grad_offset
     [[[[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]], [0.0, 0.0], [0.4, 0.4]]
     """
+    x, s, m, v, g, fi, eps = batch_norm_grad_checks(
+        operand, scale, mean, variance, grad_output, epsilon, feature_index
+    )
+    return _batch_norm_grad_impl(x, s, m, v, g, eps, fi)
+
+
+def batch_norm_grad_checks(operand, scale, mean, variance, grad_output, epsilon, feature_index):
+    """batch_norm_grad's constraints (I1-I7, C1-C5) on the operands' types (no data is
+    read); returns ``(operand, scale, mean, variance, grad_output, feature_index,
+    epsilon)``, the tensors converted, the attributes parsed."""
     op = "batch_norm_grad"
     names = ["operand", "scale", "mean", "variance", "grad_output"]
     x, s, m, v, g = ts = operands(op, operand, scale, mean, variance, grad_output, names=names)
@@ -555,7 +582,7 @@ def batch_norm_grad(operand, scale, mean, variance, grad_output, epsilon, featur
             ),
         )
     _feature_size(op, "C5", x, fi, s, "scale")
-    return _batch_norm_grad_impl(x, s, m, v, g, eps, fi)
+    return x, s, m, v, g, fi, eps
 
 
 @batch_norm_grad.defvjp

@@ -341,9 +341,7 @@ def _body_call(op, label, what, body, args, shape):
 # ---------------------------------------------------------------------------------------
 
 
-@primitive(
-    "reduce", quantized="bodies", quantized_params=("inputs", "init_values"), body_params=("body",)
-)
+@primitive("reduce", quantized_params=("inputs", "init_values"), body_params=("body",))
 def reduce(inputs, init_values, dimensions, body):
     """stablehlo.reduce: reduce ``inputs`` along ``dimensions`` with ``body``.
 
@@ -365,9 +363,26 @@ def reduce(inputs, init_values, dimensions, body):
     (xo.tensor(7., f32[]), xo.tensor(1, i64[]))
     """
     op = "reduce"
+    xs, inits, dims = reduce_checks(inputs, init_values, dimensions, body)
+    keep(op, dimensions=dims)
+
+    name = binary_op_name(body) if len(xs) == 1 else None
+    plan = _kernel_plan(xs[0]._dtype, name) if name else None
+    if plan is not None:
+        return _reduce_fast(xs[0], inits[0], dims, *plan)
+    dts = _body_types(op, "C6", body, inits, xs)
+    outs = _reduce_generic(_promoted(xs, dts), _promoted(inits, dts), dims, body, dts)
+    return _single_or_tuple(outs)
+
+
+def reduce_checks(inputs, init_values, dimensions, body):
+    """reduce's constraints (I2, I3, C1-C6), reading only types and shapes: the inputs
+    and init values as lists of tensors and the parsed dimensions, ``(xs, inits, dims)``
+    (the body's result types are checked where it runs)."""
+    op = "reduce"
     xs = _variadic(op, inputs)
     inits = _inits(op, "I2", init_values, xs)
-    n = _check_inputs(op, ("C3", "C1", "C2"), xs, inits)
+    _check_inputs(op, ("C3", "C1", "C2"), xs, inits)
     dims = attr_ints(op, "I3", "dimensions", dimensions)
     rank = xs[0].ndim
     check(
@@ -378,15 +393,7 @@ def reduce(inputs, init_values, dimensions, body):
     )
     check(len(set(dims)) == len(dims), op, "C5", lambda: f"dimensions {dims} must be unique")
     check(callable(body), op, "C6", lambda: f"body must be callable, got {body!r}")
-    keep(op, dimensions=dims)
-
-    name = binary_op_name(body) if n == 1 else None
-    plan = _kernel_plan(xs[0]._dtype, name) if name else None
-    if plan is not None:
-        return _reduce_fast(xs[0], inits[0], dims, *plan)
-    dts = _body_types(op, "C6", body, inits, xs)
-    outs = _reduce_generic(_promoted(xs, dts), _promoted(inits, dts), dims, body, dts)
-    return _single_or_tuple(outs)
+    return xs, inits, dims
 
 
 @reduce.defvjp
@@ -618,7 +625,7 @@ def _fold_reference(op, label, body, acc, arrays, dts):
 # ---------------------------------------------------------------------------------------
 
 
-@primitive("map", quantized="bodies", quantized_params=("inputs",), body_params=("computation",))
+@primitive("map", quantized_params=("inputs",), body_params=("computation",))
 def map(inputs, dimensions, computation):
     """stablehlo.map: ``result[i] = computation(inputs...[i])`` for every index i.
 

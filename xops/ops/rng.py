@@ -198,6 +198,16 @@ def rng_bit_generator(rng_algorithm, initial_state, shape, dtype="ui64"):
     >>> state   # [1, 6]; bits: [[9236835810183407956, ...], ...] (the spec's example)
     xo.tensor([1, 6], ui64[2])
     """
+    algo, st, dims, dt = rng_bit_generator_checks(rng_algorithm, initial_state, shape, dtype)
+    state = [int(v) for v in st._value]
+    bits, new = _bit_generator(algo, state, dims, 64 if dt.bits == 64 else 32)
+    out_state = _wrap(np.array(new, np.uint64), st._dtype)
+    return out_state, _wrap(_raw_to(bits, dt), dt)
+
+
+def rng_bit_generator_checks(rng_algorithm, initial_state, shape, dtype):
+    """rng_bit_generator's constraint checks, on types and attributes only (the CUDA
+    kernel runs them too): ``(algorithm, state tensor, output dims, output dtype)``."""
     op = "rng_bit_generator"
     algo = str(rng_algorithm).upper()
     check(
@@ -235,10 +245,7 @@ def rng_bit_generator(rng_algorithm, initial_state, shape, dtype="ui64"):
         lambda: f"output must be a tensor of integer or floating-point type, got {dt.name}",
     )
     check_nbytes(op, dims, dt)
-    state = [int(v) for v in st._value]
-    bits, new = _bit_generator(algo, state, dims, 64 if dt.bits == 64 else 32)
-    out_state = _wrap(np.array(new, np.uint64), st._dtype)
-    return out_state, _wrap(_raw_to(bits, dt), dt)
+    return algo, st, dims, dt
 
 
 # ---------------------------------------------------------------------------------------

@@ -42,9 +42,10 @@ from ..kernels import indexing as K
 from ..kernels import pool as _pool
 from ..registry import op as _op
 from ..tensor import Tensor, _wrap
-from ._core import SpecError, attr_bool, attr_int, bound_arguments, check, compute, operands, tstr
+from ._core import SpecError, attr_int, bound_arguments, check, compute, operands, tstr
 from ._bodies import binary_op_name, call, is_overwrite, outputs, result_types
-from ._indexing_common import _cached_plan, _check_batching, _check_dims, _check_rank, _dims
+from ._indexing_common import _cached_plan, _check_batching, _check_dims, _check_index_vector
+from ._indexing_common import _check_rank, _read_attributes
 from ._indexing_common import _int_tensor_check, _variadic, _zero_d, _UINT_BY_SIZE, _i64
 from ._indexing_common import _index_matrix, _prod, _ro, _row_indices, _strides
 
@@ -58,12 +59,7 @@ _zeros_like = _H.zeros_like
 # ---------------------------------------------------------------------------------------
 
 
-@primitive(
-    "scatter",
-    quantized="bodies",
-    quantized_params=("inputs", "updates"),
-    body_params=("update_computation",),
-)
+@primitive("scatter", quantized_params=("inputs", "updates"), body_params=("update_computation",))
 def scatter(
     inputs,
     scatter_indices,
@@ -126,18 +122,11 @@ class _ScatterPlan:
     __slots__ = ("uwd", "iwd", "sdod", "ivd", "ibd", "sibd", "body", "rows")
 
 
-def _scatter_plan(xs, si, us, uwd, iwd, sdod, ivd, sorted_, unique, body, ibd, sibd):
+def _scatter_plan(xs, si, us, *attributes):
     """Check scatter's constraints (pure function of shapes, types and attributes)."""
     op = "scatter"
     _int_tensor_check(op, "I2", "scatter_indices", si)
-    uwd = _dims(op, "I4", "update_window_dims", uwd)
-    iwd = _dims(op, "I5", "inserted_window_dims", iwd)
-    sdod = _dims(op, "I6", "scatter_dims_to_operand_dims", sdod)
-    ivd = attr_int(op, "I7", "index_vector_dim", ivd)
-    attr_bool(op, "I8", "indices_are_sorted", sorted_)
-    attr_bool(op, "I9", "unique_indices", unique)
-    ibd = _dims(op, "I11", "input_batching_dims", ibd)
-    sibd = _dims(op, "I12", "scatter_indices_batching_dims", sibd)
+    uwd, iwd, sdod, ivd, _, _, body, ibd, sibd = _read_attributes(op, scatter, attributes)
     check(
         len(xs) > 0 and len(xs) == len(us),
         op,
@@ -169,25 +158,11 @@ def _scatter_plan(xs, si, us, uwd, iwd, sdod, ivd, sorted_, unique, body, ibd, s
             f"{', '.join(tstr(u) for u in us)} for {', '.join(tstr(x) for x in xs)}"
         ),
     )
-    r, ri, ru = x0.ndim, si.ndim, u0.ndim
-    check(
-        0 <= ivd <= ri,
-        op,
-        "C14",
-        lambda: f"index_vector_dim must be in [0, rank(scatter_indices)={ri}], got {ivd}",
-    )
+    r, ru = x0.ndim, u0.ndim
+    sdod_map = ("scatter_dims_to_operand_dims", sdod)
+    _check_index_vector(op, ("C14", "C11"), ("scatter_indices", si), ivd, sdod_map)
     _check_dims(op, ("C7", "C8"), "update_window_dims", uwd, ru, "rank(updates[0])")
     _check_dims(op, ("C9", "C10"), "inserted_window_dims", iwd, r, "rank(inputs[0])")
-    nidx = si.shape[ivd] if ivd < ri else 1
-    check(
-        len(sdod) == nidx,
-        op,
-        "C11",
-        lambda: (
-            f"scatter_dims_to_operand_dims must have {nidx} entries (the index vector "
-            f"size of scatter_indices {tstr(si)} at index_vector_dim={ivd}), got {sdod}"
-        ),
-    )
     _check_dims(
         op,
         ("C12", "C13"),
@@ -637,6 +612,14 @@ def _scatter_vjp(g, out, inputs, scatter_indices, updates, *attributes):
             "grad",
             "xops differentiates scatter only with one input "
             "and an add or overwrite (lambda a, b: b) body",
+        )
+    where = xs[0].device if xs[0].device != "cpu" else si.device
+    if where != "cpu":
+        raise SpecError(
+            "scatter",
+            "grad",
+            f"xops differentiates scatter only on the CPU: its rule reads the indices "
+            f"on the host, and the operands live on {where} (move them with x.to('cpu'))",
         )
     if isinstance(g, tuple):
         g = g[0]

@@ -247,6 +247,17 @@ def dynamic_update_slice(operand, update, start_indices):
                [1, 1, 1, 1],
                [1, 1, 1, 1]], i32[4,4])
     """
+    x, u, starts = dynamic_update_slice_checks(operand, update, start_indices)
+    adj = _clamped(starts, x.shape, u.shape)
+    out = x._value.copy()
+    out[builtins.tuple(_S(a, a + n) for a, n in zip(adj, u.shape))] = u._value
+    return _wrap(out, x._dtype)
+
+
+def dynamic_update_slice_checks(operand, update, start_indices):
+    """dynamic_update_slice's constraints (C2-C6), reading only types, shapes and the
+    start indices (host values): ``(operand, update, starts)``, starts as Python ints
+    before clamping."""
     op = "dynamic_update_slice"
     x, u = operands(op, operand, update, names=["operand", "update"])
     check(
@@ -273,10 +284,7 @@ def dynamic_update_slice(operand, update, start_indices):
         "C6",
         lambda: f"need shape(update) <= shape(operand), got update {tstr(u)} for operand {tstr(x)}",
     )
-    adj = _clamped(starts, x.shape, u.shape)
-    out = x._value.copy()
-    out[builtins.tuple(_S(a, a + n) for a, n in zip(adj, u.shape))] = u._value
-    return _wrap(out, x._dtype)
+    return x, u, starts
 
 
 @dynamic_update_slice.defvjp
@@ -308,8 +316,32 @@ def pad(operand, padding_value, edge_padding_low, edge_padding_high, interior_pa
     ... # (5, 9)
     (5, 9)
     """
+    x, pv = operands("pad", operand, padding_value, names=["operand", "padding_value"])
+    low, high, inner, dims = pad_checks(
+        x, pv, edge_padding_low, edge_padding_high, interior_padding
+    )
+    keep("pad", edge_padding_low=low, edge_padding_high=high, interior_padding=inner)
+    out = np.empty(dims, x._dtype.np)
+    out[...] = pv._value
+    dst, src = [], []
+    for n, lo, it, size in zip(x.shape, low, inner, dims):
+        s = it + 1
+        first = builtins.max(0, -(lo // s))  # smallest i with lo + i*s >= 0
+        last = builtins.min(n - 1, (size - 1 - lo) // s)  # largest i with lo + i*s < size
+        if first > last:
+            break
+        dst.append(_S(lo + first * s, lo + last * s + 1, s))
+        src.append(_S(first, last + 1))
+    else:
+        out[builtins.tuple(dst)] = x._value[builtins.tuple(src)]
+    return _wrap(out, x._dtype)
+
+
+def pad_checks(x, pv, edge_padding_low, edge_padding_high, interior_padding):
+    """pad's constraints (I2-I5, C1-C4) on tensors ``x``, ``pv`` (any device: only types
+    and shapes are read); returns the parsed low, high and interior paddings and the
+    result's shape."""
     op = "pad"
-    x, pv = operands(op, operand, padding_value, names=["operand", "padding_value"])
     check(pv.ndim == 0, op, "I2", lambda: f"padding_value must be a 0-d tensor, got {tstr(pv)}")
     check(
         pv._dtype is x._dtype,
@@ -355,21 +387,7 @@ def pad(operand, padding_value, edge_padding_low, edge_padding_high, interior_pa
             ),
         )
     check_nbytes(op, dims, x._dtype)
-    keep(op, edge_padding_low=low, edge_padding_high=high, interior_padding=inner)
-    out = np.empty(dims, x._dtype.np)
-    out[...] = pv._value
-    dst, src = [], []
-    for n, lo, it, size in zip(x.shape, low, inner, dims):
-        s = it + 1
-        first = builtins.max(0, -(lo // s))  # smallest i with lo + i*s >= 0
-        last = builtins.min(n - 1, (size - 1 - lo) // s)  # largest i with lo + i*s < size
-        if first > last:
-            break
-        dst.append(_S(lo + first * s, lo + last * s + 1, s))
-        src.append(_S(first, last + 1))
-    else:
-        out[builtins.tuple(dst)] = x._value[builtins.tuple(src)]
-    return _wrap(out, x._dtype)
+    return low, high, inner, dims
 
 
 @pad.defvjp

@@ -28,7 +28,7 @@ from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype, from_compute
 from ..kernels import indexing as K
 from ..tensor import _wrap
-from ._core import as_tensor, attr_bool, attr_int, check, compute, operands, tstr
+from ._core import SpecError, as_tensor, attr_bool, attr_int, check, compute, operands, tstr
 from ._bodies import call, check_arity, compare_call, outputs
 from ._indexing_common import _UINT_BY_SIZE, _prod, _ro, _variadic, _zero_d
 from .indexing import gather
@@ -53,7 +53,7 @@ def _default_comparator(lhs, rhs, *passengers):
     return compare(lhs, rhs, "LT", "TOTALORDER" if lhs.dtype.is_float else None)
 
 
-@primitive("sort", quantized="bodies", quantized_params=("inputs",), body_params=("comparator",))
+@primitive("sort", quantized_params=("inputs",), body_params=("comparator",))
 def sort(inputs, dimension=-1, is_stable=False, comparator=None):
     """stablehlo.sort: sort ``inputs`` together along ``dimension`` by ``comparator``.
 
@@ -68,6 +68,16 @@ def sort(inputs, dimension=-1, is_stable=False, comparator=None):
     >>> k, v = xo.sort([xo.tensor([2, 1, 2]), xo.tensor([10, 20, 30])], 0,
     ...                comparator=lambda a, b, c, d: xo.compare(a, b, "GT"))  # [2,2,1] [10,30,20]
     """
+    xs, seq, dim, cmp = sort_checks(inputs, dimension, is_stable, comparator)
+    keep("sort", dimension=dim)
+    res = _sort_impl(xs, dim, cmp)
+    return tuple(res) if seq else res[0]
+
+
+def sort_checks(inputs, dimension, is_stable, comparator, stand_in=_zero_d):
+    """sort's constraint checks (the CUDA kernel runs them too): ``(inputs as Tensors,
+    given as a sequence, dimension in [0, rank), comparator)``. The comparator is tried
+    on 0-d ``stand_in(x)`` values of each input's type (a CPU tensor each)."""
     op = "sort"
     xs, seq = _variadic(op, inputs, "inputs")
     _check_shapes(op, ("C1", "C3"), xs)
@@ -82,17 +92,14 @@ def sort(inputs, dimension=-1, is_stable=False, comparator=None):
     attr_bool(op, "I3", "is_stable", is_stable)
     cmp = _default_comparator if comparator is None else comparator
     check(callable(cmp), op, "C5", lambda: f"comparator must be callable, got {cmp!r}")
-    _check_comparator(xs, cmp)
-    dim = dim % r
-    keep(op, dimension=dim)
-    res = _sort_impl(xs, dim, cmp)
-    return tuple(res) if seq else res[0]
+    _check_comparator(xs, cmp, stand_in)
+    return xs, seq, dim % r, cmp
 
 
-def _check_comparator(xs, cmp):
+def _check_comparator(xs, cmp, stand_in):
     """C5: the comparator maps 2N 0-d values of the inputs' types to a 0-d i1."""
     check_arity("sort", "C5", "comparator", cmp, 2 * len(xs))
-    args = [z for x in xs for z in (_zero_d(x),) * 2]
+    args = [z for x in xs for z in (stand_in(x),) * 2]
     (out,) = outputs("sort", "C5", "comparator", cmp(*args), 1)
     check(
         out.ndim == 0 and out._dtype.kind == "bool",
@@ -291,6 +298,10 @@ def _sort_vjp(g, out, inputs, dimension, is_stable, comparator):
     """Each input's cotangent is g un-permuted: a gather of g at the inverse of the sort
     permutation (found by sorting an iota alongside), batched over the other dims."""
     xs, seq = _variadic("sort", inputs, "inputs")
+    if any(x.device.kind != "cpu" for x in xs):  # the permutation is found on the host
+        raise SpecError(
+            "sort", "device", f"its gradient on {xs[0].device} tensors is not implemented yet"
+        )
     gs = list(g) if isinstance(g, tuple) else [g]
     r = xs[0].ndim
     dim = dimension  # (kept parsed by the op: in [0, rank))

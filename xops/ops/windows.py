@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from ..autodiff.helpers import _on, zeros_like as _zeros_like
 from ..autodiff.local import local_vjp
 from ..autodiff.tape import keep, no_grad, primitive
 from ..dtypes import as_dtype
@@ -160,12 +161,7 @@ def _plan(op, shape, wd, ws, bd, wdl, pad):
 # ---------------------------------------------------------------------------------------
 
 
-@primitive(
-    "reduce_window",
-    quantized="bodies",
-    quantized_params=("inputs", "init_values"),
-    body_params=("body",),
-)
+@primitive("reduce_window", quantized_params=("inputs", "init_values"), body_params=("body",))
 def reduce_window(
     inputs,
     init_values,
@@ -193,7 +189,7 @@ def reduce_window(
                [3, 4]], i64[2,2])
     """
     op = "reduce_window"
-    xs, inits, window = _reduce_window_args(
+    xs, inits, window, out_shape = reduce_window_checks(
         inputs,
         init_values,
         window_dimensions,
@@ -204,19 +200,7 @@ def reduce_window(
         body,
     )
     n = len(xs)
-    wd, ws, bd, wdl, pad = window
-    keep(
-        op,
-        window_dimensions=wd,
-        window_strides=ws,
-        base_dilations=bd,
-        window_dilations=wdl,
-        padding=pad,
-    )
     geometry = _plan(op, xs[0].shape, *window)
-    out_shape = list(geometry.out)
-    for x in xs:
-        check_nbytes(op, out_shape, x._dtype)
     tables = geometry.tables
 
     name = binary_op_name(body) if n == 1 else None
@@ -237,6 +221,29 @@ def reduce_window(
         _promoted(xs, dts), _promoted(inits, dts), tables, out_shape, body, dts
     )
     return _single_or_tuple(outs)
+
+
+def reduce_window_checks(inputs, init_values, *attributes):
+    """reduce_window's constraint checks, from the operands' types and shapes and the
+    attributes (no element is read; ``attributes``: the op's, in signature order, body
+    last): (inputs, init_values, the parsed window attributes as _reduce_window_args
+    gives them, the result shape). Keeps the parsed attributes for the gradient rule.
+    The CPU op and its CUDA kernel (xops.kernels.cuda.windows) start here."""
+    op = "reduce_window"
+    xs, inits, window = _reduce_window_args(inputs, init_values, *attributes)
+    wd, ws, bd, wdl, pad = window
+    keep(
+        op,
+        window_dimensions=wd,
+        window_strides=ws,
+        base_dilations=bd,
+        window_dilations=wdl,
+        padding=pad,
+    )
+    out_shape = _result_shape(xs[0].shape, *window)
+    for x in xs:
+        check_nbytes(op, out_shape, x._dtype)
+    return xs, inits, window, out_shape
 
 
 def _reduce_window_args(inputs, init_values, *attributes):
@@ -305,14 +312,16 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
         plain = all(b == 1 for b in geo.bd) and all(d == 1 for d in geo.wdl)
         if plain and not _needs(init) and _identity_of(name, init):
             # a NaN result sends nothing back (the common case, no NaN: g as it is; a sum
-            # is NaN if any term is, or inf - inf: then the exact mask, which is the same)
-            nan = np.isnan(np.sum(compute(out), dtype=np.float64))
-            gm = _E.select(_E.compare(out, out, "EQ"), g, _zeros(out.shape, x._dtype)) if nan else g
+            # is NaN if any term is, or inf - inf: then the exact mask, which is the same;
+            # off the CPU always the mask, so that no data is read back to the host)
+            host = out.device.kind == "cpu"
+            nan = not host or np.isnan(np.sum(compute(out), dtype=np.float64))
+            gm = _E.select(_E.compare(out, out, "EQ"), g, _zeros_like(out)) if nan else g
             gx = (
                 select_and_scatter(
                     x,
                     gm,
-                    _M.constant(0, x._dtype),
+                    0.0,  # (a weak scalar: x's element type, on x's device)
                     geo.wd,
                     geo.ws,
                     geo.pad,
@@ -362,11 +371,13 @@ def _reduce_window_add_vjp(g, x, init, geo):
         gd = (
             g
             if all(s == 1 for s in geo.ws)
-            else _M.pad(g, _M.constant(0, dt), [0] * g.ndim, [0] * g.ndim, [s - 1 for s in geo.ws])
+            else _M.pad(
+                g, _on(_M.constant(0, dt), g), [0] * g.ndim, [0] * g.ndim, [s - 1 for s in geo.ws]
+            )
         )
         gxp = reduce_window(
             gd,
-            _M.constant(0, dt),
+            _on(_M.constant(0, dt), g),
             geo.wd,
             None,
             None,
@@ -399,9 +410,10 @@ def _reduce_window_choice_vjp(g, out, x, init, geo, name):
     better = "GT" if name == "maximum" else "LT"
     positions = geo.positions()
     with no_grad():
-        xp = geo.padded(x, init)
-        best = _bcast(init, geo.out)
-        arg = _bcast(_M.constant(-1, "i64"), geo.out)  # -1: the init value the fold starts from
+        init_x = _on(init, x)  # (a weak scalar's init value: on x's device)
+        xp = geo.padded(x, init_x)
+        best = _bcast(init_x, geo.out)
+        arg = _bcast(_on(_M.constant(-1, "i64"), x), geo.out)  # -1: the init value's
         for k, w in enumerate(positions):
             v = geo.slot(xp, w)
             take = _E.or_(
@@ -411,7 +423,7 @@ def _reduce_window_choice_vjp(g, out, x, init, geo, name):
             best = _E.select(take, v, best)
             arg = _E.select(take, k, arg)
         arg = _E.select(_E.compare(best, out, "EQ"), arg, -2)  # NaN results: nobody
-    zeros = _zeros(geo.out, dt)
+    zeros = _zeros_like(g)
     gxp = None
     for k, w in enumerate(positions):
         term = geo.slot_t(_E.select(_E.compare(arg, k, "EQ"), g, zeros), w)
@@ -531,7 +543,6 @@ def reduce_window_reference(*args, **kwargs):
 
 @primitive(
     "select_and_scatter",
-    quantized="bodies",
     quantized_params=("operand", "source", "init_value"),
     body_params=("select", "scatter"),
 )
@@ -570,11 +581,10 @@ def select_and_scatter(
                [ 7,  0]], i64[4,2])
     """
     op = "select_and_scatter"
-    x, src, init, (wd, ws, pad), direction = _select_and_scatter_args(
+    x, src, init, (wd, ws, pad), direction = select_and_scatter_checks(
         operand, source, init_value, window_dimensions, window_strides, padding, select, scatter
     )
     nwin = list(src.shape)
-    keep(op, window_dimensions=wd, window_strides=ws, padding=pad)
     rank = x.ndim
     geometry = _plan(op, x.shape, wd, ws, [1] * rank, [1] * rank, pad)
 
@@ -588,6 +598,17 @@ def select_and_scatter(
     (dt,) = _body_types(op, "C10", scatter, [init], [x], what="scatter")
     sel = _select_generic(x, geometry.tables, nwin, select)
     return _scatter_generic(x.shape, _promote(src, dt), _promote(init, dt), sel, scatter, dt)
+
+
+def select_and_scatter_checks(operand, source, init_value, *attributes):
+    """select_and_scatter's constraint checks, from the operands' types and shapes and
+    the attributes (no element is read): what _select_and_scatter_args returns. Keeps
+    the parsed attributes for the gradient rule. The CPU op and its CUDA kernel
+    (xops.kernels.cuda.windows) start here."""
+    checked = _select_and_scatter_args(operand, source, init_value, *attributes)
+    wd, ws, pad = checked[3]
+    keep("select_and_scatter", window_dimensions=wd, window_strides=ws, padding=pad)
+    return checked
 
 
 def _select_and_scatter_args(operand, source, init_value, *attributes):

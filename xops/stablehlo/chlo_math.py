@@ -76,123 +76,7 @@ def _apply(name, x, fn, complex_ok=True):
 
 
 # ---------------------------------------------------------------------------------------
-# Inverse trigonometric and hyperbolic functions (real and complex)
-# ---------------------------------------------------------------------------------------
-
-
-def _unary_primitive(name, formula, vjp, doc, complex_ok=True):
-    """The primitive ``chlo.<name>``: ``formula`` over the operand's values in double
-    precision, rounded once to its element type (see :func:`_apply`), with the gradient
-    rule ``vjp(g, out, operand)`` (None: no rule) and the docstring ``doc``."""
-    op_name = f"chlo.{name}"
-
-    def fn(operand):
-        return _apply(op_name, operand, formula, complex_ok)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    op = primitive(op_name)(fn)
-    if vjp is not None:
-        op.defvjp(vjp)
-    return op
-
-
-def _one_minus_sq(x):
-    return xo.multiply(xo.subtract(1, x), xo.add(1, x))  # (1 - x)(1 + x): no cancellation
-
-
-asin = _unary_primitive(
-    "asin",
-    np.arcsin,
-    lambda g, out, x: xo.multiply(g, xo.rsqrt(_one_minus_sq(x))),
-    """chlo.asin: arcsine (principal branch).
-
-    >>> asin(xo.tensor([0.0, 1.0]))   # [0, pi/2]
-    xo.tensor([0.       , 1.5707964], f32[2])
-    """,
-)
-
-acos = _unary_primitive(
-    "acos",
-    np.arccos,
-    lambda g, out, x: xo.negate(xo.multiply(g, xo.rsqrt(_one_minus_sq(x)))),
-    """chlo.acos: arccosine (principal branch).
-
-    >>> acos(xo.tensor([1.0]))   # [0]
-    xo.tensor([0.], f32[1])
-    """,
-)
-
-atan = _unary_primitive(
-    "atan",
-    np.arctan,
-    lambda g, out, x: xo.divide(g, xo.add(1, xo.multiply(x, x))),
-    """chlo.atan: arctangent.
-
-    >>> atan(xo.tensor([1.0]))   # [pi/4]
-    xo.tensor([0.7853982], f32[1])
-    """,
-)
-
-asinh = _unary_primitive(
-    "asinh",
-    np.arcsinh,
-    lambda g, out, x: xo.multiply(g, xo.rsqrt(xo.add(xo.multiply(x, x), 1))),
-    """chlo.asinh: inverse hyperbolic sine.
-
-    >>> asinh(xo.tensor([0.0]))   # [0]
-    xo.tensor([0.], f32[1])
-    """,
-)
-
-# acosh' = 1 / (sqrt(x - 1) sqrt(x + 1)): the branch that holds for complex x too
-acosh = _unary_primitive(
-    "acosh",
-    np.arccosh,
-    lambda g, out, x: xo.divide(g, xo.multiply(xo.sqrt(xo.subtract(x, 1)), xo.sqrt(xo.add(x, 1)))),
-    """chlo.acosh: inverse hyperbolic cosine (NaN below 1 for real operands).
-
-    >>> acosh(xo.tensor([1.0]))   # [0]
-    xo.tensor([0.], f32[1])
-    """,
-)
-
-atanh = _unary_primitive(
-    "atanh",
-    np.arctanh,
-    lambda g, out, x: xo.divide(g, _one_minus_sq(x)),
-    """chlo.atanh: inverse hyperbolic tangent (NaN outside [-1, 1] for real operands).
-
-    >>> atanh(xo.tensor([0.0]))   # [0]
-    xo.tensor([0.], f32[1])
-    """,
-)
-
-sinh = _unary_primitive(
-    "sinh",
-    np.sinh,
-    lambda g, out, x: xo.multiply(g, cosh(x)),
-    """chlo.sinh: hyperbolic sine.
-
-    >>> sinh(xo.tensor([0.0]))   # [0]
-    xo.tensor([0.], f32[1])
-    """,
-)
-
-cosh = _unary_primitive(
-    "cosh",
-    np.cosh,
-    lambda g, out, x: xo.multiply(g, sinh(x)),
-    """chlo.cosh: hyperbolic cosine, even: cosh(-x) = cosh(x) >= 1.
-
-    >>> cosh(xo.tensor([0.0, -1.0, 1.0]))   # [1, 1.5430806, 1.5430806]
-    xo.tensor([1.       , 1.5430807, 1.5430807], f32[3])
-    """,
-)
-
-
-# ---------------------------------------------------------------------------------------
-# Special functions (real)
+# Unary functions: inverse trigonometric and hyperbolic (real and complex), special (real)
 # ---------------------------------------------------------------------------------------
 
 
@@ -217,79 +101,156 @@ def _lgamma(x):
     return np.where(_nonpositive_integer(x), np.inf, out)  # poles: log|Gamma| = +inf
 
 
-lgamma = _unary_primitive(
-    "lgamma",
-    _lgamma,
-    lambda g, out, x: xo.multiply(g, digamma(x)),
-    """chlo.lgamma: log|Gamma(x)| (+inf at the poles 0, -1, -2, ...).
-
-    >>> lgamma(xo.tensor([1.0, 3.0]))   # [0, log 2]
-    xo.tensor([0.       , 0.6931472], f32[2])
-    """,
-    complex_ok=False,
-)
-
-
 def _digamma(x):
     out = _special("psi")(x)
     return np.where(_nonpositive_integer(x), np.nan, out)  # CHLO: NaN at the poles
 
 
-digamma = _unary_primitive(
-    "digamma",
-    _digamma,
-    lambda g, out, x: xo.multiply(
-        g, polygamma(xo.broadcast_in_dim(xo.constant(1, x.dtype), [], x.shape), x)
-    ),
-    """chlo.digamma: psi(x) = d/dx log Gamma(x) (NaN at 0, -1, -2, ...).
+# The unary ops: name -> formula. The inverse trigonometric and hyperbolic functions take
+# real and complex operands, the special functions real ones.
+_COMPLEX_OK = {
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+}
+_REAL = {
+    "lgamma": _lgamma,
+    "digamma": _digamma,
+    "erfc": _special("erfc"),
+    "erf_inv": _special("erfinv"),
+    "bessel_i1e": _special("i1e"),
+}
+# name -> what it computes, and its docstring's example: the operand's and the result's values
+_ABOUT = {
+    "asin": ("arcsine (principal branch)", [0.0, 1.0], "0. , 1.5707964"),
+    "acos": ("arccosine (principal branch)", [1.0], "0."),
+    "atan": ("arctangent", [1.0], "0.7853982"),
+    "asinh": ("inverse hyperbolic sine", [0.0], "0."),
+    "acosh": ("inverse hyperbolic cosine (NaN below 1 for real operands)", [1.0], "0."),
+    "atanh": ("inverse hyperbolic tangent (NaN outside [-1, 1] for real operands)", [0.0], "0."),
+    "sinh": ("hyperbolic sine", [0.0], "0."),
+    "cosh": ("hyperbolic cosine, even, >= 1", [0.0, -1.0, 1.0], "1. , 1.5430807, 1.5430807"),
+    "lgamma": ("log|Gamma(x)| (+inf at the poles 0, -1, -2, ...)", [1.0, 3.0], "0. , 0.6931472"),
+    "digamma": ("psi(x) = d/dx log Gamma(x) (NaN at 0, -1, -2, ...)", [1.0], "-0.5772157"),
+    "erfc": ("1 - erf(x), without the cancellation for large x", [0.0], "1."),
+    "erf_inv": ("the inverse of erf on (-1, 1); +-inf at +-1, NaN outside", [0.0], "0."),
+    "bessel_i1e": ("exp(-|x|) I1(x): the scaled modified Bessel function, order 1", [0.0], "0."),
+}
+_UNARY_OPS = []  # the primitives below, in declaration order
 
-    >>> digamma(xo.tensor([1.0]))   # [-0.5772156649]
-    xo.tensor([-0.5772157], f32[1])
-    """,
-    complex_ok=False,
-)
 
-# erfc' = -2/sqrt(pi) e^(-x^2); erf_inv' = sqrt(pi)/2 e^(erf_inv(x)^2)
-erfc = _unary_primitive(
-    "erfc",
-    _special("erfc"),
-    lambda g, out, x: xo.multiply(
+def _unary_primitive(name):
+    """The primitive ``chlo.<name>`` of ``_COMPLEX_OK`` or ``_REAL``: its formula over the
+    operand's values in double precision, rounded once to its element type (see
+    :func:`_apply`). Gradient rules are attached below it (``@op.defvjp``)."""
+    op_name = f"chlo.{name}"
+    complex_ok = name in _COMPLEX_OK
+    formula = (_COMPLEX_OK if complex_ok else _REAL)[name]
+    about, operand, shows = _ABOUT[name]
+
+    def fn(operand):
+        return _apply(op_name, operand, formula, complex_ok)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""{op_name}: {about}.
+
+    >>> {name}(xo.tensor({operand}))
+    xo.tensor([{shows}], f32[{len(operand)}])
+    """
+    op = primitive(op_name)(fn)
+    _UNARY_OPS.append(op)
+    return op
+
+
+asin = _unary_primitive("asin")
+acos = _unary_primitive("acos")
+atan = _unary_primitive("atan")
+asinh = _unary_primitive("asinh")
+acosh = _unary_primitive("acosh")
+atanh = _unary_primitive("atanh")
+sinh = _unary_primitive("sinh")
+cosh = _unary_primitive("cosh")
+
+
+def _one_minus_sq(x):
+    return xo.multiply(xo.subtract(1, x), xo.add(1, x))  # (1 - x)(1 + x): no cancellation
+
+
+@asin.defvjp
+def _asin_vjp(g, out, x):
+    return xo.multiply(g, xo.rsqrt(_one_minus_sq(x)))
+
+
+@acos.defvjp
+def _acos_vjp(g, out, x):
+    return xo.negate(xo.multiply(g, xo.rsqrt(_one_minus_sq(x))))
+
+
+@atan.defvjp
+def _atan_vjp(g, out, x):
+    return xo.divide(g, xo.add(1, xo.multiply(x, x)))
+
+
+@asinh.defvjp
+def _asinh_vjp(g, out, x):
+    return xo.multiply(g, xo.rsqrt(xo.add(xo.multiply(x, x), 1)))
+
+
+@acosh.defvjp
+def _acosh_vjp(g, out, x):
+    # 1 / (sqrt(x - 1) sqrt(x + 1)): the branch that holds for complex x too
+    return xo.divide(g, xo.multiply(xo.sqrt(xo.subtract(x, 1)), xo.sqrt(xo.add(x, 1))))
+
+
+@atanh.defvjp
+def _atanh_vjp(g, out, x):
+    return xo.divide(g, _one_minus_sq(x))
+
+
+@sinh.defvjp
+def _sinh_vjp(g, out, x):
+    return xo.multiply(g, cosh(x))
+
+
+@cosh.defvjp
+def _cosh_vjp(g, out, x):
+    return xo.multiply(g, sinh(x))
+
+
+lgamma = _unary_primitive("lgamma")
+digamma = _unary_primitive("digamma")
+erfc = _unary_primitive("erfc")
+erf_inv = _unary_primitive("erf_inv")
+bessel_i1e = _unary_primitive("bessel_i1e")  # (no gradient rule)
+
+
+@erfc.defvjp
+def _erfc_vjp(g, out, x):
+    # -2/sqrt(pi) e^(-x^2)
+    return xo.multiply(
         g, xo.multiply(xo.exponential(xo.negate(xo.multiply(x, x))), -1.1283791670955126)
-    ),
-    """chlo.erfc: 1 - erf(x), without the cancellation for large x.
+    )
 
-    >>> erfc(xo.tensor([0.0]))   # [1]
-    xo.tensor([1.], f32[1])
-    """,
-    complex_ok=False,
-)
 
-erf_inv = _unary_primitive(
-    "erf_inv",
-    _special("erfinv"),
-    lambda g, out, x: xo.multiply(
-        g, xo.multiply(xo.exponential(xo.multiply(out, out)), 0.88622692545275801)
-    ),
-    """chlo.erf_inv: the inverse of erf on (-1, 1); +-inf at +-1, NaN outside.
+@erf_inv.defvjp
+def _erf_inv_vjp(g, out, x):
+    # sqrt(pi)/2 e^(erf_inv(x)^2)
+    return xo.multiply(g, xo.multiply(xo.exponential(xo.multiply(out, out)), 0.88622692545275801))
 
-    >>> erf_inv(xo.tensor([0.0]))   # [0]
-    xo.tensor([0.], f32[1])
-    """,
-    complex_ok=False,
-)
 
-bessel_i1e = _unary_primitive(
-    "bessel_i1e",
-    _special("i1e"),
-    None,
-    """chlo.bessel_i1e: exp(-|x|) I1(x), the exponentially scaled modified Bessel
-    function of order 1.
+@lgamma.defvjp
+def _lgamma_vjp(g, out, x):
+    return xo.multiply(g, digamma(x))
 
-    >>> bessel_i1e(xo.tensor([0.0]))   # [0]
-    xo.tensor([0.], f32[1])
-    """,
-    complex_ok=False,
-)
+
+@digamma.defvjp
+def _digamma_vjp(g, out, x):
+    return xo.multiply(g, polygamma(xo.broadcast_in_dim(xo.constant(1, x.dtype), [], x.shape), x))
 
 
 def _pair(name, a, b):
@@ -525,21 +486,7 @@ _BINARY_XO = {
 
 # name -> (handler, xo functions it needs)
 CHLO_MATH_OPS = {}
-for _f in (
-    acos,
-    acosh,
-    asin,
-    asinh,
-    atan,
-    atanh,
-    cosh,
-    sinh,
-    lgamma,
-    digamma,
-    erfc,
-    erf_inv,
-    bessel_i1e,
-):
+for _f in _UNARY_OPS:
     CHLO_MATH_OPS[_f.op_name] = (_unary(_f), [])
 for _f in (is_inf, is_pos_inf, is_neg_inf, conj):
     CHLO_MATH_OPS[f"chlo.{_f.__name__}"] = (_unary(_f), ["compare"])

@@ -24,7 +24,7 @@ def storage_dtype(np_dtype):
     """The device array dtype of a holder dtype: narrow (ml_dtypes) types as unsigned
     integers of their size, NumPy's own dtypes as they are."""
     np_dtype = np.dtype(np_dtype)
-    if np_dtype.kind in "biufc" and type(np_dtype).__module__.startswith("numpy"):
+    if np_dtype.kind in "biufc" and np_dtype.type.__module__ == "numpy":  # (f8E5M2: kind f)
         return np_dtype
     return np.dtype(f"u{np_dtype.itemsize}")
 
@@ -74,4 +74,190 @@ def launch_1d(kernel, n, *args):
 
 def flat(devarr):
     """A 1-D view of a C-contiguous device array (0-d: one element)."""
-    return devarr.reshape(max(devarr.size, 1)) if devarr.ndim != 1 else devarr
+    return devarr.reshape(devarr.size) if devarr.ndim != 1 else devarr
+
+
+# -- kernel launches ------------------------------------------------------------------------
+#
+# numba.cuda's launch path (``kernel[grid, block](*args)``) types every argument, converts
+# each device array to a strided memory view and builds the parameter list anew on every
+# call: about 60-100 us of host time per launch on an H200 machine, more than most of
+# xops' kernels take on the device. ``jit`` wraps a kernel so that, after numba's first
+# launch with a given argument signature (which compiles it), later launches with the same
+# signature reuse the compiled kernel and pass the parameters as numba itself would lay
+# them out (per array: meminfo, parent, size, itemsize, data pointer, shape, strides), but
+# with no typing. Anything the fast path does not know is launched by numba, unchanged.
+# ``XOPS_CUDA_FAST_LAUNCH=0`` turns it off; the simulator never uses it.
+
+
+def jit(fn):
+    """``numba.cuda.jit(fn)`` (a kernel), launched through the fast path on a real GPU."""
+    import os
+
+    from numba import config
+
+    k = numba_cuda().jit(fn)
+    if config.ENABLE_CUDASIM or os.environ.get("XOPS_CUDA_FAST_LAUNCH", "1") == "0":
+        return k
+    return _Kernel(k)
+
+
+class _Kernel:
+    __slots__ = ("dispatcher", "_plans")
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self._plans = {}  # argument signature -> (cuda.core kernel, converters) or None
+
+    def __getattr__(self, name):  # py_func, overloads, ...
+        return getattr(self.dispatcher, name)
+
+    def __getitem__(self, config):
+        grid, block = config[0], config[1]
+        if len(config) > 2 and any(config[2:]):  # a stream or dynamic shared memory
+            return self.dispatcher[config]
+        return _Launch(self, grid, block)
+
+
+class _Launch:
+    __slots__ = ("kernel", "grid", "block")
+
+    def __init__(self, kernel, grid, block):
+        self.kernel, self.grid, self.block = kernel, grid, block
+
+    def __call__(self, *args):
+        k = self.kernel
+        try:
+            key = tuple(map(_signature, args))
+        except _Unplannable:
+            key = None
+        plan = k._plans.get(key, False) if key is not None else None
+        if not plan:
+            k.dispatcher[self.grid, self.block](*args)  # compiles if needed
+            if plan is False:
+                k._plans[key] = _make_plan(k.dispatcher, args)
+            return
+        cu_kernel, convs = plan
+        params = []
+        for conv, a in zip(convs, args):
+            conv(a, params)
+        _core.launch(_default_stream(), _launch_config(self.grid, self.block), cu_kernel, *params)
+
+
+class _Unplannable(Exception):
+    pass
+
+
+def _signature(a):
+    """A key that fixes numba's type of kernel argument ``a`` (cheaply)."""
+    t = type(a)
+    if t is _core.device_array_type:
+        d = a._dummy
+        broadcast = a.size != 0 and 0 in a.strides
+        layout = "A" if broadcast else ("C" if d.is_c_contig else ("F" if d.is_f_contig else "A"))
+        return (a.dtype, a.ndim, layout)
+    if t is int:
+        n = a.bit_length()
+        if n < 64:
+            return "i"
+        if n == 64 and a >= 0:
+            return "u"
+        raise _Unplannable
+    if t is float or t is bool:
+        return t
+    if t is tuple:
+        return tuple(map(_signature, a))
+    if isinstance(a, np.generic):
+        return a.dtype
+    raise _Unplannable
+
+
+def _make_plan(dispatcher, args):
+    """(cuda.core kernel, per-argument converters) of the overload numba just launched
+    for ``args``, or None when some argument is not one the fast path lays out."""
+    try:
+        argtypes = tuple(dispatcher.typeof_pyval(a) for a in args)
+        compiled = dispatcher.overloads.get(argtypes)
+        if compiled is None or compiled.debug or getattr(compiled, "cooperative", False):
+            return None
+        convs = [_converter(t) for t in compiled.argument_types]
+        if any(c is None for c in convs):
+            return None
+        return compiled._codelibrary.get_cufunc().kernel, convs
+    except Exception:  # an internal of numba-cuda changed: stay on its own launch path
+        return None
+
+
+def _converter(ty):
+    import ctypes
+
+    from numba.cuda import types
+
+    if isinstance(ty, types.Array):
+        return _array_params
+    if isinstance(ty, types.Boolean):
+        return _append
+    if isinstance(ty, types.Integer):
+        c = getattr(ctypes, f"c_{ty}")
+        return lambda v, out: out.append(c(v))
+    if ty == types.float64:
+        return lambda v, out: out.append(ctypes.c_double(v))
+    if ty == types.float32:
+        return lambda v, out: out.append(ctypes.c_float(v))
+    if isinstance(ty, types.BaseTuple):
+        parts = [_converter(t) for t in ty]
+        if any(p is None for p in parts):
+            return None
+
+        def tuple_params(v, out):
+            for p, x in zip(parts, v):
+                p(x, out)
+
+        return tuple_params
+    return None
+
+
+def _append(v, out):
+    out.append(v)
+
+
+def _array_params(a, out):
+    out += (0, 0, a.size, a.dtype.itemsize, a.device_ctypes_pointer.value or 0)
+    out += a.shape
+    out += a.strides
+
+
+class _Core:
+    """numba-cuda's launch pieces, imported on first use."""
+
+    def __getattr__(self, name):
+        from cuda.core import LaunchConfig, launch
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        self.launch, self.LaunchConfig, self.device_array_type = launch, LaunchConfig, DeviceNDArray
+        return getattr(self, name)
+
+
+_core = _Core()
+_configs = {}
+_stream = []
+
+
+def _launch_config(grid, block):
+    c = _configs.get((grid, block))
+    if c is None:
+        if len(_configs) > 4096:  # (grids follow tensor sizes: keep the cache bounded)
+            _configs.clear()
+        from numba.cuda._compat import CUDA_CORE_GE_1_0
+
+        flag = "is_cooperative" if CUDA_CORE_GE_1_0 else "cooperative_launch"
+        c = _configs[(grid, block)] = _core.LaunchConfig(grid=grid, block=block, **{flag: False})
+    return c
+
+
+def _default_stream():
+    if not _stream:
+        from numba.cuda.cudadrv import driver
+
+        _stream.append(driver._to_core_stream(0))
+    return _stream[0]

@@ -1,10 +1,14 @@
 """CUDA kernels of the elementwise families: unary and binary arithmetic, bitwise and
 transcendental ops, compare, select, clamp and convert.
 
-Each kernel function takes the op's arguments, runs the CPU op's operand checks
-(``_unary`` / ``_binary`` of :mod:`xops.ops.elementwise._base`; compare, select, clamp and
-convert validate by running the CPU op on stride-0 stand-ins of the operands' types and
-shapes, which also gives the result type) and launches one thread per element. Element
+Each kernel function takes the op's arguments, runs the CPU op's operand checks, which
+read only types and shapes (``_unary`` / ``_binary`` of
+:mod:`xops.ops.elementwise._base`, ``select_checks`` and ``clamp_checks``; compare runs
+the CPU op on 0-d stand-ins for its attribute checks once the shapes have passed), and
+launches a map kernel, one thread per element, 256 threads to a block (:func:`launch`;
+the map kernels are generated from one table, ``_MAPS``). A weak Python scalar
+operand is read at every index from a one-element device array that is cached by value,
+so a call copies nothing to the device. Element
 types: i1, si8-64, ui8-64, f32, f64; others (f16, bf16, f8, int4, complex) raise a
 SpecError naming the op, the type and the device. Integer results are bit-exact with the
 CPU; float results follow CUDA's libdevice (within a few ULP of the CPU's NumPy).
@@ -12,20 +16,35 @@ CPU; float results follow CUDA's libdevice (within a few ULP of the CPU's NumPy)
 
 import math
 import operator
+from collections import OrderedDict
 
 import numpy as np
 
 from ...dtypes import as_dtype
 from ...errors import SpecError
 from ...ops._core import operands
+from ...ops.conversion import _result_dtype
 from ...ops.elementwise import _base as B
+from ...ops.elementwise.arithmetic import clamp_checks, select_checks
 from ...registry import get as _get_op
 from ...tensor import Tensor, _wrap
 from numba import cuda
 
-from ._storage import device_empty, flat, from_holder, launch_1d
+from ._storage import device_empty, flat, from_holder, jit
 
-__all__ = ["KERNELS"]
+__all__ = ["KERNELS", "launch"]
+
+THREADS = 256  # threads per block on a GPU (fewer for tiny launches: see launch)
+
+
+def launch(kernel, n, *args):
+    """``kernel`` over ``n`` elements, one thread each: blocks of 256 threads, or one block
+    of the fewest whole warps for a smaller ``n`` (nothing for n = 0)."""
+    if n >= THREADS:
+        kernel[(n + THREADS - 1) // THREADS, THREADS](*args)
+    elif n:
+        kernel[1, (n + 31) // 32 * 32](*args)
+
 
 _OK = {
     np.dtype(t)
@@ -57,80 +76,88 @@ def _supported(op, *ts):
             )
 
 
+_scalars = OrderedDict()  # (dtype, bytes) -> a one-element device array
+_SCALARS_KEPT = 256
+
+
 def _dev(op, t):
-    """``t``'s device array, flat; a 0-d CPU tensor made from a weak Python scalar goes to
-    the device here (it is the op's attribute-like scalar, not a tensor the user placed)."""
+    """``t``'s device array, flat; a 0-d CPU tensor made from a weak Python scalar is
+    read from a cached one-element device array holding its value (it is the op's
+    attribute-like scalar, not a tensor the user placed; the copy is made once)."""
     v = t._value
-    if not hasattr(v, "copy_to_host"):
-        if v.ndim != 0:
-            raise SpecError(op, "device", "operands live on different devices (cpu, cuda:0)")
-        v = cuda.to_device(np.ascontiguousarray(v.reshape(1)))
-    return flat(v)
+    if hasattr(v, "copy_to_host"):
+        return v if v.ndim == 1 else flat(v)
+    if v.ndim != 0:
+        raise SpecError(op, "device", "operands live on different devices (cpu, cuda:0)")
+    key = (v.dtype.str, v.tobytes())
+    d = _scalars.get(key)
+    if d is None:
+        d = _scalars[key] = cuda.to_device(np.ascontiguousarray(v.reshape(1)))
+        if len(_scalars) > _SCALARS_KEPT:
+            _scalars.popitem(last=False)
+    return d
 
 
 _cache = {}
 
 
-def _kernel1(fn):
-    k = _cache.get(fn)
+# The map kernels, one per operand pattern: name -> (operands as (array, index step) pairs,
+# a step None for a contiguous operand, and whether a scalar parameter p follows them).
+_MAPS = {
+    "map1": ((("x", None),), False),
+    "map1p": ((("x", None),), True),
+    "map2": ((("a", "sa"), ("b", "sb")), False),
+    "map2p": ((("a", "sa"), ("b", "sb")), True),
+    "map3": ((("a", "sa"), ("b", "sb"), ("c", "sc")), False),
+}
+
+
+def _map_source(name):
+    """Python source of map kernel ``name`` (see ``_MAPS``): out[i] = dfn(operands at i
+    [, p]), one thread per element. (Four elements per thread, grid-strided with every
+    load issued before the stores, measured slower on an H200: the add kernel alone fell
+    from 2998 to 2222 GB/s, exp from 2366 to 1695; see docs/gpu.md.)"""
+    ops, param = _MAPS[name]
+    args = [a for a, _ in ops] + [st for _, st in ops if st] + (["p"] if param else [])
+    vals = [f"{a}[i * {st}]" if st else f"{a}[i]" for a, st in ops] + (["p"] if param else [])
+    return (
+        f"def {name}({', '.join(args)}, out):\n"
+        "    i = cuda.grid(1)\n"
+        "    if i < out.shape[0]:\n"
+        f"        out[i] = dfn({', '.join(vals)})\n"
+    )
+
+
+def _map_kernel(fn, name):
+    """Map kernel ``name`` over the device function of ``fn`` (cached)."""
+    k = _cache.get((fn, name))
     if k is None:
-        dfn = cuda.jit(device=True)(fn)
-
-        def map1(x, out):
-            i = cuda.grid(1)
-            if i < out.shape[0]:
-                out[i] = dfn(x[i])
-
-        k = _cache[fn] = cuda.jit(map1)
+        scope = {"cuda": cuda, "dfn": cuda.jit(device=True)(fn)}
+        exec(compile(_map_source(name), f"<xops cuda {name}>", "exec"), scope)
+        k = _cache[(fn, name)] = jit(scope[name])
     return k
+
+
+def _kernel1(fn):
+    return _map_kernel(fn, "map1")
 
 
 def _kernel2(fn):
-    k = _cache.get(fn)
-    if k is None:
-        dfn = cuda.jit(device=True)(fn)
-
-        def map2(a, b, sa, sb, out):
-            i = cuda.grid(1)
-            if i < out.shape[0]:
-                out[i] = dfn(a[i * sa], b[i * sb])
-
-        k = _cache[fn] = cuda.jit(map2)
-    return k
+    return _map_kernel(fn, "map2")
 
 
 def _kernel1p(fn):
-    k = _cache.get((fn, "p"))
-    if k is None:
-        dfn = cuda.jit(device=True)(fn)
-
-        def map1p(x, p, out):
-            i = cuda.grid(1)
-            if i < out.shape[0]:
-                out[i] = dfn(x[i], p)
-
-        k = _cache[(fn, "p")] = cuda.jit(map1p)
-    return k
+    return _map_kernel(fn, "map1p")
 
 
 def _kernel2p(fn):
-    k = _cache.get((fn, "p"))
-    if k is None:
-        dfn = cuda.jit(device=True)(fn)
-
-        def map2p(a, b, sa, sb, p, out):
-            i = cuda.grid(1)
-            if i < out.shape[0]:
-                out[i] = dfn(a[i * sa], b[i * sb], p)
-
-        k = _cache[(fn, "p")] = cuda.jit(map2p)
-    return k
+    return _map_kernel(fn, "map2p")
 
 
 def _run1(op, fn, x, out_dt=None):
     out_dt = out_dt or x._dtype
     out = device_empty(x.shape, out_dt.np)
-    launch_1d(_kernel1(fn), x.size, _dev(op, x), flat(out))
+    launch(_kernel1(fn), x.size, _dev(op, x), flat(out))
     return from_holder(out, out_dt)
 
 
@@ -138,14 +165,13 @@ def _run2(op, fn, x, y, out_dt=None, param=None):
     """out = fn(x, y) elementwise (fn(x, y, param) with a parameter); a 0-d operand
     (a weak scalar) is read at every index."""
     out_dt = out_dt or x._dtype
-    shape = x.shape if x.ndim or not y.ndim else y.shape
-    n = int(np.prod(shape, dtype=np.int64))
-    out = device_empty(shape, out_dt.np)
+    big = x if x.ndim or not y.ndim else y
+    out = device_empty(big.shape, out_dt.np)
     args = (_dev(op, x), _dev(op, y), int(x.ndim != 0), int(y.ndim != 0))
     if param is None:
-        launch_1d(_kernel2(fn), n, *args, flat(out))
+        launch(_kernel2(fn), big.size, *args, flat(out))
     else:
-        launch_1d(_kernel2p(fn), n, *args, param, flat(out))
+        launch(_kernel2p(fn), big.size, *args, param, flat(out))
     return from_holder(out, out_dt)
 
 
@@ -227,7 +253,8 @@ def _sdiv(a, b):  # truncating; x/0 = -1, INT_MIN/-1 = INT_MIN (the CPU kernel's
 
 def _udiv(a, b):  # x/0 = all ones
     if b == 0:
-        return a - a - 1
+        # ~0, not 0 - 1: numba types unsigned - int64 as float64, and -1.0 converts to 0
+        return ~(a - a)
     return a // b
 
 
@@ -375,7 +402,7 @@ def _unary_op(name, kinds, by_kind, bits=False, out_kind=None):
         out_dt = _I1 if out_kind == "bool" else x._dtype
         if bits:
             out = device_empty(x.shape, out_dt.np)
-            launch_1d(_kernel1p(fn), x.size, _dev(name, x), x._dtype.bits, flat(out))
+            launch(_kernel1p(fn), x.size, _dev(name, x), x._dtype.bits, flat(out))
             return from_holder(out, out_dt)
         return _run1(name, fn, x, out_dt)
 
@@ -395,15 +422,18 @@ def _stand_in(t):
     return _wrap(v, t._dtype)
 
 
-def _checked(name, *args):
-    """Run the CPU op ``name`` on stand-ins of ``args``: its checks, and the result's
-    type (its value is discarded)."""
-    return _get_op(name).kernels["cpu"](*[_stand_in(a) for a in args])
+def _zero_d(dt):
+    """A 0-d CPU tensor of element type ``dt`` (a stand-in for checks of attributes and
+    types, once the shapes have been checked)."""
+    return _wrap(np.zeros((), dt.np), dt)
 
 
 def compare(lhs, rhs, comparison_direction, compare_type=None):
-    r = _checked("compare", lhs, rhs, comparison_direction, compare_type)
     x, y = B._binary("compare", lhs, rhs, B._ANY, shape_label="C2")
+    # direction and compare type (I3, I4, C3): the CPU op on 0-d stand-ins (O(1))
+    r = _get_op("compare").kernels["cpu"](
+        _zero_d(x._dtype), _zero_d(y._dtype), comparison_direction, compare_type
+    )
     _supported("compare", x)
     direction = str(comparison_direction).upper()
     ctype = compare_type and str(compare_type).upper()
@@ -434,42 +464,29 @@ def _fclamp1(a, v, b):
 
 
 def _kernel3(fn):
-    k = _cache.get(fn)
-    if k is None:
-        dfn = cuda.jit(device=True)(fn)
-
-        def map3(a, b, c, sa, sb, sc, out):
-            i = cuda.grid(1)
-            if i < out.shape[0]:
-                out[i] = dfn(a[i * sa], b[i * sb], c[i * sc])
-
-        k = _cache[fn] = cuda.jit(map3)
-    return k
+    return _map_kernel(fn, "map3")
 
 
 def _run3(name, fn, ts, out_dt, shape):
-    n = int(np.prod(shape, dtype=np.int64))
     out = device_empty(shape, out_dt.np)
     devs = [_dev(name, t) for t in ts]
     steps = [int(t.ndim != 0) for t in ts]
-    launch_1d(_kernel3(fn), n, *devs, *steps, flat(out))
+    launch(_kernel3(fn), math.prod(shape), *devs, *steps, flat(out))
     return from_holder(out, out_dt)
 
 
 def select(pred, on_true, on_false):
-    r = _checked("select", pred, on_true, on_false)
+    p, tb, fb = select_checks(pred, on_true, on_false)  # (a weak branch comes broadcast)
     t, f = operands("select", on_true, on_false)
-    (p,) = operands("select", bool(pred) if isinstance(pred, (bool, np.bool_)) else pred)
-    _supported("select", t)
-    return _run3("select", _select1, (p, t, f), r._dtype, r.shape)
+    _supported("select", tb)
+    return _run3("select", _select1, (p, t, f), tb._dtype, tb.shape)
 
 
 def clamp(min, operand, max):  # noqa: A002  (the op's own parameter names)
-    r = _checked("clamp", min, operand, max)
-    x, lo, hi = operands("clamp", operand, min, max)
+    x, lo, hi = clamp_checks(min, operand, max)
     _supported("clamp", x)
     fn = _fclamp1 if x._dtype.kind == "float" else _clamp1
-    return _run3("clamp", fn, (lo, x, hi), r._dtype, r.shape)
+    return _run3("clamp", fn, (lo, x, hi), x._dtype, x.shape)
 
 
 def _to_float(a):
@@ -481,10 +498,10 @@ def _to_bool(a):
 
 
 def convert(operand, dtype):
-    r = _checked("convert", operand, dtype)
-    x = operand
-    _supported("convert", x, r)
-    src, dst = x._dtype, r._dtype
+    (x,) = operands("convert", operand, names=["operand"])
+    dst = _result_dtype("convert", dtype)
+    _supported("convert", x, _zero_d(dst))
+    src = x._dtype
     if dst.kind == "bool":
         fn = _to_bool
     elif src.kind == "float" and dst.kind in _I:

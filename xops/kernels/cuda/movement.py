@@ -1,49 +1,91 @@
-"""CUDA kernels of the data-movement ops, by index maps.
+"""CUDA kernels of the data-movement ops: strided copies with positions computed in the
+kernel from small shape/stride tuples (kernel arguments, passed by value: no index
+arrays, no host-to-device copy besides the launch).
 
-Each kernel function runs the CPU op itself on *index tensors* (si64 tensors holding each
-operand element's flat position, with -1 standing for padding), so every spec check and
-every attribute rule is the CPU op's own, and the CPU result is the op's index map: a
-gather ``out[i] = src[map[i]]`` on the device moves the data (bit-exact: raw element
-bits). Only positions travel host -> device, never tensor data. Covers broadcast_in_dim,
-broadcast, transpose, reshape, collapse, slice, reverse, pad, concatenate,
-dynamic_slice and dynamic_update_slice (their start indices are read on the host: a
-device start index is copied, a few bytes). (iota takes no tensor operand, so the seam
-always runs it on the CPU; move its result with ``.to("cuda")``.)
+broadcast_in_dim, broadcast, transpose, reshape, collapse, slice, reverse and
+dynamic_slice return views on the CPU. Their kernels run the CPU op itself on a *layout
+probe*: a read-only NumPy array with the operand's shape and row-major strides counted
+in elements (one-byte items) over a one-byte buffer. The op's checks and attribute rules
+are then the CPU's own, it never reads the buffer (a view op only computes strides), and
+the view it returns gives the result's shape, strides and offset in elements. A result
+that is contiguous is a view of the operand's device array (no copy, no launch); any
+other is one strided-copy launch. pad, concatenate and dynamic_update_slice allocate on
+the CPU, so their checks are factored out of the CPU ops (``pad_checks``,
+``concatenate_checks``, ``dynamic_update_slice_checks``) and read only types and
+shapes. Data moves as raw bits (unsigned words of the element size), bit-exact for every
+type. Start indices of the dynamic ops are read on the host (a CUDA start index is
+copied: a few bytes). (iota takes no tensor operand, so the seam always runs it on the
+CPU; move its result with ``.to("cuda")``.)
 """
 
 import numpy as np
-
-from ...dtypes import as_dtype
-from ...errors import SpecError
-from ...registry import get as _get_op
-from ...tensor import _wrap
 from numba import cuda
 
-from ._storage import device_empty, flat, from_holder, launch_1d, storage_dtype
+from ...autodiff.tape import keep
+from ...errors import SpecError
+from ...ops._core import operands
+from ...ops.movement import concatenate_checks
+from ...ops.slicing import _clamped, dynamic_update_slice_checks, pad_checks
+from ...registry import get as _get_op
+from ...tensor import _wrap
 
-__all__ = ["KERNELS"]
+from ._storage import device_empty, flat, from_holder, jit
+from .elementwise import _dev, _stand_in, launch
 
-_I64 = as_dtype("i64")
+__all__ = ["KERNELS", "c_strides", "copy_into", "strided_copy", "fill"]
 
-
-def _gather(src, idx, fill, use_fill, out):
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        j = idx[i]
-        if j >= 0:
-            out[i] = src[j]
-        elif use_fill:
-            out[i] = fill[0]
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _gather2(a, b, idx, out):  # idx >= 0: from a; idx < 0: from b at -1 - idx
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        j = idx[i]
-        if j >= 0:
-            out[i] = a[j]
+def _copy(src, soff, sst, dst, doff, dstr, shape):
+    """dst[doff + i . dstr] = src[soff + i . sst] for every index i of ``shape`` (one
+    thread per element, i from the thread's row-major position)."""
+    e = cuda.grid(1)
+    n = 1
+    for d in range(len(shape)):
+        n *= shape[d]
+    if e < n:
+        s = soff
+        t = doff
+        rem = e
+        for d in range(len(shape) - 1, -1, -1):
+            q = rem // shape[d]
+            i = rem - q * shape[d]
+            s += i * sst[d]
+            t += i * dstr[d]
+            rem = q
+        dst[t] = src[s]
+
+
+def _pad(src, val, dst, shape, lo, step, ishape):
+    """dst (row-major ``shape``) = pad of src (row-major ``ishape``): dst index o along
+    dim d reads src index (o - lo[d]) / step[d] when that divides and is in range, else
+    val[0]."""
+    e = cuda.grid(1)
+    if e < dst.shape[0]:
+        s = 0
+        stride = 1
+        inside = True
+        rem = e
+        for d in range(len(shape) - 1, -1, -1):
+            q = rem // shape[d]
+            j = rem - q * shape[d] - lo[d]
+            rem = q
+            k = j // step[d]
+            if j < 0 or k * step[d] != j or k >= ishape[d]:
+                inside = False
+            s += k * stride
+            stride *= ishape[d]
+        if inside:
+            dst[e] = src[s]
         else:
-            out[i] = b[-1 - j]
+            dst[e] = val[0]
+
+
+def _fill(dst, val):
+    e = cuda.grid(1)
+    if e < dst.shape[0]:
+        dst[e] = val
 
 
 _compiled = {}
@@ -52,13 +94,76 @@ _compiled = {}
 def _k(fn):
     k = _compiled.get(fn)
     if k is None:
-        k = _compiled[fn] = cuda.jit(fn)
+        k = _compiled[fn] = jit(fn)
     return k
 
 
-def _positions(t, offset=0):
-    """An si64 CPU tensor of ``t``'s shape holding flat positions (+ offset)."""
-    return _wrap(np.arange(offset, offset + t.size, dtype=np.int64).reshape(t.shape), _I64)
+def _bits(devarr):
+    """``devarr`` viewed as unsigned words of its element size (one kernel per size)."""
+    w = _WORDS[devarr.dtype.itemsize]
+    return devarr if devarr.dtype == w else devarr.view(w)
+
+
+def c_strides(shape):
+    """Element strides of a C-contiguous array of ``shape``."""
+    st, s = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        st[d] = s
+        s *= shape[d]
+    return st
+
+
+_c_strides = c_strides  # (the name other kernel modules import)
+
+
+def _trim(shape, *strides):
+    """Drop size-1 dims (they move nothing); no dims left: one dim of one element."""
+    kept = [d for d in range(len(shape)) if shape[d] != 1]
+    if not kept:
+        return ((1,),) + tuple((0,) for _ in strides)
+    return (tuple(shape[d] for d in kept),) + tuple(tuple(s[d] for d in kept) for s in strides)
+
+
+def copy_into(src, soff, sst, dst, doff, dstr, shape):
+    """Launch dst[doff + i . dstr] = src[soff + i . sst] over ``shape`` (flat device
+    arrays; offsets and strides in elements)."""
+    n = 1
+    for s in shape:
+        n *= s
+    if n:
+        shape, sst, dstr = _trim(list(shape), list(sst), list(dstr))
+        launch(_k(_copy), n, _bits(src), soff, sst, _bits(dst), doff, dstr, shape)
+
+
+def strided_copy(devarr, shape, strides, offset):
+    """A new flat device array: the elements of ``devarr`` (any shape, C-contiguous) at
+    ``offset + i . strides`` for every index i of ``shape``, in row-major order."""
+    n = 1
+    for s in shape:
+        n *= s
+    out = device_empty((max(n, 1),), devarr.dtype)
+    copy_into(flat(devarr), offset, strides, out, 0, c_strides(shape), shape)
+    return out
+
+
+def fill(devarr, value):
+    """Set every element of the flat device array ``devarr`` to ``value``."""
+    launch(_k(_fill), devarr.shape[0], devarr, devarr.dtype.type(value))
+
+
+# -- the view ops, through a layout probe -----------------------------------------------
+
+_BYTE = np.zeros(1, np.uint8)
+_BYTE.flags.writeable = False
+
+
+def _probe(t):
+    """A tensor of ``t``'s type and shape whose holder is a read-only view with row-major
+    strides in elements over one byte (never read: see the module docstring)."""
+    v = np.lib.stride_tricks.as_strided(
+        _BYTE, t.shape, c_strides(t.shape), subok=False, writeable=False
+    )
+    return _wrap(v, t._dtype)
 
 
 def _is_cuda(t):
@@ -76,123 +181,116 @@ def _host_scalars(x):
     return x.to("cpu") if _is_cuda(x) else x
 
 
-def _launch(src, idx_host, dt, shape, fill=None):
-    out = device_empty(shape, dt.np)
-    n = idx_host.size
-    if n:
-        idx = cuda.to_device(np.ascontiguousarray(idx_host.reshape(-1)))
-        f = fill if fill is not None else flat(src)
-        launch_1d(_k(_gather), n, flat(src), idx, f, int(fill is not None), flat(out))
-    return from_holder(out, dt)
+def _from_view(x, v):
+    """The CUDA result of a view op: ``v`` is the op's result on ``_probe(x)``."""
+    shape = v.shape
+    dt = x._dtype
+    n = v.size
+    if n == 0:
+        return from_holder(device_empty(shape, dt.np), dt)
+    off = v.__array_interface__["data"][0] - _BYTE.__array_interface__["data"][0]
+    src = flat(x._value)
+    if v.flags.c_contiguous:  # (so are size-1 views): a view of the operand's array
+        return from_holder(src[off : off + n].reshape(shape), dt)
+    out = strided_copy(src, shape, v.strides, off)
+    return from_holder(out.reshape(shape), dt)
 
 
-def _unary_movement(name):
+def _view_op(name):
     def kernel(operand, *args, **kwargs):
         if not _is_cuda(operand):
             raise SpecError(name, "device", "operand must be a tensor on the device")
-        m = _cpu_op(name)(_positions(operand), *args, **kwargs)
-        return _launch(operand._value, np.asarray(m._value), operand._dtype, m.shape)
+        if name == "dynamic_slice":
+            args = (_host_scalars(args[0]), *args[1:]) if args else args
+            if "start_indices" in kwargs:
+                kwargs["start_indices"] = _host_scalars(kwargs["start_indices"])
+        return _from_view(operand, _cpu_op(name)(_probe(operand), *args, **kwargs)._value)
 
     kernel.__name__ = f"{name}_cuda"
     return kernel
 
 
+def reshape(operand, shape, dimensions=None):
+    if dimensions is None or not _is_cuda(operand):
+        return _view_op("reshape")(operand, shape)
+    # transpose by `dimensions`, then reshape: the CPU op checks on a stride-0 stand-in
+    # (its transpose and reshape stay views, nothing is read)
+    _cpu_op("reshape")(_stand_in(operand), shape, dimensions)
+    perm = [int(d) for d in np.asarray(dimensions).reshape(-1)]
+    keep("reshape", shape=list(shape), dimensions=perm)
+    t = _view_op("transpose")(operand, perm)
+    return from_holder(t._value.reshape(tuple(int(s) for s in shape)), t._dtype)
+
+
+# -- pad, concatenate, dynamic_update_slice ------------------------------------------------
+
+
 def pad(operand, padding_value, edge_padding_low, edge_padding_high, interior_padding):
-    from ...ops._core import operands
-
     x, p = operands("pad", operand, padding_value, names=["operand", "padding_value"])
-    if x._dtype is not p._dtype or p.ndim != 0:  # the CPU op words the error
-        _cpu_op("pad")(
-            _positions(x),
-            p.to("cpu") if _is_cuda(p) else p,
-            edge_padding_low,
-            edge_padding_high,
-            interior_padding,
-        )
-    m = _cpu_op("pad")(_positions(x), -1, edge_padding_low, edge_padding_high, interior_padding)
-    fill = (
-        p._value
-        if _is_cuda(p)
-        else cuda.to_device(np.asarray(p._value).reshape(1).view(storage_dtype(p._dtype.np)))
-    )
-    return _launch(x._value, np.asarray(m._value), x._dtype, m.shape, flat(fill))
-
-
-def concatenate(inputs, dimension):
-    from ...ops._core import operands
-
-    xs = operands("concatenate", *inputs) if isinstance(inputs, (list, tuple)) else None
-    if xs is None:
-        return _cpu_op("concatenate")(inputs, dimension)  # the CPU op words the error
-    offsets, pos = [], 0
-    for x in xs:
-        offsets.append(pos)
-        pos += x.size
-    stand = [_positions(x, o) for x, o in zip(xs, offsets)]
-    if any(x._dtype is not xs[0]._dtype for x in xs):  # the CPU op words the error
-        _cpu_op("concatenate")([_stand_in(y) for y in xs], dimension)
-    m = _cpu_op("concatenate")(stand, dimension)
-    dt = xs[0]._dtype
-    src = device_empty((max(pos, 1),), dt.np)
-    for x, o in zip(xs, offsets):  # the inputs back to back, then one gather
-        if x.size:
-            src[o : o + x.size] = flat(x._value)
-    return _launch(src, np.asarray(m._value), dt, m.shape)
-
-
-def _stand_in(t):
-    one = np.zeros(1, t._dtype.np)
-    v = np.lib.stride_tricks.as_strided(one, t.shape, (0,) * t.ndim) if t.ndim else one.reshape(())
-    return _wrap(v, t._dtype)
-
-
-def dynamic_update_slice(operand, update, start_indices):
-    from ...ops._core import operands
-
-    x, u = operands("dynamic_update_slice", operand, update, names=["operand", "update"])
-    if x._dtype is not u._dtype:
-        _cpu_op("dynamic_update_slice")(_stand_in(x), _stand_in(u), _host_scalars(start_indices))
-    m = _cpu_op("dynamic_update_slice")(
-        _positions(x), _neg_positions(u), _host_scalars(start_indices)
-    )
-    out = device_empty(x.shape, x._dtype.np)
-    if x.size:
-        idx = cuda.to_device(np.ascontiguousarray(np.asarray(m._value).reshape(-1)))
-        launch_1d(
-            _k(_gather2),
-            x.size,
-            flat(x._value),
-            flat(u._value) if u.size else flat(x._value),
-            idx,
-            flat(out),
-        )
+    low, high, inner, dims = pad_checks(x, p, edge_padding_low, edge_padding_high, interior_padding)
+    keep("pad", edge_padding_low=low, edge_padding_high=high, interior_padding=inner)
+    out = device_empty(dims, x._dtype.np)
+    n = out.size
+    if n:
+        fo = flat(out)
+        val = _bits(_dev("pad", p))  # (a host scalar: a cached device copy)
+        shape, lo, step, ishape = _trim_pad(dims, low, [i + 1 for i in inner], x.shape)
+        src = _bits(flat(x._value)) if x.size else val  # (never read: all padding)
+        launch(_k(_pad), n, src, val, _bits(fo), shape, lo, step, ishape)
     return from_holder(out, x._dtype)
 
 
-def _neg_positions(t):
-    return _wrap(-1 - np.arange(t.size, dtype=np.int64).reshape(t.shape), _I64)
+def _trim_pad(dims, low, step, ishape):
+    """pad's tuples without the dims where both sides have size 1 and no offset."""
+    keep_ = [d for d in range(len(dims)) if not (dims[d] == 1 and ishape[d] == 1 and low[d] == 0)]
+    if not keep_:
+        return (1,), (0,), (1,), (1,)
+    return tuple(tuple(int(v[d]) for d in keep_) for v in (dims, low, step, ishape))
 
 
-def dynamic_slice(operand, start_indices, slice_sizes):
-    m = _cpu_op("dynamic_slice")(_positions(operand), _host_scalars(start_indices), slice_sizes)
-    return _launch(operand._value, np.asarray(m._value), operand._dtype, m.shape)
+def concatenate(inputs, dimension):
+    xs, dim = concatenate_checks(inputs, dimension)
+    keep("concatenate", dimension=dim)
+    shape = list(xs[0].shape)
+    shape[dim] = sum(x.shape[dim] for x in xs)
+    dt = xs[0]._dtype
+    out = device_empty(shape, dt.np)
+    dst = flat(out)
+    ost = c_strides(shape)
+    pos = 0
+    for x in xs:
+        if x.size:
+            copy_into(flat(x._value), 0, c_strides(x.shape), dst, pos * ost[dim], ost, x.shape)
+        pos += x.shape[dim]
+    return from_holder(out, dt)
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    x, u, starts = dynamic_update_slice_checks(operand, update, _host_scalars(start_indices))
+    out = device_empty(x.shape, x._dtype.np)
+    if x.size:
+        dst = flat(out)
+        dst.copy_to_device(flat(x._value))
+        if u.size:
+            adj = _clamped(starts, x.shape, u.shape)
+            st = c_strides(x.shape)
+            off = sum(a * s for a, s in zip(adj, st))
+            copy_into(flat(u._value), 0, c_strides(u.shape), dst, off, st, u.shape)
+    return from_holder(out, x._dtype)
 
 
 KERNELS = {
-    name: _unary_movement(name)
+    name: _view_op(name)
     for name in (
         "broadcast_in_dim",
         "broadcast",
         "transpose",
-        "reshape",
         "collapse",
         "slice",
         "reverse",
+        "dynamic_slice",
     )
 }
 KERNELS.update(
-    pad=pad,
-    concatenate=concatenate,
-    dynamic_slice=dynamic_slice,
-    dynamic_update_slice=dynamic_update_slice,
+    reshape=reshape, pad=pad, concatenate=concatenate, dynamic_update_slice=dynamic_update_slice
 )

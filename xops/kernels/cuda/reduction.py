@@ -1,102 +1,189 @@
 """CUDA kernel of ``reduce`` with an add, maximum or minimum body (one input).
 
-The CPU op runs first on stand-ins (stride-0 CPU tensors of the operands' types and
-shapes): its checks, and the result's type and shape. The device then reduces: one block
-per result element, each thread folds a fixed, strided share of the reduced elements, then
-a shared-memory tree combines the threads' partials in a fixed order, so a result is
-deterministic run to run. Integer and i1 results are bit-exact with the CPU (wrapping
-arithmetic is order-free); float sums differ from the CPU's by rounding order only (the
-accumulator is the element type). Other bodies raise the seam's "no cuda kernel" error.
+The CPU op's checks (:func:`xops.ops.reduction.reduce_checks`) read only types and
+shapes; nothing is computed on the host. On the device one block folds one result element
+(or, for few results over many elements, one fixed chunk of it, and a second launch
+folds the chunks' partials): each thread folds a fixed strided share of the reduced
+elements, starting from the body's identity (-0.0 / 0 for add, -inf / the type's minimum
+for maximum, +inf / the maximum for minimum), a shared-memory tree combines the threads'
+partials in a fixed order, and the init value is combined once, last. Element positions
+are computed in the kernel from the kept and reduced dims' shapes and strides (small
+tuples passed by value, adjacent dims merged). So a result is deterministic run to run.
+Integer and i1 results are bit-exact with the CPU (wrapping arithmetic is order-free);
+float sums differ from the CPU's by rounding order only (the accumulator is the element
+type); maximum and minimum are exact. Other bodies, and several inputs, raise the seam's
+"no cuda kernel" error.
 """
 
 import math
 
 import numpy as np
-
-from ...errors import SpecError
-from ...ops._core import operands
-from ...ops._bodies import binary_op_name
-from ...registry import get as _get_op
 from numba import cuda
 
-from ._storage import device_empty, flat, from_holder
-from .elementwise import _OK, _add, _and, _fmax, _fmin, _imax, _imin, _or, _stand_in
+from ...errors import SpecError
+from ...ops._bodies import binary_op_name
+from ...ops.reduction import reduce_checks
+from ...autodiff.tape import keep
+
+from ._storage import device_empty, flat, from_holder, jit
+from .elementwise import _OK, _add, _and, _dev, _fmax, _fmin, _imax, _imin, _or
 
 __all__ = ["KERNELS"]
 
-_T = 64  # threads per block (a power of two: the tree halves it)
+WIDE, NARROW = 256, 32  # threads per block (powers of two: the tree halves them)
+_SPLIT_CHUNK = 4096  # elements per block of the first pass when results are few
+_FEW = 2 * 132  # "few results": under two blocks per SM of an H200
 _cache = {}
 
 
-def _kernel(fn, np_dtype):
-    key = (fn, np.dtype(np_dtype))
+def _kernel(fn, np_dtype, nt):
+    key = (fn, np.dtype(np_dtype), nt)
     k = _cache.get(key)
     if k is None:
-        from numba import from_dtype
-
-        nb_t = from_dtype(np.dtype(np_dtype))
-        dfn = cuda.jit(device=True)(fn)
-
-        def fold(x, idx, r, init, out):
-            b = cuda.blockIdx.x
-            t = cuda.threadIdx.x
-            part = cuda.shared.array(_T, nb_t)
-            acc = init[0]
-            j = t
-            while j < r:
-                acc = dfn(acc, x[idx[b * r + j]])
-                j += _T
-            part[t] = acc
-            cuda.syncthreads()
-            s = _T // 2
-            while s > 0:
-                if t < s:
-                    part[t] = dfn(part[t], part[t + s])
-                cuda.syncthreads()
-                s //= 2
-            if t == 0:
-                out[b] = part[0]
-
-        k = _cache[key] = cuda.jit(fold)
+        k = _cache[key] = jit(_fold_source(fn, np.dtype(np_dtype), nt))
     return k
 
 
+def _fold_source(fn, np_dtype, nt):
+    """The fold kernel's Python function (compiled by :func:`_kernel`; the PTX compile
+    check compiles it with ``fn`` as a device function)."""
+    from numba import from_dtype
+
+    nb_t = from_dtype(np_dtype)
+    dfn = cuda.jit(device=True)(fn)
+
+    def fold(x, init, out, parts, chunk, r, use_init, ident, kshape, kstr, rshape, rstr):
+        b = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        part = cuda.shared.array(nt, nb_t)
+        o = b // parts
+        p = b - o * parts
+        base = 0
+        rem = o
+        for d in range(len(kshape) - 1, -1, -1):
+            q = rem // kshape[d]
+            base += (rem - q * kshape[d]) * kstr[d]
+            rem = q
+        acc = ident
+        j = p * chunk + t
+        end = p * chunk + chunk
+        if end > r:
+            end = r
+        while j < end:
+            pos = base
+            rem = j
+            for d in range(len(rshape) - 1, -1, -1):
+                q = rem // rshape[d]
+                pos += (rem - q * rshape[d]) * rstr[d]
+                rem = q
+            acc = dfn(acc, x[pos])
+            j += nt
+        part[t] = acc
+        cuda.syncthreads()
+        s = nt // 2
+        while s > 0:
+            if t < s:
+                part[t] = dfn(part[t], part[t + s])
+            cuda.syncthreads()
+            s //= 2
+        if t == 0:
+            v = part[0]
+            if use_init:
+                v = dfn(init[0], v)
+            out[b] = v
+
+    return fold
+
+
+def _merge(shape, strides):
+    """Adjacent dims that one stride walks merged, size-1 dims dropped (row-major order
+    kept); no dims left: one dim of size 1."""
+    out_s, out_t = [], []
+    for n, st in zip(shape, strides):
+        if n == 1:
+            continue
+        if out_s and out_t[-1] == st * n:
+            out_s[-1] *= n
+            out_t[-1] = st
+        else:
+            out_s.append(n)
+            out_t.append(st)
+    return (tuple(out_s), tuple(out_t)) if out_s else ((1,), (0,))
+
+
+_BODIES = {
+    "add": {"bool": _or, "si": _add, "ui": _add, "float": _add},
+    "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax},
+    "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin},
+}
+
+
+_identities = {}
+
+
+def _identity(name, np_dtype):
+    """The body's identity in the element type (cached): the fold's starting value."""
+    v = _identities.get((name, np_dtype))
+    if v is None:
+        v = _identities[(name, np_dtype)] = _identity_of(name, np_dtype)
+    return v
+
+
+def _identity_of(name, np_dtype):
+    t = np_dtype.type
+    if np_dtype.kind == "b":
+        return t(name == "minimum")
+    if name == "add":
+        return t(-0.0) if np_dtype.kind == "f" else t(0)
+    if np_dtype.kind == "f":
+        return t(-np.inf if name == "maximum" else np.inf)
+    info = np.iinfo(np_dtype)
+    return t(info.min if name == "maximum" else info.max)
+
+
 def reduce(inputs, init_values, dimensions, body):
-    r = _get_op("reduce").kernels["cpu"](
-        _stand_in(inputs), _stand_in(init_values), dimensions, body
-    )  # checks, result type
-    name = binary_op_name(body)
-    (x, init_t) = operands("reduce", inputs, init_values)
+    xs, inits, dims = reduce_checks(inputs, init_values, dimensions, body)
+    keep("reduce", dimensions=dims)
+    name = binary_op_name(body) if len(xs) == 1 else None
+    x, init_t = xs[0], inits[0]
     dt = x._dtype
-    fns = {
-        "add": {"bool": _or, "si": _add, "ui": _add, "float": _add},
-        "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax},
-        "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin},
-    }
-    fn = fns.get(name, {}).get(dt.kind)
-    if fn is None or dt.np not in _OK:
+    fn = _BODIES.get(name, {}).get(dt.kind)
+    if fn is None or dt.np not in _OK or len(xs) != 1:
         raise SpecError(
             "reduce",
             "device",
             f"has no cuda kernel for body {name or body!r} "
-            f"on element type {dt.name} (add, maximum and "
-            f"minimum bodies of i1, si, ui, f32, f64)",
+            f"on {len(xs)} input(s) of element type {dt.name} (one input; add, maximum "
+            f"and minimum bodies of i1, si, ui, f32, f64)",
         )
-    dims = sorted(int(d) % max(x.ndim, 1) for d in dimensions)
     kept = [d for d in range(x.ndim) if d not in dims]
-    pos = np.arange(x.size, dtype=np.int64).reshape(x.shape).transpose(kept + dims)
+    red = sorted(dims)
+    st, s = [0] * x.ndim, 1
+    for d in range(x.ndim - 1, -1, -1):
+        st[d] = s
+        s *= x.shape[d]
     m = math.prod(x.shape[d] for d in kept)
-    n = math.prod(x.shape[d] for d in dims)
-    init = (
-        init_t._value
-        if hasattr(init_t._value, "copy_to_host")
-        else cuda.to_device(np.asarray(init_t._value).reshape(1))
-    )
-    out = device_empty(r.shape, dt.np)
-    if m:
-        idx = cuda.to_device(np.ascontiguousarray(pos.reshape(-1)) if n else np.zeros(1, np.int64))
-        _kernel(fn, dt.np)[m, _T](flat(x._value), idx, n, flat(init), flat(out))
-    return from_holder(out, r._dtype)
+    r = math.prod(x.shape[d] for d in red)
+    out = device_empty([x.shape[d] for d in kept], dt.np)
+    if not m:
+        return from_holder(out, dt)
+    kshape, kstr = _merge([x.shape[d] for d in kept], [st[d] for d in kept])
+    rshape, rstr = _merge([x.shape[d] for d in red], [st[d] for d in red])
+    init = _dev("reduce", init_t)
+    src = flat(x._value) if x.size else init  # (r = 0: never read)
+    ident = _identity(name, np.dtype(dt.np))
+    if m < _FEW and r >= 2 * _SPLIT_CHUNK:  # two passes: chunks, then their partials
+        parts = min(1024, -(-r // _SPLIT_CHUNK))
+        chunk = -(-r // parts)
+        partial = device_empty((m * parts,), dt.np)
+        args = (parts, chunk, r, False, ident, kshape, kstr, rshape, rstr)
+        nt = WIDE if chunk > 4 * NARROW else NARROW
+        _kernel(fn, dt.np, nt)[m * parts, nt](src, init, partial, *args)
+        src, r, kshape, kstr, rshape, rstr = partial, parts, (m,), (parts,), (parts,), (1,)
+    nt = WIDE if r > 4 * NARROW else NARROW
+    args = (1, r, r, True, ident, kshape, kstr, rshape, rstr)
+    _kernel(fn, dt.np, nt)[m, nt](src, init, flat(out), *args)
+    return from_holder(out, dt)
 
 
 KERNELS = {"reduce": reduce}

@@ -141,30 +141,30 @@ def sign(operand):
 sign.defvjp(_piecewise_constant_vjp)
 
 
-@primitive("floor", elementwise=True, quantized="dequantize")
-def floor(operand):
-    """stablehlo.floor: keeps the sign of zero (floor(-0.0) = -0.0).
+def _rounding(name, ufunc, about, example, shows):
+    """The rounding primitive ``stablehlo.<name>`` (floor, ceil, round_nearest_even):
+    NumPy's ``ufunc`` on real floats; piecewise constant, so its gradient is zero. Its
+    docstring: ``about`` and the example ``xo.<name>(xo.tensor(example))``, whose values
+    print as ``shows``."""
 
-    >>> xo.floor(xo.tensor([-0.8, 2.5]))   # [-1, 2]
-    xo.tensor([-1.,  2.], f32[2])
+    def fn(operand):
+        return _same(_unary(name, operand, (_F,)), ufunc)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""stablehlo.{name}: {about}.
+
+    >>> xo.{name}(xo.tensor({example}))
+    xo.tensor([{shows}], f32[{len(example)}])
     """
-    return _same(_unary("floor", operand, (_F,)), np.floor)
+    op = primitive(name, elementwise=True, quantized="dequantize")(fn)
+    op.defvjp(_piecewise_constant_vjp)
+    return op
 
 
-floor.defvjp(_piecewise_constant_vjp)
-
-
-@primitive("ceil", elementwise=True, quantized="dequantize")
-def ceil(operand):
-    """stablehlo.ceil: ceil(-0.25) = -0.0.
-
-    >>> xo.ceil(xo.tensor([-0.8, 0.2]))   # [-0, 1]
-    xo.tensor([-0.,  1.], f32[2])
-    """
-    return _same(_unary("ceil", operand, (_F,)), np.ceil)
-
-
-ceil.defvjp(_piecewise_constant_vjp)
+floor = _rounding(
+    "floor", np.floor, "keeps the sign of zero (floor(-0.0) = -0.0)", [-0.8, 2.5], "-1., 2."
+)
+ceil = _rounding("ceil", np.ceil, "ceil(-0.25) = -0.0", [-0.8, 0.2], "-0., 1.")
 
 
 @primitive("round_nearest_afz", elementwise=True, quantized="dequantize")
@@ -184,17 +184,13 @@ def round_nearest_afz(operand):
 round_nearest_afz.defvjp(_piecewise_constant_vjp)
 
 
-@primitive("round_nearest_even", elementwise=True, quantized="dequantize")
-def round_nearest_even(operand):
-    """stablehlo.round_nearest_even: ties to even (2.5 -> 2, -2.5 -> -2).
-
-    >>> xo.round_nearest_even(xo.tensor([-2.5, 0.4, 0.5, 0.6, 2.5]))   # [-2, 0, 0, 1, 2]
-    xo.tensor([-2.,  0.,  0.,  1.,  2.], f32[5])
-    """
-    return _same(_unary("round_nearest_even", operand, (_F,)), np.rint)
-
-
-round_nearest_even.defvjp(_piecewise_constant_vjp)
+round_nearest_even = _rounding(
+    "round_nearest_even",
+    np.rint,
+    "ties to even (2.5 -> 2, -2.5 -> -2)",
+    [-2.5, 0.4, 0.5, 0.6, 2.5],
+    "-2., 0., 0., 1., 2.",
+)
 
 
 @primitive("is_finite", elementwise=True)
@@ -208,17 +204,33 @@ def is_finite(operand):
     return result(np.isfinite(compute(x)), as_dtype("i1"))
 
 
-@primitive("real", elementwise=True)
-def real(operand):
-    """stablehlo.real: the real part (a float operand is returned as is).
+def _complex_part(name, part, of_real, about, shows):
+    """The primitive ``stablehlo.<name>`` (real, imag): ``part`` of a complex operand, in
+    its part type (C2); a float operand gives ``of_real(x)``. Its docstring: ``about``,
+    and the example on 1 + 2j, whose value prints as ``shows``."""
 
-    >>> xo.real(xo.tensor([1 + 2j]))   # [1] (f32)
-    xo.tensor([1.], f32[1])
+    def fn(operand):
+        x = _unary(name, operand, _FC)
+        if x._dtype.kind == _F:
+            return of_real(x)
+        return result(part(compute(x)), _part_dtype(x._dtype))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""stablehlo.{name}: {about}.
+
+    >>> xo.{name}(xo.tensor([1 + 2j]))
+    xo.tensor([{shows}], f32[1])
     """
-    x = _unary("real", operand, _FC)
-    if x._dtype.kind == _F:
-        return x
-    return result(compute(x).real, _part_dtype(x._dtype))
+    return primitive(name, elementwise=True)(fn)
+
+
+def _zeros_of(x):
+    return result(np.zeros(x.shape, x._dtype.compute), x._dtype)
+
+
+real = _complex_part(
+    "real", np.real, lambda x: x, "the real part (a float is returned as is)", "1."
+)
 
 
 @real.defvjp
@@ -228,17 +240,7 @@ def _real_vjp(g, out, operand):
     return g
 
 
-@primitive("imag", elementwise=True)
-def imag(operand):
-    """stablehlo.imag: the imaginary part (a float operand gives zeros of its type).
-
-    >>> xo.imag(xo.tensor([1 + 2j]))   # [2] (f32)
-    xo.tensor([2.], f32[1])
-    """
-    x = _unary("imag", operand, _FC)
-    if x._dtype.kind == _F:
-        return result(np.zeros(x.shape, x._dtype.compute), x._dtype)
-    return result(compute(x).imag, _part_dtype(x._dtype))
+imag = _complex_part("imag", np.imag, _zeros_of, "the imaginary part (a float gives zeros)", "2.")
 
 
 @imag.defvjp
@@ -253,20 +255,38 @@ def _imag_vjp(g, out, operand):
 # ---------------------------------------------------------------------------------------
 
 
-@primitive("add", elementwise=True, quantized="dequantize")
-def add(lhs, rhs):
-    """stablehlo.add: integers wrap; i1 add is logical OR.
+def _wrapping(name, ufunc, code, i1, example, shows):
+    """The primitive ``stablehlo.<name>`` (add, subtract, multiply): ``ufunc`` on
+    integers (which wrap), floats and complex; narrow floats run the Numba kernel ``code``
+    on their bits (through float32 where it has none for them). ``i1``: the op's logical
+    function on booleans (None: no i1). Its docstring's example: ``xo.<name>`` on the
+    two operands ``example``, whose values print as ``shows``."""
+    kinds = _NUM if i1 is None else _ANY
 
-    >>> xo.add(xo.tensor([1, 2]), xo.tensor([5, 6]))   # [6, 8]
-    xo.tensor([6, 8], i64[2])
+    def fn(lhs, rhs):
+        x, y = _binary(name, lhs, rhs, kinds)
+        if x._dtype.kind == _B:
+            return _same2(x, y, i1)
+        if not x._dtype.is_narrow:  # hot path: no conversion at all
+            return _fast2(ufunc, x, y)
+        z = _narrow_bits2(x, y, code)
+        return _same2(x, y, ufunc) if z is None else z
+
+    fn.__name__ = fn.__qualname__ = name
+    logical = "no i1" if i1 is None else f"i1 {name} is logical {i1.__name__[8:].upper()}"
+    fn.__doc__ = f"""stablehlo.{name}: integers wrap; {logical}.
+
+    >>> xo.{name}(xo.tensor({example[0]}), xo.tensor({example[1]}))
+    xo.tensor([{shows}], i64[2])
     """
-    x, y = _binary("add", lhs, rhs, _ANY)
-    if x._dtype.kind == _B:
-        return _same2(x, y, np.logical_or)
-    if not x._dtype.is_narrow:  # hot path: no conversion at all
-        return _fast2(np.add, x, y)
-    z = _narrow_bits2(x, y, K.ADD)
-    return _same2(x, y, np.add) if z is None else z
+    return primitive(name, elementwise=True, quantized="dequantize")(fn)
+
+
+add = _wrapping("add", np.add, K.ADD, np.logical_or, ([1, 2], [5, 6]), "6, 8")
+subtract = _wrapping("subtract", np.subtract, K.SUBTRACT, None, ([6, 8], [5, 6]), "1, 2")
+multiply = _wrapping(
+    "multiply", np.multiply, K.MULTIPLY, np.logical_and, ([1, 2], [5, 6]), " 5, 12"
+)
 
 
 @add.defvjp
@@ -274,39 +294,9 @@ def _add_vjp(g, out, lhs, rhs):
     return g, g
 
 
-@primitive("subtract", elementwise=True, quantized="dequantize")
-def subtract(lhs, rhs):
-    """stablehlo.subtract: integers wrap; no i1.
-
-    >>> xo.subtract(xo.tensor([6, 8]), xo.tensor([5, 6]))   # [1, 2]
-    xo.tensor([1, 2], i64[2])
-    """
-    x, y = _binary("subtract", lhs, rhs, _NUM)
-    if not x._dtype.is_narrow:
-        return _fast2(np.subtract, x, y)
-    z = _narrow_bits2(x, y, K.SUBTRACT)
-    return _same2(x, y, np.subtract) if z is None else z
-
-
 @subtract.defvjp
 def _subtract_vjp(g, out, lhs, rhs):
     return g, negate(g)
-
-
-@primitive("multiply", elementwise=True, quantized="dequantize")
-def multiply(lhs, rhs):
-    """stablehlo.multiply: integers wrap; i1 multiply is logical AND.
-
-    >>> xo.multiply(xo.tensor([1, 2]), xo.tensor([5, 6]))   # [5, 12]
-    xo.tensor([ 5, 12], i64[2])
-    """
-    x, y = _binary("multiply", lhs, rhs, _ANY)
-    if x._dtype.kind == _B:
-        return _same2(x, y, np.logical_and)
-    if not x._dtype.is_narrow:
-        return _fast2(np.multiply, x, y)
-    z = _narrow_bits2(x, y, K.MULTIPLY)
-    return _same2(x, y, np.multiply) if z is None else z
 
 
 @multiply.defvjp
@@ -372,44 +362,35 @@ def _remainder_vjp(g, out, lhs, rhs):
     return g if _needs(lhs) else None, gy
 
 
-@primitive("maximum", elementwise=True, quantized="dequantize")
-def maximum(lhs, rhs):
-    """stablehlo.maximum: IEEE 754-2019 maximum for floats (NaN if either is NaN,
-    +0 > -0); i1 is OR; complex compares (real, imag) lexicographically.
+def _extremum(name, kernel, ufunc, i1, zeros, shows):
+    """The primitive ``stablehlo.<name>`` (maximum, minimum): IEEE 754-2019 on real
+    floats (the Numba ``kernel``), ``ufunc`` on integers and complex (lexicographic on
+    (real, imag)), ``i1`` (logical or / and) on booleans; the rule ``_minmax_vjp``. Its
+    docstring names how signed zeros order (``zeros``) and shows the example on
+    [1, -0] and [3, 0], whose values print as ``shows``."""
 
-    >>> xo.maximum(xo.tensor([1.0, -0.0]), xo.tensor([3.0, 0.0]))   # [3, 0]
-    xo.tensor([3., 0.], f32[2])
+    def fn(lhs, rhs):
+        x, y = _binary(name, lhs, rhs, _ANY)
+        k = x._dtype.kind
+        if k == _F:
+            return _float_kernel2(kernel, x, y)
+        return _same2(x, y, i1 if k == _B else ufunc)
+
+    fn.__name__ = fn.__qualname__ = name
+    word = i1.__name__.removeprefix("logical_").upper()
+    fn.__doc__ = f"""stablehlo.{name}: IEEE 754-2019 {name} for floats (NaN if either is
+    NaN, {zeros}); i1 is {word}; complex compares (real, imag) lexicographically.
+
+    >>> xo.{name}(xo.tensor([1.0, -0.0]), xo.tensor([3.0, 0.0]))
+    xo.tensor([{shows}], f32[2])
     """
-    x, y = _binary("maximum", lhs, rhs, _ANY)
-    k = x._dtype.kind
-    if k == _F:
-        return _float_kernel2(K.float_maximum, x, y)
-    return _same2(x, y, np.logical_or if k == _B else np.maximum)
+    op = primitive(name, elementwise=True, quantized="dequantize")(fn)
+    op.defvjp(_minmax_vjp)
+    return op
 
 
-@maximum.defvjp
-def _maximum_vjp(g, out, lhs, rhs):
-    return _minmax_vjp(g, out, lhs, rhs)
-
-
-@primitive("minimum", elementwise=True, quantized="dequantize")
-def minimum(lhs, rhs):
-    """stablehlo.minimum: IEEE 754-2019 minimum for floats (NaN if either is NaN,
-    -0 < +0); i1 is AND; complex compares (real, imag) lexicographically.
-
-    >>> xo.minimum(xo.tensor([1.0, -0.0]), xo.tensor([3.0, 0.0]))   # [1, -0]
-    xo.tensor([ 1., -0.], f32[2])
-    """
-    x, y = _binary("minimum", lhs, rhs, _ANY)
-    k = x._dtype.kind
-    if k == _F:
-        return _float_kernel2(K.float_minimum, x, y)
-    return _same2(x, y, np.logical_and if k == _B else np.minimum)
-
-
-@minimum.defvjp
-def _minimum_vjp(g, out, lhs, rhs):
-    return _minmax_vjp(g, out, lhs, rhs)
+maximum = _extremum("maximum", K.float_maximum, np.maximum, np.logical_or, "+0 > -0", "3., 0.")
+minimum = _extremum("minimum", K.float_minimum, np.minimum, np.logical_and, "-0 < +0", " 1., -0.")
 
 
 @primitive("complex", elementwise=True)
@@ -583,6 +564,22 @@ def select(pred, on_true, on_false):
     >>> xo.select(xo.tensor([True, False]), xo.tensor([1, 2]), xo.tensor([3, 4]))   # [1, 4]
     xo.tensor([1, 4], i64[2])
     """
+    p, t, f = select_checks(pred, on_true, on_false)
+    tv, fv = t._value, f._value
+    if (
+        p.ndim
+        and tv.size >= _SELECT_KERNEL_MIN
+        and tv.dtype.itemsize in _SELECT_WORDS
+        and (builtins.any(tv.strides) or builtins.any(fv.strides))
+    ):
+        return _wrap(_select_kernel(p._value, tv, fv), t._dtype)
+    return _wrap(np.where(p._value, tv, fv), t._dtype)
+
+
+def select_checks(pred, on_true, on_false):
+    """select's constraints (I1, C1, C2), reading only types and shapes: the operands as
+    tensors ``(pred, on_true, on_false)``, a weak scalar branch broadcast (a stride-0
+    view) to the other's shape."""
     t, f = operands("select", on_true, on_false, names=["on_true", "on_false"])
     if isinstance(pred, (bool, np.bool_)):
         p = _wrap(np.array(bool(pred)), as_dtype("i1"))
@@ -606,15 +603,7 @@ def select(pred, on_true, on_false):
         "C1",
         lambda: f"pred must be 0-d or have the operands' shape {list(t.shape)}, got {tstr(p)}",
     )
-    tv, fv = t._value, f._value
-    if (
-        p.ndim
-        and tv.size >= _SELECT_KERNEL_MIN
-        and tv.dtype.itemsize in _SELECT_WORDS
-        and (builtins.any(tv.strides) or builtins.any(fv.strides))
-    ):
-        return _wrap(_select_kernel(p._value, tv, fv), t._dtype)
-    return _wrap(np.where(p._value, tv, fv), t._dtype)
+    return p, t, f
 
 
 @select.defvjp
@@ -637,6 +626,19 @@ def clamp(min, operand, max):
     ... # [5, 13, 20]
     xo.tensor([ 5, 13, 20], i64[3])
     """
+    x, lo, hi = clamp_checks(min, operand, max)
+    if x._dtype.kind == _F:
+        lo_b = _wrap(np.broadcast_to(lo._value, x.shape), x._dtype)
+        hi_b = _wrap(np.broadcast_to(hi._value, x.shape), x._dtype)
+        return _float_kernel2(K.float_minimum, _float_kernel2(K.float_maximum, x, lo_b), hi_b)
+    with _quiet():
+        a = compute(x)
+        return result(np.minimum(np.maximum(a, compute(lo)), compute(hi)), x._dtype)
+
+
+def clamp_checks(min, operand, max):  # noqa: A002  (the op's own parameter names)
+    """clamp's constraints (C1-C3), reading only types and shapes: ``(operand, min,
+    max)`` as tensors."""
     x, lo, hi = operands("clamp", operand, min, max, names=["operand", "min", "max"])
     check(
         lo.ndim == 0 or lo.shape == x.shape,
@@ -663,13 +665,7 @@ def clamp(min, operand, max):
             f"{tstr(x)}, {tstr(hi)}"
         ),
     )
-    if x._dtype.kind == _F:
-        lo_b = _wrap(np.broadcast_to(lo._value, x.shape), x._dtype)
-        hi_b = _wrap(np.broadcast_to(hi._value, x.shape), x._dtype)
-        return _float_kernel2(K.float_minimum, _float_kernel2(K.float_maximum, x, lo_b), hi_b)
-    with _quiet():
-        a = compute(x)
-        return result(np.minimum(np.maximum(a, compute(lo)), compute(hi)), x._dtype)
+    return x, lo, hi
 
 
 @clamp.defvjp

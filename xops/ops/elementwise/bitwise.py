@@ -6,6 +6,8 @@ Shifts and count_leading_zeros run Numba kernels (``xops.kernels.elementwise``) 
 operands' bit patterns widened to 64 bits.
 """
 
+import keyword
+
 import numpy as np
 
 from ...autodiff.tape import primitive
@@ -104,34 +106,27 @@ def count_leading_zeros(operand):
     return result(out.reshape(x.shape), x._dtype)
 
 
-@primitive("and", elementwise=True)
-def and_(lhs, rhs):
-    """stablehlo.and: logical for i1, bitwise for integers.
+def _logical_op(name, ufunc, example):
+    """The primitive ``stablehlo.<name>`` (and, or, xor; Python name ``<name>_`` where
+    ``name`` is a keyword): ``ufunc`` through :func:`_logical`. ``example``: its result
+    on ``[1, 2]`` and ``[3, 4]``, shown in its docstring."""
+    public = name + "_" if keyword.iskeyword(name) else name
 
-    >>> xo.and_(xo.tensor([1, 2]), xo.tensor([3, 4]))   # [1, 0]
-    xo.tensor([1, 0], i64[2])
+    def fn(lhs, rhs):
+        return _logical(name, lhs, rhs, ufunc)
+
+    fn.__name__ = fn.__qualname__ = public
+    fn.__doc__ = f"""stablehlo.{name}: logical for i1, bitwise for integers.
+
+    >>> xo.{public}(xo.tensor([1, 2]), xo.tensor([3, 4]))   # {example}
+    xo.tensor({example}, i64[2])
     """
-    return _logical("and", lhs, rhs, np.bitwise_and)
+    return primitive(name, elementwise=True)(fn)
 
 
-@primitive("or", elementwise=True)
-def or_(lhs, rhs):
-    """stablehlo.or: logical for i1, bitwise for integers.
-
-    >>> xo.or_(xo.tensor([1, 2]), xo.tensor([3, 4]))   # [3, 6]
-    xo.tensor([3, 6], i64[2])
-    """
-    return _logical("or", lhs, rhs, np.bitwise_or)
-
-
-@primitive("xor", elementwise=True)
-def xor(lhs, rhs):
-    """stablehlo.xor: logical for i1, bitwise for integers.
-
-    >>> xo.xor(xo.tensor([1, 2]), xo.tensor([3, 4]))   # [2, 6]
-    xo.tensor([2, 6], i64[2])
-    """
-    return _logical("xor", lhs, rhs, np.bitwise_xor)
+and_ = _logical_op("and", np.bitwise_and, "[1, 0]")
+or_ = _logical_op("or", np.bitwise_or, "[3, 6]")
+xor = _logical_op("xor", np.bitwise_xor, "[2, 6]")
 
 
 @primitive("shift_left", elementwise=True)

@@ -224,14 +224,26 @@ def _cbrt_vjp(g, out, operand):
     return multiply(g, divide(1 / 3, multiply(out, out)))  # x^(-2/3) / 3
 
 
-@primitive("sine", elementwise=True, quantized="dequantize")
-def sine(operand):
-    """stablehlo.sine.
+def _trig(name, ufunc, about, at_zero):
+    """The primitive ``stablehlo.<name>`` (sine, cosine, tan): NumPy's ``ufunc`` on float
+    and complex operands (see ``_base._same``). Its docstring: the op's name, ``about``,
+    and an example at 0 (``at_zero``: the value there)."""
 
-    >>> xo.sine(xo.tensor([0.0]))   # [0]
-    xo.tensor([0.], f32[1])
+    def fn(operand):
+        return _same(_unary(name, operand, _FC), ufunc)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""stablehlo.{name}{about}.
+
+    >>> xo.{name}(xo.tensor([0.0]))   # [{at_zero}]
+    xo.tensor([{at_zero}.], f32[1])
     """
-    return _same(_unary("sine", operand, _FC), np.sin)
+    return primitive(name, elementwise=True, quantized="dequantize")(fn)
+
+
+sine = _trig("sine", np.sin, "", 0)
+cosine = _trig("cosine", np.cos, "", 1)
+tan = _trig("tan", np.tan, " (XLA Tan; in the current spec and conformance suite)", 0)
 
 
 @sine.defvjp
@@ -239,29 +251,9 @@ def _sine_vjp(g, out, operand):
     return (multiply(g, cosine(operand)),)
 
 
-@primitive("cosine", elementwise=True, quantized="dequantize")
-def cosine(operand):
-    """stablehlo.cosine.
-
-    >>> xo.cosine(xo.tensor([0.0]))   # [1]
-    xo.tensor([1.], f32[1])
-    """
-    return _same(_unary("cosine", operand, _FC), np.cos)
-
-
 @cosine.defvjp
 def _cosine_vjp(g, out, operand):
     return (negate(multiply(g, sine(operand))),)
-
-
-@primitive("tan", elementwise=True, quantized="dequantize")
-def tan(operand):
-    """stablehlo.tan (XLA Tan; in the current spec and conformance suite).
-
-    >>> xo.tan(xo.tensor([0.0]))   # [0]
-    xo.tensor([0.], f32[1])
-    """
-    return _same(_unary("tan", operand, _FC), np.tan)
 
 
 @tan.defvjp

@@ -1,0 +1,273 @@
+"""CUDA kernel of ``sort``: a stable, row-parallel bottom-up merge sort of unsigned keys.
+
+The CPU op's checks (:func:`xops.ops.sorting.sort_checks`) run first; the comparator is
+tried on 0-d CPU zeros of the inputs' types, so no data is read on the host. The kernel
+takes the comparators the CPU op's fast path recognises: ``xo.compare(lhs_0, rhs_0, "LT" |
+"GT"[, compare_type])`` on the first operand (the others are passengers), and the default
+comparator (ascending, totalOrder for floats). Others raise a SpecError naming the op.
+
+It sorts exactly as the CPU fast path does, so results are bit-exact with it, the order of
+equal keys included (always the stable order, as on the CPU, whatever ``is_stable``):
+
+1. **keys** (output-parallel, one thread per element): each element of the first operand
+   becomes a uint64 key whose order is the comparator's, read from its raw bits: signed
+   integers with the sign bit flipped, unsigned as they are; floats by IEEE totalOrder
+   (TOTALORDER and the default comparator: -NaN < -inf < ... < -0 < +0 < ... < +NaN) or,
+   for FLOAT compare, by value with -0 = +0 and every NaN one value above +inf; 1-byte
+   types (i1, si8/ui8, the f8 and sub-byte types) through a 256-entry table made by the
+   CPU op's own key function. ``GT`` complements the key. Keys are laid out row by row
+   (a row: the elements along ``dimension``), beside their positions in the row.
+2. **runs** (one thread per run of ``RUN`` elements): a stable insertion sort of the run.
+3. **merge levels** (one thread per element, ``log2(n / RUN)`` launches): each element
+   finds its place in the merged pair of runs by a binary search in the partner run
+   (a left element counts the partner's keys strictly below its own, a right element
+   those at or below its own), which is the stable merge; keys and positions go to the
+   other buffer (ping-pong). Every thread writes only its own destination.
+4. **permute** (output-parallel): every operand is gathered along ``dimension`` by the
+   sorted positions, as raw bits (any element type can be a passenger).
+
+All rows sort at once in every step; nothing depends on the thread count.
+"""
+
+import math
+
+import numpy as np
+from numba import cuda
+
+from ...autodiff.tape import keep
+from ...errors import SpecError
+from ...ops.sorting import _comparator_plan, _sort_keys, sort_checks
+from ...tensor import _wrap
+from ._storage import device_empty, flat, from_holder, launch_1d
+from .movement import _k  # (cuda.jit once per kernel function)
+
+__all__ = ["KERNELS", "RUN"]
+
+RUN = 8  # elements per run of the insertion-sort pass
+_UNSIGNED, _SIGNED, _TOTAL, _FLOAT, _TABLE = range(5)  # key modes
+
+
+@cuda.jit(device=True)
+def _unravel3(i, d1, d2):
+    """(i0, i1, i2) of flat index i into a C-ordered (., d1, d2) array."""
+    rest = i // d2
+    i0 = rest // d1
+    return i0, rest - i0 * d1, i - rest * d2
+
+
+def _keys(src, table, mode, sign, full, infb, desc, n, inner, keys, pos):
+    """Element t of the row layout (row r = t // n, position j): the key of
+    src[(o * n + j) * inner + b], where the row r is (o, b)."""
+    t = cuda.grid(1)
+    if t < keys.shape[0]:
+        o, b, j = _unravel3(t, inner, n)
+        v = np.uint64(src[(o * n + j) * inner + b])
+        if mode == 0:
+            k = v
+        elif mode == 1:
+            k = v ^ sign
+        elif mode == 2:
+            k = full - v if v & sign else v | sign
+        elif mode == 3:
+            a = v & (full ^ sign)
+            if a > infb:  # NaN: one value above +inf
+                k = full
+            elif a == 0:  # -0 counts as +0
+                k = sign
+            else:
+                k = full - v if v & sign else v | sign
+        else:
+            k = table[v]
+        if desc:
+            k = ~k
+        keys[t] = k
+        pos[t] = j
+
+
+def _runs(keys, pos, n, nruns, total):
+    """A stable insertion sort of run s (of RUN elements) of row r, thread r * nruns + s."""
+    t = cuda.grid(1)
+    if t < total:
+        r = t // nruns
+        s = (t - r * nruns) * RUN
+        base = r * n + s
+        e = RUN if n - s > RUN else n - s
+        for a in range(1, e):
+            key = keys[base + a]
+            p = pos[base + a]
+            b = a - 1
+            while b >= 0 and keys[base + b] > key:
+                keys[base + b + 1] = keys[base + b]
+                pos[base + b + 1] = pos[base + b]
+                b -= 1
+            keys[base + b + 1] = key
+            pos[base + b + 1] = p
+
+
+def _merge(ka, pa, kb, pb, n, width):
+    """Element t's place in the stable merge of its run (of ``width``) and the partner run;
+    writes it to kb/pb."""
+    t = cuda.grid(1)
+    if t < ka.shape[0]:
+        r = t // n
+        j = t - r * n
+        base = r * n
+        start = (j // (2 * width)) * (2 * width)
+        mid = start + width if start + width < n else n
+        end = start + 2 * width if start + 2 * width < n else n
+        key = ka[t]
+        if j < mid:  # left run: after the partner's keys strictly below mine
+            lo = mid
+            hi = end
+            while lo < hi:
+                m = (lo + hi) // 2
+                if ka[base + m] < key:
+                    lo = m + 1
+                else:
+                    hi = m
+            dest = j + (lo - mid)
+        else:  # right run: after the partner's keys at or below mine
+            lo = start
+            hi = mid
+            while lo < hi:
+                m = (lo + hi) // 2
+                if ka[base + m] <= key:
+                    lo = m + 1
+                else:
+                    hi = m
+            dest = start + (j - mid) + (lo - start)
+        kb[base + dest] = key
+        pb[base + dest] = pa[t]
+
+
+def _permute(src, pos, n, inner, out):
+    """out[(o, j, b)] = src[(o, pos[row (o, b), j], b)]."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        o, j, b = _unravel3(i, n, inner)
+        out[i] = src[(o * n + pos[(o * inner + b) * n + j]) * inner + b]
+
+
+def _raw(devarr):
+    """A flat view of a device array as unsigned integers of its item size (complex128:
+    as it is): data moves as raw bits, one kernel specialisation per size."""
+    a = flat(devarr)
+    size = a.dtype.itemsize
+    return a.view(np.dtype(f"u{size}")) if size in (1, 2, 4, 8) else a
+
+
+def _zero_stand_in(x):
+    """A 0-d CPU zero of x's element type: what the comparator check is tried on (the
+    CPU op takes x's first element; reading it here would be a host round trip)."""
+    return _wrap(np.zeros((), x._dtype.np), x._dtype)
+
+
+_tables = {}
+
+
+def _table(dt, ctype, descending):
+    """The 256 keys (uint64, on the device) of a 1-byte element type's bit patterns, made
+    by the CPU op's key function (cached per type and order)."""
+    key = (dt.name, ctype, descending)
+    t = _tables.get(key)
+    if t is None:
+        patterns = np.arange(256, dtype=np.uint8).view(dt.np)
+        keys, _ = _sort_keys(patterns, dt, ctype, descending)
+        if keys.dtype.kind == "i":  # order-preserving map to unsigned
+            keys = (keys.astype(np.int64) ^ np.int64(-(1 << 63))).view(np.uint64)
+        t = _tables[key] = cuda.to_device(keys.astype(np.uint64))
+    return t
+
+
+def _key_plan(dt, ctype, descending):
+    """(mode, sign, full, infb, desc, table) of the keys kernel for the first operand's
+    element type dt, as the CPU op's _sort_keys orders it."""
+    if dt.itemsize == 1:
+        return _TABLE, 0, 0, 0, False, _table(dt, ctype, descending)
+    bits = dt.bits
+    sign, full = 1 << (bits - 1), (1 << bits) - 1
+    infb = 0
+    if dt.kind == "float" and ctype in ("TOTALORDER", "DEFAULT_TOTAL"):
+        mode = _TOTAL
+    elif dt.kind == "float":
+        mode = _FLOAT
+        infb = int(np.array(np.inf, dt.np).view(np.dtype(f"u{dt.itemsize}")))
+    else:  # integers (a quantized type: its storage integers, as on the CPU)
+        mode = _SIGNED if np.dtype(dt.np).kind == "i" else _UNSIGNED
+    return mode, sign, full, infb, descending, None
+
+
+def _on_device(xs):
+    for x in xs:
+        if not hasattr(x._value, "copy_to_host"):
+            raise SpecError(
+                "sort",
+                "device",
+                "operands live on different devices (cpu, cuda:0); move them to one "
+                "device first (x.to(device))",
+            )
+
+
+def sort(inputs, dimension=-1, is_stable=False, comparator=None):
+    """The kernel; it takes the arguments as the CPU op does (same signature)."""
+    xs, seq, dim, cmp = sort_checks(inputs, dimension, is_stable, comparator, _zero_stand_in)
+    keep("sort", dimension=dim)
+    _on_device(xs)
+    plan = _comparator_plan(cmp, len(xs))
+    dt = xs[0]._dtype
+    if plan is None:
+        raise SpecError(
+            "sort",
+            "device",
+            "has no cuda kernel for this comparator: the CUDA sort takes "
+            "xo.compare(lhs_0, rhs_0, 'LT' | 'GT'[, compare_type]) on the first operand "
+            "(or the default comparator); move the operands to the CPU with x.to('cpu') "
+            "for any other",
+        )
+    if dt.kind == "complex":
+        raise SpecError("sort", "device", f"has no cuda kernel for {dt.name} keys")
+    shape = xs[0].shape
+    n = shape[dim]
+    inner = math.prod(shape[dim + 1 :])
+    total = math.prod(shape)
+    outs = [device_empty(shape, x._dtype.np) for x in xs]
+    if total:
+        mode, sign, full, infb, desc, table = _key_plan(dt, plan[1], plan[0] == "GT")
+        if table is None:
+            table = cuda.device_array(1, np.uint64)
+        keys = cuda.device_array(total, np.uint64)
+        pos = cuda.device_array(total, np.int64)
+        launch_1d(
+            _k(_keys),
+            total,
+            _raw(xs[0]._value),
+            table,
+            mode,
+            np.uint64(sign),
+            np.uint64(full),
+            np.uint64(infb),
+            desc,
+            n,
+            inner,
+            keys,
+            pos,
+        )
+        rows = total // n
+        nruns = -(-n // RUN)
+        if n > 1:
+            launch_1d(_k(_runs), rows * nruns, keys, pos, n, nruns, rows * nruns)
+        width = RUN
+        if width < n:
+            keys2 = cuda.device_array(total, np.uint64)
+            pos2 = cuda.device_array(total, np.int64)
+            while width < n:
+                launch_1d(_k(_merge), total, keys, pos, keys2, pos2, n, width)
+                keys, pos, keys2, pos2 = keys2, pos2, keys, pos
+                width *= 2
+        for x, out in zip(xs, outs):
+            launch_1d(_k(_permute), total, _raw(x._value), pos, n, inner, _raw(out))
+    res = [from_holder(out, x._dtype) for out, x in zip(outs, xs)]
+    return tuple(res) if seq else res[0]
+
+
+KERNELS = {"sort": sort}

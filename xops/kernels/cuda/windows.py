@@ -1,0 +1,361 @@
+"""CUDA kernels of ``reduce_window`` and ``select_and_scatter`` (one input; recognised
+bodies).
+
+Checks: the CPU ops' own constraint checks (:func:`xops.ops.windows.reduce_window_checks`,
+:func:`xops.ops.windows.select_and_scatter_checks`) run first. They read only the
+operands' types and shapes and the attributes, keep the parsed attributes for the
+gradient rules, and give the result shape. Nothing O(n) runs on the host: the geometry
+travels to the device as one small int64 array (a row of ``rank`` entries per attribute),
+and the init value as one element.
+
+Geometry: neighbouring dimensions the window does not touch (window 1, stride 1, no
+padding, no dilation) are merged first, so a pooling layer's (N, C, H, W) runs as rank 3.
+At most ``MAX_RANK`` dimensions may remain (a SpecError otherwise).
+
+* ``reduce_window``: output-parallel, one thread per result element. The thread folds
+  its window's elements from the init value in row-major window order; an element on
+  padding or on a base-dilation hole contributes the init value. That is the CPU
+  kernels' order (and the spec's), so every result is bit-identical to the CPU's:
+  integers and i1 (wrapping arithmetic), float maximum/minimum (NaN and signed zeros as
+  the CPU) and float add/multiply too (the same additions in the same order, each
+  rounded to the element type).
+* ``select_and_scatter``: owner-computes, one thread per result (operand) element. The
+  thread visits, in ascending (row-major) window order, the windows whose span holds its
+  element; for each it redoes that window's selection (the first operand element in
+  row-major window order is the pick, a later one replaces it where ``select(pick,
+  candidate)`` is false; padding is never a candidate), and if the pick is its own
+  element it combines that window's source value into its result, which starts at the
+  init value. No two threads write one element and the order is fixed: no atomics, the
+  same result as the CPU's, bit for bit.
+
+Bodies (recognised as :func:`xops.ops._bodies.binary_op_name` and
+:func:`xops.ops._bodies.comparison_direction` read them): reduce / scatter add, multiply,
+maximum, minimum (and, or for integers and i1; i1 add and maximum are or, multiply and
+minimum are and, as on the CPU), select ``compare(a, b, DIR)`` with DIR one of GE, GT,
+LE, LT, EQ, NE. Element types: i1, si8-64, ui8-64, f32, f64. Anything else (other bodies,
+variadic inputs, other types) raises ``SpecError(op, "device", ...)`` naming it.
+"""
+
+import math
+
+import numpy as np
+from numba import cuda, types
+
+from ...errors import SpecError
+from ...ops._bodies import binary_op_name, describe
+from ...ops._core import bound_arguments
+from ...ops.windows import reduce_window_checks, select_and_scatter_checks
+from ...registry import get as _get_op
+from ._storage import device_empty, flat, from_holder, jit, launch_1d, storage_dtype
+from .elementwise import (
+    _add,
+    _and,
+    _dev,
+    _eq,
+    _fmax,
+    _fmin,
+    _ge,
+    _gt,
+    _imax,
+    _imin,
+    _le,
+    _lt,
+    _mul,
+    _ne,
+    _or,
+    _supported,
+)
+
+__all__ = ["KERNELS", "MAX_RANK", "reduce_window_kernel", "select_and_scatter_kernel"]
+
+MAX_RANK = 8  # dimensions left after merging (the size of the threads' local arrays)
+
+# body name -> element kind -> device function of (accumulator, value)
+_COMBINE = {
+    "add": {"bool": _or, "si": _add, "ui": _add, "float": _add},
+    "multiply": {"bool": _and, "si": _mul, "ui": _mul, "float": _mul},
+    "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax},
+    "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin},
+    "and": {"bool": _and, "si": _and, "ui": _and},
+    "or": {"bool": _or, "si": _or, "ui": _or},
+}
+# select direction -> device function select(pick, candidate): True keeps the pick
+_KEEPS = {"GE": _ge, "GT": _gt, "LE": _le, "LT": _lt, "EQ": _eq, "NE": _ne}
+
+_cache = {}
+
+
+# -- kernels -----------------------------------------------------------------------------
+# g: the merged geometry, int64[k * r]: row j (entries j*r .. j*r + r - 1) is one
+# attribute per dimension, in the order the kernel names them below.
+
+
+def _next_element(w, g, r):
+    """Step ``w``, a window element (row-major, ``r`` dims), to the next one: the window
+    dimensions are row 2 of ``g`` in both kernels."""
+    d = r - 1
+    while d >= 0:
+        w[d] += 1
+        if w[d] < g[2 * r + d]:
+            return
+        w[d] = 0
+        d -= 1
+
+
+def _device(fn):
+    k = _cache.get(fn)
+    if k is None:
+        k = _cache[fn] = cuda.jit(device=True)(fn)
+    return k
+
+
+def reduce_window_kernel(combine):
+    """The reduce_window kernel folding with device function ``combine``. g rows:
+    operand shape, result shape, window dimensions, window strides, base dilations,
+    window dilations, low padding; ``nwin`` = window elements, ``init`` one element."""
+    k = _cache.get(("reduce_window", combine))
+    if k is not None:
+        return k
+    fn = _device(combine)
+    step = _device(_next_element)
+
+    def reduce_window(x, init, g, r, nwin, out):
+        i = cuda.grid(1)
+        if i >= out.shape[0]:
+            return
+        origin = cuda.local.array(MAX_RANK, types.int64)  # window start, padded coordinates
+        w = cuda.local.array(MAX_RANK, types.int64)  # window element, row-major odometer
+        rest = i
+        for d in range(r - 1, -1, -1):
+            o = g[r + d]
+            origin[d] = (rest % o) * g[3 * r + d] - g[6 * r + d]
+            rest //= o
+            w[d] = 0
+        iv = init[0]
+        acc = iv
+        for _ in range(nwin):
+            pos = 0
+            inside = True
+            for d in range(r):
+                n = g[d]
+                b = g[4 * r + d]
+                c = origin[d] + w[d] * g[5 * r + d]
+                q = c
+                if b != 1:  # (no 64-bit division for undilated inputs)
+                    q = c // b
+                if c < 0 or q * b != c or q >= n:  # padding, or a base-dilation hole
+                    inside = False
+                pos = pos * n + q
+            if inside:
+                acc = fn(acc, x[pos])
+            else:
+                acc = fn(acc, iv)
+            step(w, g, r)
+        out[i] = acc
+
+    k = _cache[("reduce_window", combine)] = jit(reduce_window)
+    return k
+
+
+def select_and_scatter_kernel(keeps, combine):
+    """The select_and_scatter kernel selecting with device function ``keeps`` (select's
+    compare) and scattering with ``combine``. g rows: operand shape, source shape
+    (windows), window dimensions, window strides, low padding; ``nwin`` = window
+    elements, ``init`` one element."""
+    key = ("select_and_scatter", keeps, combine)
+    k = _cache.get(key)
+    if k is not None:
+        return k
+    sel = _device(keeps)
+    fn = _device(combine)
+    step = _device(_next_element)
+
+    def select_and_scatter(x, src, init, g, r, nwin, out):
+        p = cuda.grid(1)
+        if p >= out.shape[0]:
+            return
+        first = cuda.local.array(MAX_RANK, types.int64)  # windows holding p, per dim
+        last = cuda.local.array(MAX_RANK, types.int64)
+        o = cuda.local.array(MAX_RANK, types.int64)  # the window, row-major odometer
+        w = cuda.local.array(MAX_RANK, types.int64)  # its element, row-major odometer
+        acc = init[0]
+        some = True
+        rest = p
+        for d in range(r - 1, -1, -1):
+            n = g[d]
+            q = rest % n
+            rest //= n
+            s = g[3 * r + d]
+            at = q + g[4 * r + d]  # padded coordinate; windows start at o * s
+            lo = -((g[2 * r + d] - 1 - at) // s)  # ceil((at - window + 1) / s)
+            first[d] = lo if lo > 0 else 0
+            hi = at // s
+            last[d] = hi if hi < g[r + d] - 1 else g[r + d] - 1
+            o[d] = first[d]
+            if last[d] < first[d]:
+                some = False
+        while some:
+            for d in range(r):
+                w[d] = 0
+            pick = x[0]
+            picked = -1
+            for _ in range(nwin):
+                pos = 0
+                inside = True
+                for d in range(r):
+                    n = g[d]
+                    c = o[d] * g[3 * r + d] + w[d] - g[4 * r + d]
+                    if c < 0 or c >= n:  # padding: never a candidate
+                        inside = False
+                    pos = pos * n + c
+                if inside:
+                    v = x[pos]
+                    if picked < 0 or not sel(pick, v):
+                        pick = v
+                        picked = pos
+                step(w, g, r)
+            if picked == p:
+                s_pos = 0
+                for d in range(r):
+                    s_pos = s_pos * g[r + d] + o[d]
+                acc = fn(acc, src[s_pos])
+            d = r - 1
+            while d >= 0:  # the next window holding p
+                o[d] += 1
+                if o[d] <= last[d]:
+                    break
+                o[d] = first[d]
+                d -= 1
+            some = d >= 0
+        out[p] = acc
+
+    k = _cache[key] = jit(select_and_scatter)
+    return k
+
+
+# -- host side ---------------------------------------------------------------------------
+
+
+def _merge(rows, untouched):
+    """The per-dimension attribute ``rows`` (lists of one int per dim; rows[0] and
+    rows[1] the operand and result shapes) with each run of neighbouring ``untouched``
+    dimensions merged into one (their sizes multiplied; the other rows keep the values
+    an untouched dim has)."""
+    merged = []
+    prev = False
+    for d, plain in enumerate(untouched):
+        col = [row[d] for row in rows]
+        if plain and prev:
+            merged[-1][0] *= col[0]
+            merged[-1][1] *= col[1]
+        else:
+            merged.append(col)
+        prev = plain
+    return [list(row) for row in zip(*merged)] if merged else [[] for _ in rows]
+
+
+def _geometry(op, rows):
+    """The merged rows as one int64 device array (one element for rank 0) and the rank."""
+    r = len(rows[0])
+    if r > MAX_RANK:
+        raise SpecError(
+            op,
+            "device",
+            f"has no cuda kernel for windows over more than {MAX_RANK} dimensions "
+            f"the window touches (got {r} after merging untouched neighbours)",
+        )
+    g = np.array([v for row in rows for v in row] or [0], np.int64)
+    return cuda.to_device(g), r
+
+
+def _no_kernel(op, what, dt):
+    raise SpecError(
+        op,
+        "device",
+        f"has no cuda kernel for {what} on element type {dt.name} (add, multiply, "
+        f"maximum, minimum bodies; and, or for integers and i1)",
+    )
+
+
+def _combine_for(op, body, dt, what="body"):
+    name = binary_op_name(body)
+    fn = _COMBINE.get(name, {}).get(dt.kind)
+    if fn is None:
+        _no_kernel(op, f"{what} {name or describe(body)}", dt)
+    return fn
+
+
+def _operand(t):
+    """A device array of ``t`` to read from (one dummy element when ``t`` is empty: the
+    kernels then never read it)."""
+    if t.size == 0:
+        return cuda.to_device(np.zeros(1, storage_dtype(t._dtype.np)))
+    return flat(t._value)
+
+
+def reduce_window(*args, **kwargs):
+    """The kernel; it takes the arguments as the CPU op does (same signature)."""
+    op = "reduce_window"
+    a = bound_arguments(_get_op(op).kernels["cpu"], args, kwargs)
+    xs, inits, window, out_shape = reduce_window_checks(*a.values())
+    if len(xs) != 1:
+        raise SpecError(
+            op, "device", f"has no cuda kernel for {len(xs)} inputs (one input, one init value)"
+        )
+    (x,), (init,) = xs, inits
+    dt = x._dtype
+    _supported(op, x)
+    fn = _combine_for(op, a["body"], dt)
+    wd, ws, bd, wdl, pad = window
+    lo = [p[0] for p in pad]
+    untouched = [
+        w == s == b == e == 1 and p == (0, 0) for w, s, b, e, p in zip(wd, ws, bd, wdl, pad)
+    ]
+    rows = _merge([list(x.shape), out_shape, wd, ws, bd, wdl, lo], untouched)
+    g, r = _geometry(op, rows)
+    out = device_empty(out_shape, dt.np)
+    n = math.prod(out_shape)
+    if n:
+        launch_1d(
+            reduce_window_kernel(fn), n, _operand(x), _dev(op, init), g, r, math.prod(wd), flat(out)
+        )
+    return from_holder(out, dt)
+
+
+def select_and_scatter(*args, **kwargs):
+    """The kernel; it takes the arguments as the CPU op does (same signature)."""
+    op = "select_and_scatter"
+    a = bound_arguments(_get_op(op).kernels["cpu"], args, kwargs)
+    x, src, init, (wd, ws, pad), direction = select_and_scatter_checks(*a.values())
+    select, scatter = a["select"], a["scatter"]
+    dt = x._dtype
+    _supported(op, x)
+    if direction not in _KEEPS:
+        raise SpecError(
+            op,
+            "device",
+            f"has no cuda kernel for select {describe(select)}: only compare(a, b, DIR) "
+            f"bodies (DIR one of GE, GT, LE, LT, EQ, NE, the default compare type)",
+        )
+    fn = _combine_for(op, scatter, dt, "scatter")
+    lo = [p[0] for p in pad]
+    untouched = [w == s == 1 and p == (0, 0) for w, s, p in zip(wd, ws, pad)]
+    rows = _merge([list(x.shape), list(src.shape), wd, ws, lo], untouched)
+    g, r = _geometry(op, rows)
+    out = device_empty(x.shape, dt.np)
+    if x.size:
+        launch_1d(
+            select_and_scatter_kernel(_KEEPS[direction], fn),
+            x.size,
+            flat(x._value),
+            _operand(src),
+            _dev(op, init),
+            g,
+            r,
+            math.prod(wd),
+            flat(out),
+        )
+    return from_holder(out, dt)
+
+
+KERNELS = {"reduce_window": reduce_window, "select_and_scatter": select_and_scatter}
