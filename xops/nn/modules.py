@@ -555,8 +555,8 @@ class _BatchNorm(Module):
                 f"{x.shape[1]} channels ({x.type})"
             )
         if self.training and self.track_running_stats:
-            count = self.num_batches_tracked
-            assign_(count, tensor(int(count) + 1, "i64", device=count.device))
+            count = self.num_batches_tracked  # counted where it lives (no device sync)
+            assign_(count, count + 1)
         # batch statistics in training mode, and in eval mode without running statistics
         # (as PyTorch); running_mean/var are None when they are not tracked
         use_batch = self.training or not self.track_running_stats

@@ -37,6 +37,7 @@ variadic inputs, other types) raises ``SpecError(op, "device", ...)`` naming it.
 """
 
 import math
+from collections import OrderedDict
 
 import numpy as np
 from numba import cuda, types
@@ -264,8 +265,17 @@ def _geometry(op, rows):
             f"has no cuda kernel for windows over more than {MAX_RANK} dimensions "
             f"the window touches (got {r} after merging untouched neighbours)",
         )
-    g = np.array([v for row in rows for v in row] or [0], np.int64)
-    return cuda.to_device(g), r
+    key = tuple(int(v) for row in rows for v in row) or (0,)
+    g = _geometries.get(key)
+    if g is None:  # (copied once: a host->device copy waits for the device)
+        g = _geometries[key] = cuda.to_device(np.array(key, np.int64))
+        if len(_geometries) > _GEOMETRIES_KEPT:
+            _geometries.popitem(last=False)
+    return g, r
+
+
+_geometries = OrderedDict()  # merged geometry -> its int64 device array (read only)
+_GEOMETRIES_KEPT = 256
 
 
 def _no_kernel(op, what, dt):
