@@ -15,7 +15,15 @@ functions use when given none (thread-local).
 import contextlib
 import threading
 
-__all__ = ["Device", "as_device", "cpu", "default_device", "get_default_device", "cuda_available"]
+__all__ = [
+    "Device",
+    "as_device",
+    "cpu",
+    "is_device_spec",
+    "default_device",
+    "get_default_device",
+    "cuda_available",
+]
 
 
 class Device:
@@ -73,6 +81,14 @@ def _parse(kind, index):
 
 
 cpu = Device("cpu")
+
+
+def is_device_spec(x):
+    """Whether ``x`` names a device (a Device, or a string like ``"cpu"``, ``"cuda:0"``)
+    rather than something else a ``.to(...)`` takes (an element type)."""
+    return isinstance(x, Device) or (
+        isinstance(x, str) and x.split(":")[0].lower() in ("cpu", "cuda", "gpu")
+    )
 
 
 def as_device(device, op="to_device"):

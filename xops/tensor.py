@@ -193,13 +193,9 @@ class Tensor:
 
     def to(self, target, /):
         """PyTorch's ``.to``: a device (``"cpu"``, a Device) or an element type."""
-        from .device import Device, as_device
+        from .device import as_device, is_device_spec
 
-        if (
-            isinstance(target, Device)
-            or isinstance(target, str)
-            and target.split(":")[0].lower() in ("cpu", "cuda", "gpu")
-        ):
+        if is_device_spec(target):
             d = as_device(target, "to")
             return _fresh(self) if d == self.device else self.to_device(d)
         return _xnp.astype(self, target, copy=False)

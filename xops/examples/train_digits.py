@@ -163,81 +163,76 @@ def train(
     the model and the batches live (``"cuda"``: a GPU; the weights are initialised on the
     CPU first, so a seed gives the same starting model on every device)."""
     with _blas_threads(blas_threads):
-        return _train(locals())
-
-
-def _train(args):
-    epochs, batch_size, lr, seed = args["epochs"], args["batch_size"], args["lr"], args["seed"]
-    log, progress, save, plot = args["log"], args["progress"], args["save"], args["plot"]
-    limit, device = args["limit"], xo.Device(args["device"])
-    if epochs < 1 or batch_size < 2:
-        raise ValueError(
-            f"train: needs epochs >= 1 and batch_size >= 2, got {epochs} and {batch_size}"
-        )
-    t_start = time.perf_counter()
-    x_train, y_train, x_test, y_test = load_data()
-    if limit is not None:
-        x_train, y_train = x_train[:limit], y_train[:limit]
-    xo.random_seed(seed)  # model initialisation draws from xops' stream
-    model = build_model().to(device)
-    net = DataParallel(model)  # one process: the model itself; under mpiexec: data-parallel
-    if device != "cpu" and net._n > 1:
-        raise ValueError("train: a CUDA device trains in one process (no mpiexec)")
-    main_rank = is_main()
-    if not main_rank:
-        log, progress, save, plot = (lambda *a, **k: None), False, None, None
-    opt = optim.Adam(model.parameters(), lr=lr)
-    sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(epochs, 1))
-    shuffle = np.random.default_rng(seed)
-    step_losses, epoch_losses, accuracies = [], [], []
-    n = len(x_train)
-    for epoch in range(epochs):
-        t0 = time.perf_counter()
-        order = shuffle.permutation(n)
-        starts = [i for i in range(0, n, batch_size) if n - i >= 2]  # batch norm needs 2+
-        total, seen = 0.0, 0
-        bar = _progress(starts, len(starts), f"epoch {epoch + 1}/{epochs}", progress)
-        for i in bar:
-            idx = order[i : i + batch_size]
-            xb = net.shard(x_train[idx]).to(device)  # this rank's part
-            yb = net.shard(y_train[idx]).to(device)
-            loss = net.mean(F.softmax_cross_entropy(net(xb), yb, reduction="none"))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            value = loss.item()
-            step_losses.append(value)
-            total += value * len(idx)
-            seen += len(idx)
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{value:.4f}", refresh=False)
-        sched.step()
-        epoch_losses.append(total / max(seen, 1))
-        acc, pred = evaluate(model, x_test, y_test, batch_size, device)
-        accuracies.append(acc)
+        device = xo.Device(device)
+        if epochs < 1 or batch_size < 2:
+            raise ValueError(
+                f"train: needs epochs >= 1 and batch_size >= 2, got {epochs} and {batch_size}"
+            )
+        t_start = time.perf_counter()
+        x_train, y_train, x_test, y_test = load_data()
+        if limit is not None:
+            x_train, y_train = x_train[:limit], y_train[:limit]
+        xo.random_seed(seed)  # model initialisation draws from xops' stream
+        model = build_model().to(device)
+        net = DataParallel(model)  # one process: the model itself; under mpiexec: data-parallel
+        if device != "cpu" and net._n > 1:
+            raise ValueError("train: a CUDA device trains in one process (no mpiexec)")
+        main_rank = is_main()
+        if not main_rank:
+            log, progress, save, plot = (lambda *a, **k: None), False, None, None
+        opt = optim.Adam(model.parameters(), lr=lr)
+        sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(epochs, 1))
+        shuffle = np.random.default_rng(seed)
+        step_losses, epoch_losses, accuracies = [], [], []
+        n = len(x_train)
+        for epoch in range(epochs):
+            t0 = time.perf_counter()
+            order = shuffle.permutation(n)
+            starts = [i for i in range(0, n, batch_size) if n - i >= 2]  # batch norm needs 2+
+            total, seen = 0.0, 0
+            bar = _progress(starts, len(starts), f"epoch {epoch + 1}/{epochs}", progress)
+            for i in bar:
+                idx = order[i : i + batch_size]
+                xb = net.shard(x_train[idx]).to(device)  # this rank's part
+                yb = net.shard(y_train[idx]).to(device)
+                loss = net.mean(F.softmax_cross_entropy(net(xb), yb, reduction="none"))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                value = loss.item()
+                step_losses.append(value)
+                total += value * len(idx)
+                seen += len(idx)
+                if hasattr(bar, "set_postfix"):
+                    bar.set_postfix(loss=f"{value:.4f}", refresh=False)
+            sched.step()
+            epoch_losses.append(total / max(seen, 1))
+            acc, pred = evaluate(model, x_test, y_test, batch_size, device)
+            accuracies.append(acc)
+            log(
+                f"epoch {epoch + 1:2d}/{epochs}  train loss {epoch_losses[-1]:.4f}  "
+                f"test accuracy {100 * acc:6.2f}%  ({time.perf_counter() - t0:.1f} s)"
+            )
+        final = accuracies[-1]
+        seconds = time.perf_counter() - t_start
         log(
-            f"epoch {epoch + 1:2d}/{epochs}  train loss {epoch_losses[-1]:.4f}  "
-            f"test accuracy {100 * acc:6.2f}%  ({time.perf_counter() - t0:.1f} s)"
+            f"test accuracy {100 * final:.2f}% on {len(y_test)} held-out images; "
+            f"{seconds:.1f} s in all"
         )
-    final = accuracies[-1]
-    seconds = time.perf_counter() - t_start
-    log(
-        f"test accuracy {100 * final:.2f}% on {len(y_test)} held-out images; {seconds:.1f} s in all"
-    )
-    if save:
-        nn.save(model, save)
-        log(f"weights saved to {save}")
-    if plot:
-        if _plot(plot, step_losses, epoch_losses, x_test, y_test, pred):
-            log(f"plot saved to {plot}")
-    return dict(
-        model=model,
-        step_losses=step_losses,
-        epoch_losses=epoch_losses,
-        accuracies=accuracies,
-        accuracy=final,
-        seconds=seconds,
-    )
+        if save:
+            nn.save(model, save)
+            log(f"weights saved to {save}")
+        if plot:
+            if _plot(plot, step_losses, epoch_losses, x_test, y_test, pred):
+                log(f"plot saved to {plot}")
+        return dict(
+            model=model,
+            step_losses=step_losses,
+            epoch_losses=epoch_losses,
+            accuracies=accuracies,
+            accuracy=final,
+            seconds=seconds,
+        )
 
 
 def _plot(path, step_losses, epoch_losses, x_test, y_test, pred):

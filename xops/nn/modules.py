@@ -217,13 +217,11 @@ class Module:
         ``m.to("cuda")``, ``m.to(xo.float64)``, ``m.to("cuda", "f64")``,
         ``m.to(device="cpu")``. A conversion resets ``.grad``; a move moves it. Returns
         self."""
-        from ..device import Device, as_device
+        from ..device import as_device, is_device_spec
         from ..ops.conversion import convert
 
         for a in args:
-            is_device = isinstance(a, Device) or (
-                isinstance(a, str) and a.split(":")[0].strip().lower() in ("cpu", "cuda", "gpu")
-            )
+            is_device = is_device_spec(a)
             if is_device and device is None:
                 device = a
             elif not is_device and dtype is None:

@@ -4,6 +4,7 @@
 import numpy as np
 
 from ... import device as _device, registry
+from ...errors import SpecError
 
 __all__ = ["numba_cuda", "to_cuda", "from_holder", "storage_dtype", "launch_1d"]
 
@@ -63,13 +64,46 @@ def device_empty(shape, np_dtype):
     return numba_cuda().device_array(tuple(shape), dtype=storage_dtype(np_dtype))
 
 
-THREADS = 128  # threads per block of the 1-D kernels
+THREADS = 256  # threads per block of the 1-D kernels on a GPU (fewer for tiny launches)
 
 
 def launch_1d(kernel, n, *args):
-    """Launch ``kernel[blocks, THREADS](*args)`` over ``n`` elements (nothing for n=0)."""
-    if n:
+    """``kernel`` over ``n`` elements, one thread each: blocks of 256 threads, or one block
+    of the fewest whole warps for a smaller ``n`` (nothing for n = 0)."""
+    if n >= THREADS:
         kernel[(n + THREADS - 1) // THREADS, THREADS](*args)
+    elif n:
+        kernel[1, (n + 31) // 32 * 32](*args)
+
+
+def on_device(op, t, name):
+    """Tensor ``t``'s device array; a SpecError naming ``op`` when it lives on the CPU (a
+    host operand that reached a kernel)."""
+    v = t._value
+    if not hasattr(v, "copy_to_host"):
+        raise SpecError(
+            op,
+            "device",
+            f"operands live on different devices (cpu, cuda:0): {name} is on the CPU; "
+            f"move it first (x.to('cuda'))",
+        )
+    return v
+
+
+_tables = {}
+_TABLES_KEPT = 1024
+
+
+def device_table(key, build):
+    """The int64 array ``build()`` on the device, uploaded once per ``key`` (the values
+    it is built from; a host->device copy waits for the device, so a training loop should
+    upload each op's geometry once). Kernels only read it."""
+    t = _tables.get(key)
+    if t is None:
+        if len(_tables) >= _TABLES_KEPT:  # (keys follow shapes: keep the cache bounded)
+            _tables.clear()
+        t = _tables[key] = numba_cuda().to_device(np.asarray(build(), np.int64))
+    return t
 
 
 def flat(devarr):

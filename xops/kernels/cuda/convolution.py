@@ -44,11 +44,12 @@ from ...errors import SpecError
 from ...limits import check_nbytes
 from ...ops._convolution_attrs import _attributes
 from ...ops._core import operands
-from ._storage import THREADS, device_empty, flat, from_holder, jit
+from ._storage import device_empty, device_table, flat, from_holder, jit, on_device
 from .movement import c_strides
 
 __all__ = ["KERNELS", "MAX_SPATIAL"]
 
+THREADS = 128  # threads per block (the planar kernel's split of its sums depends on it)
 MAX_SPATIAL = 12  # spatial dims per convolution (the kernel's local arrays have this size)
 _GEO = 9  # entries per spatial dim in the general kernel's table
 _PLANAR = True  # one or two spatial dims: the planar kernel (tests switch it off)
@@ -248,8 +249,7 @@ def _tap_table(in_n, k_n, out_n, stride, lo, ld, rd, rev, xs):
     return np.where(ok, (q // ld) * xs, -1).reshape(-1)
 
 
-_geo_cache = {}
-_GEO_CACHE_MAX = 256
+_ones = {}  # dtype -> a one-element device array (an argument the kernel never reads)
 
 
 def _split(rows, per_row, threads):
@@ -267,26 +267,8 @@ def _split(rows, per_row, threads):
     return -(-rows // chunk), chunk
 
 
-def _geometry(key, build):
-    """The table ``build()`` (int64) on the device, cached by ``key``, the values it is
-    built from: a training loop uploads each convolution's table once."""
-    g = _geo_cache.get(key)
-    if g is None:
-        if len(_geo_cache) >= _GEO_CACHE_MAX:
-            _geo_cache.clear()
-        g = _geo_cache[key] = cuda.to_device(np.asarray(build(), np.int64))
-    return g
-
-
 def _device_operand(op, t, name):
-    v = t._value
-    if not hasattr(v, "copy_to_host"):
-        raise SpecError(
-            op,
-            "device",
-            f"operands live on different devices (cpu, cuda:0): {name} is on the cpu; "
-            f"move it with {name}.to('cuda')",
-        )
+    v = on_device(op, t, name)
     if v.size == 0:  # never read (the sum has no terms); a valid pointer all the same
         return _one(v.dtype)
     return flat(v)
@@ -294,10 +276,10 @@ def _device_operand(op, t, name):
 
 def _one(np_dtype):
     """A one-element device array of ``np_dtype`` (cached) for an argument not read."""
-    key = ("one", np.dtype(np_dtype))
-    a = _geo_cache.get(key)
+    key = np.dtype(np_dtype)
+    a = _ones.get(key)
     if a is None:
-        a = _geo_cache[key] = cuda.device_array(1, np_dtype)
+        a = _ones[key] = cuda.device_array(1, np_dtype)
     return a
 
 
@@ -380,7 +362,7 @@ def convolution(op, lhs, rhs, *attributes):
             taps = [_tap_table(d[0], d[1], o_n, *d[2:8]) for d, o_n in zip(hw, out_hw)]
             return np.concatenate([np.array(header, np.int64)] + taps)
 
-        table = _geometry(("planar",) + header + hw[0] + hw[1], build)
+        table = device_table(("conv planar",) + header + hw[0] + hw[1], build)
         positions = out_hw[0] * out_hw[1]
         threads = min(THREADS, -(-positions // 32) * 32)
         grid = (-(-positions // threads), n_b * (n_out // ob))
@@ -401,7 +383,7 @@ def convolution(op, lhs, rhs, *attributes):
     for s, d in enumerate(dn.output_spatial_dimensions):
         roles[d] = 2 + s
     table = tuple(shape) + tuple(roles) + sum(dims, ())
-    table = _geometry(("general",) + table, lambda: table)
+    table = device_table(("conv general",) + table, lambda: table)
     _direct(in_dt.np, out_dt.np)[(size + THREADS - 1) // THREADS, THREADS](
         xv,
         wv,

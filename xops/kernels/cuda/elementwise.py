@@ -5,8 +5,8 @@ Each kernel function takes the op's arguments, runs the CPU op's operand checks,
 read only types and shapes (``_unary`` / ``_binary`` of
 :mod:`xops.ops.elementwise._base`, ``select_checks`` and ``clamp_checks``; compare runs
 the CPU op on 0-d stand-ins for its attribute checks once the shapes have passed), and
-launches a map kernel, one thread per element, 256 threads to a block (:func:`launch`;
-the map kernels are generated from one table, ``_MAPS``). A weak Python scalar
+launches a map kernel, one thread per element, 256 threads to a block (``launch_1d`` of
+:mod:`._storage`; the map kernels are generated from one table, ``_MAPS``). A weak Python scalar
 operand is read at every index from a one-element device array that is cached by value,
 so a call copies nothing to the device. Element
 types: i1, si8-64, ui8-64, f32, f64; others (f16, bf16, f8, int4, complex) raise a
@@ -30,21 +30,9 @@ from ...registry import get as _get_op
 from ...tensor import Tensor, _wrap
 from numba import cuda
 
-from ._storage import device_empty, flat, from_holder, jit
+from ._storage import device_empty, flat, from_holder, jit, launch_1d
 
-__all__ = ["KERNELS", "launch"]
-
-THREADS = 256  # threads per block on a GPU (fewer for tiny launches: see launch)
-
-
-def launch(kernel, n, *args):
-    """``kernel`` over ``n`` elements, one thread each: blocks of 256 threads, or one block
-    of the fewest whole warps for a smaller ``n`` (nothing for n = 0)."""
-    if n >= THREADS:
-        kernel[(n + THREADS - 1) // THREADS, THREADS](*args)
-    elif n:
-        kernel[1, (n + 31) // 32 * 32](*args)
-
+__all__ = ["KERNELS"]
 
 _OK = {
     np.dtype(t)
@@ -157,7 +145,7 @@ def _kernel2p(fn):
 def _run1(op, fn, x, out_dt=None):
     out_dt = out_dt or x._dtype
     out = device_empty(x.shape, out_dt.np)
-    launch(_kernel1(fn), x.size, _dev(op, x), flat(out))
+    launch_1d(_kernel1(fn), x.size, _dev(op, x), flat(out))
     return from_holder(out, out_dt)
 
 
@@ -169,9 +157,9 @@ def _run2(op, fn, x, y, out_dt=None, param=None):
     out = device_empty(big.shape, out_dt.np)
     args = (_dev(op, x), _dev(op, y), int(x.ndim != 0), int(y.ndim != 0))
     if param is None:
-        launch(_kernel2(fn), big.size, *args, flat(out))
+        launch_1d(_kernel2(fn), big.size, *args, flat(out))
     else:
-        launch(_kernel2p(fn), big.size, *args, param, flat(out))
+        launch_1d(_kernel2p(fn), big.size, *args, param, flat(out))
     return from_holder(out, out_dt)
 
 
@@ -402,7 +390,7 @@ def _unary_op(name, kinds, by_kind, bits=False, out_kind=None):
         out_dt = _I1 if out_kind == "bool" else x._dtype
         if bits:
             out = device_empty(x.shape, out_dt.np)
-            launch(_kernel1p(fn), x.size, _dev(name, x), x._dtype.bits, flat(out))
+            launch_1d(_kernel1p(fn), x.size, _dev(name, x), x._dtype.bits, flat(out))
             return from_holder(out, out_dt)
         return _run1(name, fn, x, out_dt)
 
@@ -471,7 +459,7 @@ def _run3(name, fn, ts, out_dt, shape):
     out = device_empty(shape, out_dt.np)
     devs = [_dev(name, t) for t in ts]
     steps = [int(t.ndim != 0) for t in ts]
-    launch(_kernel3(fn), math.prod(shape), *devs, *steps, flat(out))
+    launch_1d(_kernel3(fn), math.prod(shape), *devs, *steps, flat(out))
     return from_holder(out, out_dt)
 
 

@@ -50,8 +50,8 @@ from ...ops.scatter import _scatter_args, _scatter_op_name, scatter as _scatter_
 from ...registry import get as _get_op
 from ...tensor import Tensor
 
-from ._storage import device_empty, flat, from_holder, numba_cuda
-from .movement import _c_strides, _is_cuda, _k, launch
+from ._storage import device_empty, flat, from_holder, launch_1d, numba_cuda, on_device
+from .movement import _c_strides, _is_cuda, _k
 
 __all__ = ["KERNELS"]
 
@@ -266,11 +266,9 @@ def _on_device(op, t, given, name):
     """``t``'s device array. Index operands given as host data (a list, a NumPy array:
     not a Tensor) are copied to the device, as the user's literal; host tensors are the
     seam's error, and host data for any other operand is an error here."""
-    if _is_cuda(t):
-        return t._value
-    if name.endswith("indices") and not isinstance(given, Tensor):
+    if name.endswith("indices") and not _is_cuda(t) and not isinstance(given, Tensor):
         return numba_cuda().to_device(np.ascontiguousarray(t._value).view(_storage(t)))
-    raise SpecError(op, "device", f"operands live on different devices (cpu, cuda:0): {name}")
+    return on_device(op, t, name)
 
 
 def _storage(t):
@@ -292,7 +290,7 @@ def _indices(op, t, given, name):
     if not mode:
         return dev
     wide = numba_cuda().device_array(dev.shape[0], np.int64)
-    launch(_k(_widen), dev.shape[0], dev, mode, wide)
+    launch_1d(_k(_widen), dev.shape[0], dev, mode, wide)
     return wide
 
 
@@ -331,13 +329,13 @@ def gather(*args, **kwargs):
     dst, words = _words(out)
     n = dst.shape[0]
     if any(p.slice_sizes[d] == 0 for d in p.collapsed + p.obd):
-        launch(_k(_zeros), n, dst)  # no element to read: zero bits, as the CPU
+        launch_1d(_k(_zeros), n, dst)  # no element to read: zero bits, as the CPU
         return from_holder(out, dt)
     src, _ = _words(xdev)
     idx = _indices("gather", si, start_indices, "start_indices")
     g = _geometry(p, words, lambda: _gather_geometry(x, si, p))
     nk = len(p.start_index_map)
-    launch(_k(_gather), n, src, idx, g, len(p.result_shape), nk, words, dst)
+    launch_1d(_k(_gather), n, src, idx, g, len(p.result_shape), nk, words, dst)
     return from_holder(out, dt)
 
 
@@ -402,7 +400,7 @@ def scatter(*args, **kwargs):
         idx = _indices("scatter", si, bound["scatter_indices"], "scatter_indices")
         g = _geometry(p, words, lambda: _scatter_geometry(x, si, u, p))
         nf, nb, nk, nwin, nvar, nthreads = _scatter_counts(x, si, u, p)
-        launch(_k(_scatter), nthreads, dst, src, idx, g, nf, nb, nk, nwin, nvar, words, code)
+        launch_1d(_k(_scatter), nthreads, dst, src, idx, g, nf, nb, nk, nwin, nvar, words, code)
     return (res,) if seq or useq else res
 
 
@@ -473,7 +471,7 @@ def iota(iota_dimension, shape, dtype="i64"):
         inner = math.prod(dims[d + 1 :])
         kind = int(dt.kind in ("float", "complex"))
         fmt = _float_format(dt) if kind else (0, 0, 0, 0, 0)
-        launch(_k(_iota), dst.shape[0], dst, dims[d], inner, words, kind, *fmt)
+        launch_1d(_k(_iota), dst.shape[0], dst, dims[d], inner, words, kind, *fmt)
     return from_holder(out, dt)
 
 

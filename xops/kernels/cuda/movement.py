@@ -29,8 +29,8 @@ from ...ops.slicing import _clamped, dynamic_update_slice_checks, pad_checks
 from ...registry import get as _get_op
 from ...tensor import _wrap
 
-from ._storage import device_empty, flat, from_holder, jit
-from .elementwise import _dev, _stand_in, launch
+from ._storage import device_empty, flat, from_holder, jit, launch_1d
+from .elementwise import _dev, _stand_in
 
 __all__ = ["KERNELS", "c_strides", "copy_into", "strided_copy", "fill"]
 
@@ -132,7 +132,7 @@ def copy_into(src, soff, sst, dst, doff, dstr, shape):
         n *= s
     if n:
         shape, sst, dstr = _trim(list(shape), list(sst), list(dstr))
-        launch(_k(_copy), n, _bits(src), soff, sst, _bits(dst), doff, dstr, shape)
+        launch_1d(_k(_copy), n, _bits(src), soff, sst, _bits(dst), doff, dstr, shape)
 
 
 def strided_copy(devarr, shape, strides, offset):
@@ -148,7 +148,7 @@ def strided_copy(devarr, shape, strides, offset):
 
 def fill(devarr, value):
     """Set every element of the flat device array ``devarr`` to ``value``."""
-    launch(_k(_fill), devarr.shape[0], devarr, devarr.dtype.type(value))
+    launch_1d(_k(_fill), devarr.shape[0], devarr, devarr.dtype.type(value))
 
 
 # -- the view ops, through a layout probe -----------------------------------------------
@@ -236,7 +236,7 @@ def pad(operand, padding_value, edge_padding_low, edge_padding_high, interior_pa
         val = _bits(_dev("pad", p))  # (a host scalar: a cached device copy)
         shape, lo, step, ishape = _trim_pad(dims, low, [i + 1 for i in inner], x.shape)
         src = _bits(flat(x._value)) if x.size else val  # (never read: all padding)
-        launch(_k(_pad), n, src, val, _bits(fo), shape, lo, step, ishape)
+        launch_1d(_k(_pad), n, src, val, _bits(fo), shape, lo, step, ishape)
     return from_holder(out, x._dtype)
 
 

@@ -48,7 +48,7 @@ from ...ops.normalization import (
     batch_norm_inference_checks,
     batch_norm_training_checks,
 )
-from ._storage import device_empty, from_holder, jit, launch_1d
+from ._storage import device_empty, from_holder, jit, launch_1d, on_device
 
 __all__ = ["KERNELS", "T"]
 
@@ -201,14 +201,7 @@ def _checked(op, checks, args):
         )
     arrays = []
     for t in ts:
-        v = t._value
-        if not hasattr(v, "copy_to_host"):
-            raise SpecError(
-                op,
-                "device",
-                f"operands live on different devices (cpu, cuda:0): a {t.type} operand "
-                f"is on the CPU; move it first (x.to('cuda'))",
-            )
+        v = on_device(op, t, f"a {t.type} operand")
         arrays.append(v.reshape(v.size) if v.ndim != 1 else v)
     C = x.shape[fi]
     inner = math.prod(x.shape[fi + 1 :])

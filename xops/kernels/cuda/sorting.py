@@ -38,7 +38,7 @@ from ...autodiff.tape import keep
 from ...errors import SpecError
 from ...ops.sorting import _comparator_plan, _sort_keys, sort_checks
 from ...tensor import _wrap
-from ._storage import device_empty, flat, from_holder, launch_1d
+from ._storage import device_empty, flat, from_holder, launch_1d, on_device
 from .movement import _k  # (cuda.jit once per kernel function)
 
 __all__ = ["KERNELS", "RUN"]
@@ -197,22 +197,12 @@ def _key_plan(dt, ctype, descending):
     return mode, sign, full, infb, descending, None
 
 
-def _on_device(xs):
-    for x in xs:
-        if not hasattr(x._value, "copy_to_host"):
-            raise SpecError(
-                "sort",
-                "device",
-                "operands live on different devices (cpu, cuda:0); move them to one "
-                "device first (x.to(device))",
-            )
-
-
 def sort(inputs, dimension=-1, is_stable=False, comparator=None):
     """The kernel; it takes the arguments as the CPU op does (same signature)."""
     xs, seq, dim, cmp = sort_checks(inputs, dimension, is_stable, comparator, _zero_stand_in)
     keep("sort", dimension=dim)
-    _on_device(xs)
+    for i, x in enumerate(xs):
+        on_device("sort", x, f"inputs[{i}]")
     plan = _comparator_plan(cmp, len(xs))
     dt = xs[0]._dtype
     if plan is None:

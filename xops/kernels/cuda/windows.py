@@ -37,7 +37,6 @@ variadic inputs, other types) raises ``SpecError(op, "device", ...)`` naming it.
 """
 
 import math
-from collections import OrderedDict
 
 import numpy as np
 from numba import cuda, types
@@ -47,7 +46,7 @@ from ...ops._bodies import binary_op_name, describe
 from ...ops._core import bound_arguments
 from ...ops.windows import reduce_window_checks, select_and_scatter_checks
 from ...registry import get as _get_op
-from ._storage import device_empty, flat, from_holder, jit, launch_1d, storage_dtype
+from ._storage import device_empty, device_table, flat, from_holder, jit, launch_1d, storage_dtype
 from .elementwise import (
     _add,
     _and,
@@ -265,17 +264,8 @@ def _geometry(op, rows):
             f"has no cuda kernel for windows over more than {MAX_RANK} dimensions "
             f"the window touches (got {r} after merging untouched neighbours)",
         )
-    key = tuple(int(v) for row in rows for v in row) or (0,)
-    g = _geometries.get(key)
-    if g is None:  # (copied once: a host->device copy waits for the device)
-        g = _geometries[key] = cuda.to_device(np.array(key, np.int64))
-        if len(_geometries) > _GEOMETRIES_KEPT:
-            _geometries.popitem(last=False)
-    return g, r
-
-
-_geometries = OrderedDict()  # merged geometry -> its int64 device array (read only)
-_GEOMETRIES_KEPT = 256
+    values = tuple(int(v) for row in rows for v in row) or (0,)
+    return device_table(("window",) + values, lambda: values), r
 
 
 def _no_kernel(op, what, dt):
