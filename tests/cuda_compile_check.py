@@ -234,6 +234,20 @@ for dt in UI:  # rng_bit_generator and sort kernels that call the device functio
     check("sort keys", SO._keys, sig)  # keys from raw bits, operands moved as raw bits
     check("sort permute", SO._permute, (arr(dt), arr("i8"), i64, i64, arr(dt)))
 check("sort permute", SO._permute, (arr("c16"), arr("i8"), i64, i64, arr("c16")))
+# bf16 / f16 (xops/kernels/cuda/narrow.py): decode, correctly rounded encode, 64-bit ints
+from xops.kernels.cuda import narrow as NW  # noqa: E402
+
+checkd("narrow round_pack", NW._round_pack.py_func, (i64,) * 7)
+checkd("narrow decode", NW._decode.py_func, (i64, i64))
+check("narrow decode", NW._decode_k, (arr("u2"), i64, arr("u4")))
+check("narrow encode32", NW._encode32_k, (arr("u4"), i64, i64, i64, arr("u2")))
+check("narrow encode64", NW._encode64_k, (arr("i8"), i64, i64, i64, arr("u2")))
+check("narrow int64", NW._int64_k, (arr("i8"), i64, arr("f8")))
+check(
+    "map3 u2",
+    E._kernel3(E._select1).py_func,
+    (arr("?"), arr("u2"), arr("u2")) + (i64,) * 3 + (arr("u2"),),
+)
 print(len(fails), "failures")
 for f in fails:
     print(f)

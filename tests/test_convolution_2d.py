@@ -1,9 +1,9 @@
-"""The two-dimensional convolution fast path (``xops.ops.convolution._fast_2d`` with the
-``im2col_2d`` kernel: im2col and im2row) against the spec-shaped reference and against
-the general packings, over random shapes and attributes: strides, both dilations,
-padding (negative too), window reversal, feature and batch groups, every layout that
-reaches it, 1-D and 2-D, the three strategies (window_sum always general), serial and
-parallel kernels; plus the validated-attribute cache."""
+"""The two-dimensional convolution fast paths (``xops.ops.convolution._fast_2d`` with the
+``im2col_2d`` kernel: im2col and im2row; window_sum's ``window_sum_rows``) against the
+spec-shaped reference and against the general packings, over random shapes and
+attributes: strides, both dilations, padding (negative too), window reversal, feature
+and batch groups, every layout that reaches them, 1-D and 2-D, the three strategies,
+serial and parallel kernels; plus the validated-attribute cache."""
 
 import numpy as np
 import pytest
@@ -16,6 +16,7 @@ from xops.ops import convolution as C
 from xops.ops.convolution import convolution_grad_lhs, convolution_grad_rhs, convolution_reference
 
 STRATEGIES = ["im2col", "im2row", "window_sum"]
+K_WINDOW_SUM = C.K.window_sum
 LAYOUTS = {
     2: [None, "NHWC,HWIO,NHWC", "[0, 1, f, b]x[i, 0, 1, o]->[f, 1, 0, b]"],
     1: [None, "NWC,WIO,NWC", "[f, 0, b]x[o, 0, i]->[0, b, f]"],
@@ -180,6 +181,72 @@ def test_window_sum_with_infinite_weights_keeps_nan_at_padding(monkeypatch):
     np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
 
 
+def test_window_sum_rows_matches_general_kernel(monkeypatch):
+    """window_sum's row-run kernel (stride 1 and no lhs dilation along the last dim,
+    padding up to 2 there, negative too) gives the general kernel's results bit for bit
+    (integer-valued data), NaN cells included where a weight is infinite; and the
+    benchmarks' layer shapes take it (the general kernel is never called)."""
+    monkeypatch.setattr(C, "_FORCE_STRATEGY", "window_sum")
+    rng = np.random.default_rng(14)
+    cases = []
+    for n in (1, 2, 2, 2):
+        for _ in range(10):
+            ls, rs, kw = _random_case(rng, n)
+            kw["window_strides"][-1] = kw["lhs_dilation"][-1] = 1
+            kw["padding"][-1] = (int(rng.integers(-1, 3)), int(rng.integers(-1, 3)))
+            x, w = _ints(rng, ls), _ints(rng, rs)
+            if rng.integers(0, 2):
+                w.reshape(-1)[int(rng.integers(0, w.size))] = rng.choice([np.inf, -np.inf, np.nan])
+            cases.append((x, w, kw))
+    monkeypatch.setattr(C, "_FAST_2D", False)
+    general = [np.asarray(xo.convolution(x, w, **kw)) for x, w, kw in cases]
+    monkeypatch.setattr(C, "_FAST_2D", True)
+    taken = 0
+    for (x, w, kw), want in zip(cases, general):
+        taken += (
+            C._row_taps(A._attributes("convolution", *_key(x, w, kw)), np.dtype(np.float32))
+            is not None
+        )
+        np.testing.assert_array_equal(np.asarray(xo.convolution(x, w, **kw)), want)
+    assert taken >= len(cases) // 2
+
+    def general_kernel(*args):
+        raise AssertionError("the general window_sum kernel ran")
+
+    monkeypatch.setattr(C.K, "window_sum", general_kernel)
+    pad = dict(padding=[(1, 1), (1, 1)])
+    for n, c, h, o in [(2, 3, 8, 4), (2, 16, 6, 8)]:  # the input gradients: o < c
+        x, w = _ints(rng, (n, c, h, h)), _ints(rng, (o, c, 3, 3))
+        want = np.asarray(convolution_reference(x, w, **pad))
+        np.testing.assert_array_equal(np.asarray(xo.convolution(x, w, **pad)), want)
+    g, w = _ints(rng, (2, 4, 5)), _ints(rng, (4, 2, 3))  # 1-D
+    want = np.asarray(convolution_grad_lhs(g, w, (2, 2, 5), padding=[(2, 0)]))
+    monkeypatch.setattr(C, "_FAST_2D", False)
+    monkeypatch.setattr(C.K, "window_sum", K_WINDOW_SUM)
+    np.testing.assert_array_equal(
+        want, np.asarray(convolution_grad_lhs(g, w, (2, 2, 5), padding=[(2, 0)]))
+    )
+
+
+def _key(x, w, kw):
+    """_attributes' positional arguments for convolution(x, w, **kw)."""
+    names = [
+        "window_strides",
+        "padding",
+        "lhs_dilation",
+        "rhs_dilation",
+        "window_reversal",
+        "dimension_numbers",
+        "feature_group_count",
+        "batch_group_count",
+        "precision_config",
+        "preferred_element_type",
+    ]
+    defaults = dict(feature_group_count=1, batch_group_count=1)
+    dt = xo.tensor(x)._dtype
+    return (dt, x.shape, dt, w.shape, *[kw.get(k, defaults.get(k)) for k in names])
+
+
 def test_geometry_tables():
     """3 x 3 kernel, same padding, stride 1 on a 4 x 5 input: each kernel row is a band
     of rows, each kernel column one unit-step run; with lhs dilation 2 the columns step by 2."""
@@ -191,6 +258,24 @@ def test_geometry_tables():
     assert runs.tolist() == [[1, 4, 1, 0, 1], [0, 5, 1, 0, 1], [0, 4, 1, 1, 1]]
     _, _, runs = C._geometry_2d((1, 3), (1, 2), (1, 5), (1, 1), ((0, 0), (0, 0)), (1, 2), (1, 1))
     assert runs.tolist() == [[0, 3, 2, 0, 1], [1, 2, 2, 1, 1]]
+    # window_sum_rows on the first case, rows of 5 + 1 zero column: tap (kh, kw) adds
+    # the run first <= e < last of the scratch plane from Y[e + d]
+    taps, padding_cells = C._row_taps_table(
+        (4, 5), (3, 3), (4, 5), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1), 1
+    )
+    assert taps.tolist() == [
+        [7, 23, -7],
+        [6, 23, -6],
+        [6, 23, -5],
+        [1, 23, -1],
+        [0, 23, 0],
+        [0, 23, 1],
+        [0, 17, 5],
+        [0, 17, 6],
+        [0, 17, 7],
+    ]
+    assert padding_cells[0].reshape(4, 5)[:, 0].all() and padding_cells[0].reshape(4, 5)[0].all()
+    assert padding_cells[4].sum() == 0 and padding_cells[8].reshape(4, 5)[3].all()
 
 
 def test_validated_attributes_are_kept_and_keyed_by_value():

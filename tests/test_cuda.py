@@ -182,9 +182,9 @@ def test_errors_name_the_op_and_the_devices():
     with pytest.raises(
         xo.SpecError,
         match=r"exponential \(device\): has no cuda kernel for "
-        r"element type bf16",
+        r"element type f8E4M3FN",
     ):
-        xo.exponential(_cu([1.0], "bf16"))
+        xo.exponential(_cu([1.0], "f8E4M3FN"))
 
 
 @needs_cuda
@@ -226,15 +226,11 @@ def test_dot_general_kernel_matches_the_cpu():
         )
     with pytest.raises(xo.SpecError, match=r"dot_general \(device\): has no cuda kernel"):
         xo.dot_general(
-            _cu(a),
-            _cu(b),
-            preferred_element_type="i64",
-            **{
-                "lhs_batching_dimensions": [0],
-                "rhs_batching_dimensions": [0],
-                "lhs_contracting_dimensions": [2],
-                "rhs_contracting_dimensions": [1],
-            },
+            _cu(f, "f8E4M3FN"),
+            _cu(g, "f8E4M3FN"),
+            preferred_element_type="f32",
+            lhs_contracting_dimensions=[1],
+            rhs_contracting_dimensions=[0],
         )
 
 

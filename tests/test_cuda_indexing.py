@@ -159,11 +159,14 @@ def test_gather_gradient_on_cuda():
             xo.reduce(xo.multiply(y, w.to(dev)), 0.0, [0, 1], xo.add).backward()
             grads.append(t.grad)
         _exact(grads[1], grads[0])
-    t = x.to("cuda")  # scatter's own rule reads its indices on the host: a clear error
-    t.requires_grad = True
-    y = xo.scatter(t, cu([[1]]), t[:1], [1], [0], [0], 1, update_computation=xo.add)
-    with pytest.raises(xo.SpecError, match=r"scatter \(grad\): .* live on cuda:0"):
-        xo.reduce(y, 0.0, [0, 1], xo.add).backward()
+    grads = []  # scatter's own rule runs on the device too (tests/test_cuda_grad.py)
+    for dev in ("cpu", "cuda"):
+        t = x.to(dev)
+        t.requires_grad = True
+        y = xo.scatter(t, cu([[1]]).to(dev), t[:1], [1], [0], [0], 1, update_computation=xo.add)
+        xo.reduce(y * w[:5, :1].to(dev), 0.0, [0, 1], xo.add).backward()
+        grads.append(t.grad)
+    _exact(grads[1], grads[0])
 
 
 # ---------------------------------------------------------------------------------------

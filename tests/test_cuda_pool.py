@@ -64,4 +64,6 @@ def test_the_gpu_verified_list_names_only_ops_with_cuda_kernels():
     from xops.kernels import cuda
 
     assert cuda.GPU_VERIFIED <= set(cuda.OPS), cuda.GPU_VERIFIED - set(cuda.OPS)
-    assert cuda.verified_on("add") == "GPU" and cuda.verified_on("fft") == "simulator"
+    assert cuda.verified_on("fft") == "simulator"
+    assert cuda.verified_on("add") == "GPU+sim" and cuda.verified_on("pad") == "GPU"
+    assert cuda.SIMULATOR_SINCE <= set(cuda.OPS), cuda.SIMULATOR_SINCE - set(cuda.OPS)

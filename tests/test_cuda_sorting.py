@@ -207,11 +207,11 @@ def test_unrecognised_comparator_and_complex_keys_raise():
         xo.sort([x, np.zeros(3, np.float32)], 0, False, lambda a, b, c, d: xo.compare(a, b, "LT"))
 
 
-def test_gradient_on_cuda_tensors_says_it_is_missing():
-    x = cu([3.0, 1.0, 2.0])
-
+def test_gradient_on_cuda_tensors():  # (more cases: tests/test_cuda_grad.py)
     def loss(t):
-        return xo.reduce(xo.sort(t) * cu([1.0, 2.0, 3.0]), cu(0.0), [0], xo.add)
+        w = xo.tensor([1.0, 2.0, 3.0]).to(t.device)
+        return xo.reduce(xo.sort(t) * w, 0.0, [0], xo.add)
 
-    with pytest.raises(xo.SpecError, match=r"sort \(device\): its gradient on cuda:0 tensors"):
-        xo.grad(loss)(x)
+    g = xo.grad(loss)(cu([3.0, 1.0, 2.0]))
+    assert g.device == "cuda:0"
+    np.testing.assert_array_equal(g.numpy(), xo.grad(loss)(xo.tensor([3.0, 1.0, 2.0])).numpy())

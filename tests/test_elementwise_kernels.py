@@ -71,6 +71,7 @@ def test_parallel_variant_equals_serial(monkeypatch, kernel, op, make, dtype):
         args[1] = xo.tensor(np.asarray(args[1]) % 70 - 3, dtype)
     serial = op(*args)
     monkeypatch.setattr(config, "PARALLEL_THRESHOLD", 0)
+    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", 0)  # the shifts' serial cut-off
     parallel = op(*args)
     assert getattr(K, kernel)._parallel is not None, "the parallel variant did not run"
     assert parallel.dtype == serial.dtype
@@ -97,6 +98,84 @@ def test_parallel_variant_is_used_above_the_threshold(monkeypatch):
         ),
         "f64",
     )
+
+
+def test_memory_bound_loops_run_serially_below_their_threshold(monkeypatch):
+    """The shifts and bf16/f16 add run on one core below K.MEMORY_BOUND_THRESHOLD
+    elements (whatever config.PARALLEL_THRESHOLD says), with the same bits as the
+    threaded run above it."""
+    monkeypatch.setattr(config, "PARALLEL_THRESHOLD", 1000)
+    rng = rng_for("memory-bound")
+    n = 5000
+    x = xo.tensor(rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32))
+    s = xo.tensor((np.arange(n) % 40 - 4).astype(np.int32))
+    kern = K.shift_right_arithmetic32
+    calls = []
+    real = type(kern).parallel.fget(kern)
+    monkeypatch.setattr(kern, "_parallel", _Spy(real, calls))
+    serial = xo.shift_right_arithmetic(x, s)
+    assert calls == []  # 5000 >= PARALLEL_THRESHOLD, yet serial
+    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", 1000)
+    threaded = xo.shift_right_arithmetic(x, s)
+    assert calls == [n]
+    np.testing.assert_array_equal(np.asarray(threaded), np.asarray(serial))
+    amount = np.asarray(s).astype(np.int64)
+    want = np.asarray(x).astype(np.int64) >> np.where((amount < 0) | (amount > 31), 31, amount)
+    np.testing.assert_array_equal(np.asarray(serial), want.astype(np.int32))
+    # bf16 add: one span call below the threshold, several pieces above it
+    a, b = (xo.tensor(rng.standard_normal(n), "bf16") for _ in range(2))
+    spans = []
+    body = K._narrow_binary_span
+    monkeypatch.setattr(K, "_narrow_binary_span", lambda *v: spans.append(v[-1]) or body(*v))
+    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", n + 1)
+    one = xo.add(a, b)
+    assert spans == [n]
+    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", 1000)
+    monkeypatch.setattr(K, "THREADED_THRESHOLD", 1000)
+    monkeypatch.setattr(K, "PIECE", K.SPAN // 8)
+    monkeypatch.setattr(K, "_threads", lambda: 2)
+    spans.clear()
+    many = xo.add(a, b)
+    assert len(spans) > 1
+    np.testing.assert_array_equal(bits(many), bits(one))
+
+
+@pytest.mark.parametrize("dtype", ["i32", "ui32", "i64", "ui64"])
+def test_shift_fast_path_matches_the_spec(dtype):
+    """The shifts' dispatch fast path (two same-shape Tensors of a 32/64-bit type):
+    amounts read as unsigned, >= the width give 0 (left, logical) or the sign fill;
+    any other call (another shape, a narrow type, a strided operand) declines."""
+    dt = xo.as_dtype(dtype)
+    bits_n = dt.bits
+    rng = rng_for("shift-fast", dtype)
+    info = np.iinfo(dt.np)
+    x = rng.integers(info.min, info.max, (3, 50), dtype=dt.np, endpoint=True)
+    s = ((np.arange(150) % (bits_n + 8)) - 4).reshape(3, 50).astype(dt.np)
+    u = x.astype(object) % (1 << bits_n)  # the bit patterns
+    amount = s.astype(object) % (1 << bits_n)  # read as unsigned
+    sign = np.where(u >= 1 << (bits_n - 1), (1 << bits_n) - 1, 0)
+    want = {
+        xo.shift_left: np.where(amount < bits_n, (u << np.minimum(amount, 63)), 0),
+        xo.shift_right_logical: np.where(amount < bits_n, u >> np.minimum(amount, 63), 0),
+        xo.shift_right_arithmetic: np.where(
+            amount < bits_n,
+            (u >> np.minimum(amount, 63)) | (sign << np.maximum(bits_n - amount, 0)),
+            sign,
+        ),
+    }
+    tx, ts = xo.tensor(x, dtype), xo.tensor(s, dtype)
+    for op, w in want.items():
+        w = (w % (1 << bits_n)).astype(np.uint64).astype(dt.np)
+        got = op._fast((tx, ts))
+        assert got is not None and got.dtype == dt and got.shape == (3, 50)
+        np.testing.assert_array_equal(np.asarray(got), w)
+        np.testing.assert_array_equal(np.asarray(op(tx, ts)), w)
+        assert op._fast((tx, xo.tensor(s[:, :1], dtype))) is None  # another shape
+        assert op._fast((xo.tensor(x.T, dtype), xo.tensor(s.T, dtype))) is not None
+        assert op._fast((tx[:, ::2], ts[:, ::2])) is None  # strided: the full path
+        np.testing.assert_array_equal(np.asarray(op(tx[:, ::2], ts[:, ::2])), w[:, ::2])
+    small = xo.tensor(np.array([1, -2], np.int8))
+    assert xo.shift_left._fast((small, small)) is None
 
 
 class _Spy:

@@ -8,6 +8,7 @@ import pytest
 import xops as xo
 import xops.kernels.config as kconfig
 import xops.kernels.normalization as K
+import xops.ops.normalization as N
 from xops.ops.normalization import (
     batch_norm_grad_reference,
     batch_norm_inference_reference,
@@ -62,6 +63,24 @@ def test_plan_partitions_the_operand_by_feature(outer, C, inner):
     want = np.broadcast_to(np.arange(C)[None, :, None], (outer, C, inner)).reshape(-1)
     np.testing.assert_array_equal(feature, want)
     assert len(p.starts) == (p.tiles[-1, 1] if len(p.tiles) else 0)
+
+
+@pytest.mark.parametrize(
+    "shape,dtype,fused",
+    [
+        ((2, 16, 8, 8), "f32", True),  # the main job's first batch norm
+        ((32, 32, 4, 4), "f32", True),  # its second: runs of exactly FUSED_RUN
+        ((5, 10, 37), "f64", True),
+        ((4, 9, 15), "f32", False),  # runs shorter than FUSED_RUN
+        ((4, 5, 63), "f32", False),  # fewer than FUSED_FEATURES features
+        ((64, 8, 32, 32), "f32", False),  # features over 128 KiB
+        ((2, 16, 8, 8), "bf16", False),  # narrow floats widen to float64 first
+    ],
+)
+def test_which_operands_take_the_fused_kernels(shape, dtype, fused):
+    """The shape rule the ZOO's fused cases rely on (no plan: the fused kernels)."""
+    x = xo.tensor(np.ones(shape), dtype)
+    assert (N._view(x, 1)[1] is None) == fused
 
 
 # ---------------------------------------------------------------------------------------
@@ -152,6 +171,9 @@ ZOO = [  # (shape, feature_index)
     ((4, 5, 63), 1),  # just below the long-run length
     ((2, 16, 8, 8), 1),  # fused per-feature kernels: runs of exactly LONG_RUN
     ((3, 9, 300), 1),  # fused: one four-chunk step and a ragged tail per run
+    ((3, 8, 4, 4), 1),  # fused: runs of exactly FUSED_RUN (no four-chunk step)
+    ((5, 10, 37), 1),  # fused: short runs, one partial chunk each
+    ((4, 9, 15), 1),  # runs one shorter than FUSED_RUN: row tiles
 ]
 DTYPES = ["f32", "f64", "bf16", "f16"]
 EPS = {"f32": 1e-3, "f64": 1e-5, "bf16": 1e-2, "f16": 1e-3}
@@ -394,6 +416,7 @@ def test_against_torch():
 
 PAR_CASES = [
     ((6, 8, 40, 40), 1, "f32"),  # the fused per-feature kernels
+    ((40, 12, 4, 4), 1, "f64"),  # fused, short runs
     ((3, 9, 300), 1, "f64"),
     ((5000, 20), 1, "f64"),
     ((3, 5, 2500), 1, "f32"),

@@ -644,3 +644,167 @@ def test_generic_path_is_the_recorded_tree(shape, dims):
     np.testing.assert_array_equal(np.asarray(got).view(np.uint32), np.asarray(tree).view(np.uint32))
     want = np.logaddexp.reduce(v.astype(np.float64), axis=tuple(dims))
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------
+# the in-order tree fold of float sums and products (issue 15)
+# ---------------------------------------------------------------------------------------
+
+
+def _tree_reference(row, op):
+    """The float add/multiply row schedule, written with NumPy: passes turn the values
+    left of the last m % 64 into balanced trees of 8 neighbours ((s0 s1)(s2 s3))((s4 s5)
+    (s6 s7)), each pass's tail folded left to right; fewer than 64 values fold left to
+    right, then combine with the tails, the latest pass's first."""
+
+    def left(vs):
+        v = vs[0]
+        for w in vs[1:]:
+            v = op(v, w)
+        return v
+
+    if len(row) < 64:
+        return left(row)
+    tails = []
+    while len(row) >= 64:
+        q = len(row) // 64
+        g = row[: 64 * q].reshape(-1, 8)
+        g = op(g[:, 0::2], g[:, 1::2])
+        g = op(g[:, 0::2], g[:, 1::2])
+        if len(row) > 64 * q:
+            tails.append(left(row[64 * q :]))
+        row = op(g[:, 0], g[:, 1])
+    v = left(row)
+    for t in reversed(tails):
+        v = op(v, t)
+    return v
+
+
+@pytest.mark.parametrize("n", [63, 64, 65, 520, 4096, 4159, 33000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_row_fold_is_the_documented_tree(n, dtype, serial_kernels):
+    """Bit for bit the tree of xops.kernels.reduction._fold_tree (an in-order tree, so a
+    schedule the spec allows), rows longer than the chunk (33000: chunks, then the
+    chunk results) included; values of mixed magnitudes make every rounding count."""
+    rng = np.random.default_rng(21)
+    v = (rng.standard_normal((3, n)) * 10.0 ** rng.integers(-4, 5, (3, n))).astype(dtype)
+    p = (1 + rng.standard_normal((2, n)) * 1e-2).astype(dtype)
+    chunk = R._ROW_CHUNK
+    for vals, body, op, init in ((v, xo.add, np.add, 0.5), (p, xo.multiply, np.multiply, 2.0)):
+        got = np.asarray(xo.reduce(xo.tensor(vals), init, [1], body))
+        want = []
+        for row in vals:
+            parts = [_tree_reference(row[i : i + chunk], op) for i in range(0, n, chunk)]
+            tree = parts[0] if len(parts) == 1 else _tree_reference(np.array(parts), op)
+            want.append(op(dtype(init), tree))
+        np.testing.assert_array_equal(got.view(np.uint8), np.array(want, dtype).view(np.uint8))
+
+
+# ---------------------------------------------------------------------------------------
+# compiled bodies (issue 15): the generic tree with the body run as a program
+# ---------------------------------------------------------------------------------------
+
+
+def _logaddexp(a, b):
+    hi = xo.maximum(a, b)
+    return xo.add(hi, xo.log_plus_one(xo.exponential(xo.negate(xo.abs(xo.subtract(a, b))))))
+
+
+def _spy_program_fold(monkeypatch):
+    runs = []
+    real = R._program_fold
+
+    def spy(*args):
+        runs.append(args[0].shape)
+        return real(*args)
+
+    monkeypatch.setattr(R, "_program_fold", spy)
+    return runs
+
+
+HALF = 0.5
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _logaddexp,
+        lambda a, b: xo.sqrt(xo.add(xo.multiply(a, a), xo.multiply(b, b))),  # hypot
+        lambda a, b: xo.divide(xo.add(a, b), 2.0),  # a Python constant
+        lambda a, b: xo.minimum(xo.multiply(a, HALF), xo.subtract(b, 1)),  # a global
+        lambda a, b: a + b * 0.5,  # operators
+    ],
+    ids=["logaddexp", "hypot", "mean2", "global", "operators"],
+)
+@pytest.mark.parametrize(
+    "shape,dims,dtype",
+    [((64, 100), [1], np.float32), ((100, 64), [0], np.float32), ((3, 40, 50), [0, 2], "f64")],
+)
+def test_compiled_body_is_the_generic_tree(monkeypatch, body, shape, dims, dtype):
+    """A body of elementwise float ops runs compiled, with exactly the generic path's
+    results (and those of the tree the gradient rule records)."""
+    rng = np.random.default_rng(22)
+    x = xo.tensor(rng.standard_normal(shape).astype(np.float32), dtype)
+    init = xo.tensor(np.float32(-1.25), dtype)
+    runs = _spy_program_fold(monkeypatch)
+    got = np.asarray(xo.reduce(x, init, dims, body))
+    kept = [d for d in range(len(shape)) if d not in dims]
+    assert runs[-1] == (
+        int(np.prod([shape[d] for d in kept])),
+        int(np.prod([shape[d] for d in dims])),
+    )
+    (gen,) = R._reduce_generic([x], [init], dims, body, [x.dtype])
+    (tree,) = R._reduce_tree([x], [init], dims, body, [x.dtype])
+    for want in (gen, tree):
+        np.testing.assert_array_equal(got.view(np.uint8), np.asarray(want).view(np.uint8))
+
+
+def test_compiled_logaddexp_is_accurate(monkeypatch):
+    v = np.random.default_rng(23).standard_normal((40, 1000)).astype(np.float32) * 30
+    runs = _spy_program_fold(monkeypatch)
+    got = xo.reduce(xo.tensor(v), float("-inf"), [1], _logaddexp)
+    assert runs[-1] == (40, 1000)
+    want = np.logaddexp.reduce(v.astype(np.float64), axis=1)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        lambda a, b: xo.select(xo.compare(a, b, "GT"), a, b),  # select: not a program op
+        lambda a, b: xo.add(a, xo.convert(xo.compare(a, b, "GT"), "f32")),  # unrecorded
+        lambda a, b: xo.add(xo.tanh(a), b),  # tanh: not a program op
+    ],
+    ids=["select", "unrecorded", "tanh"],
+)
+def test_bodies_that_are_not_programs_stay_generic(monkeypatch, body):
+    x = xo.tensor(np.random.default_rng(24).standard_normal((64, 80)).astype(np.float32))
+    runs = _spy_program_fold(monkeypatch)
+    got = np.asarray(xo.reduce(x, 0.0, [1], body))
+    assert not runs
+    (want,) = R._reduce_generic([x], [xo.tensor(np.float32(0))], [1], body, [x.dtype])
+    np.testing.assert_array_equal(got, np.asarray(want))
+
+
+def test_a_program_that_disagrees_with_the_ops_stays_generic(monkeypatch):
+    """The probe: a program whose op differs from the body's own (here exponential
+    compiled as log1p, as a CPU-specific NumPy loop could differ) is never used."""
+    from xops.kernels import reduction as KR
+
+    ops = dict(KR.PROGRAM_OPS, exponential=KR.PROGRAM_OPS["log_plus_one"])
+    monkeypatch.setattr(KR, "PROGRAM_OPS", ops)
+    monkeypatch.setattr(R, "_VERIFIED", {})
+    x = xo.tensor(np.random.default_rng(25).standard_normal((64, 80)).astype(np.float32))
+    got = np.asarray(xo.reduce(x, float("-inf"), [1], _logaddexp))
+    assert list(R._VERIFIED.values()) == [False]
+    init = xo.tensor(np.float32(-np.inf))
+    (want,) = R._reduce_generic([x], [init], [1], _logaddexp, [x.dtype])
+    np.testing.assert_array_equal(got.view(np.uint32), np.asarray(want).view(np.uint32))
+
+
+def test_compiled_body_parallel_equals_serial(monkeypatch):
+    x = xo.tensor(np.random.default_rng(26).standard_normal((70, 301)).astype(np.float32))
+    serial = np.asarray(xo.reduce(x, 0.0, [1], _logaddexp))
+    monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
+    parallel = np.asarray(xo.reduce(x, 0.0, [1], _logaddexp))
+    np.testing.assert_array_equal(serial.view(np.uint32), parallel.view(np.uint32))

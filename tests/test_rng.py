@@ -388,3 +388,18 @@ def test_rng_constraints():
         xo.rng_uniform(f, i, [2])
     with raises_spec("random_seed", "I1"):
         xo.random_seed(1.5)
+
+
+def test_numpy_path_of_the_block_kernels_equals_the_compiled_one():
+    # a process's first small calls run the block functions on NumPy arrays (no compile)
+    n, start = 300, np.uint64(2**64 - 100)  # across the 64-bit counter wrap and carry
+    a0, a1, b0, b1 = (np.empty(n, np.uint32) for _ in range(4))
+    K._threefry2x32_numpy(np.uint64(7), np.uint64(0xFFFFFFFF), start, a0, a1)
+    K.threefry2x32.serial(np.uint64(7), np.uint64(0xFFFFFFFF), start, b0, b1)
+    np.testing.assert_array_equal(a0, b0)
+    np.testing.assert_array_equal(a1, b1)
+    p, q = np.empty((n, 4), np.uint32), np.empty((n, 4), np.uint32)
+    args = (np.uint64(3), np.uint64(0xFFFFFFFE), start, np.uint64(2**64 - 1))
+    K._philox4x32_numpy(*args, p)
+    K.philox4x32.serial(*args, q)
+    np.testing.assert_array_equal(p, q)

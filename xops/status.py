@@ -9,7 +9,9 @@ primitives are listed by count only). Every column is derived, none typed in:
 - **CPU**: ``Numba`` when the op reaches a kernel of ``xops/kernels/``, else ``NumPy``;
 - **CUDA**: the op has a CUDA kernel (``xops.kernels.cuda.OPS``): ``simulator`` or
   ``GPU``, what ran its tests (``tests/test_cuda*.py``; ``GPU``: every one of them passed
-  on a real GPU, ``xops.kernels.cuda.GPU_VERIFIED``); ``—`` none;
+  on a real GPU, ``xops.kernels.cuda.GPU_VERIFIED``; ``GPU+sim``: those of the GPU run
+  passed there, tests added since ran on the simulator only,
+  ``xops.kernels.cuda.SIMULATOR_SINCE``); ``—`` none;
 - **gradient**: ``rule`` (a tape rule), ``body`` (a composite: its body's ops record
   themselves) or ``—``;
 - **quantized**: the op's declared treatment of quantized operands (``registry.QUANTIZED``);

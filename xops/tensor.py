@@ -719,9 +719,19 @@ def _leaves(x):
     """The Tensors in a (nested) tuple/list, in order."""
     if isinstance(x, Tensor):
         return [x]
+    out = []
     if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _leaves(v)]
-    return []
+        _collect(x, out)
+    return out
+
+
+def _collect(seq, out):
+    """Append the Tensors in sequence ``seq`` (at any depth) to ``out``, in order."""
+    for v in seq:
+        if isinstance(v, Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)) and v:
+            _collect(v, out)
 
 
 def _integer_data(data):

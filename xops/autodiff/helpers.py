@@ -11,7 +11,7 @@ import builtins
 
 from ..ops._core import as_tensor
 from ..registry import op as _op
-from ..tensor import Tensor
+from ..tensor import Tensor, _wrap
 
 __all__ = [
     "needs",
@@ -37,10 +37,32 @@ def is_diff(t):
     return t._dtype.kind in ("float", "complex")
 
 
+_SCALARS = {}  # (value, element type) -> its 0-d constant; rules ask for few of them
+
+
+def _scalar(value, dt):
+    """The 0-d constant ``value`` of element type ``dt``, made once per pair (tensors are
+    immutable values; only ever handed to ops here, never returned to a caller as is).
+    A float or complex zero / one is written as a float literal: the exact same value
+    without converting a Python int."""
+    key = (value, dt)
+    c = _SCALARS.get(key)
+    if c is None:
+        c = _op.constant(float(value) if _float_like(dt) else value, dt)
+        if len(_SCALARS) < 256:
+            _SCALARS[key] = c
+    return c
+
+
+def _float_like(dt):
+    """Whether element type ``dt`` carries gradients (float or complex)."""
+    return dt.kind in ("float", "complex") and not dt.quantized
+
+
 def zeros(shape, dt):
     """A zero tensor of ``shape`` and element type ``dt`` (a stride-0 broadcast of one
     zero)."""
-    return _op.broadcast_in_dim(_op.constant(0, dt), [], list(shape))
+    return _op.broadcast_in_dim(_fresh(_scalar(0, dt), shape), [], list(shape))
 
 
 def zeros_like(t):
@@ -54,7 +76,14 @@ def ones_like(t):
 
 
 def _filled_like(t, value):
-    return _op.broadcast_in_dim(_on(_op.constant(value, t._dtype), t), [], t.shape)
+    c = _fresh(_on(_scalar(value, t._dtype), t), t.shape)
+    return _op.broadcast_in_dim(c, [], t.shape)
+
+
+def _fresh(c, shape):
+    """Shared constant ``c``, or a Tensor of its own where a 0-d ``shape`` could hand
+    ``c`` itself back to a caller (who may then assign to it)."""
+    return c if shape else _wrap(c._value, c._dtype)
 
 
 def _on(c, t):
@@ -68,7 +97,7 @@ def sum(t, dims=None):  # noqa: A001  (the helper's name in every rule: H.sum)
     dims = list(range(t.ndim)) if dims is None else sorted(dims)
     if not dims:
         return t
-    return _op.reduce(t, _on(_op.constant(0, t._dtype), t), dims, _op.add)
+    return _op.reduce(t, _on(_scalar(0, t._dtype), t), dims, _op.add)
 
 
 def sum_to(g, ref):

@@ -24,6 +24,7 @@ import bisect
 import functools
 import inspect
 import os
+import sys
 import threading
 import weakref
 
@@ -92,48 +93,84 @@ class enable_grad(no_grad):
     _value = True
 
 
+class _Held:
+    """A differentiable output as its node holds it: weakly. The output holds the node
+    (``_node``), so a strong reference back would make every recorded graph a reference
+    cycle, freed by the cyclic GC only, generations later: a training loop's graphs then
+    piled up between collections and fragmented the heap (issue 15, the RSS slope). The
+    value stays, for a stand-in when the rule needs an output nothing holds any more
+    (an unused result of a multi-output op)."""
+
+    __slots__ = ("ref", "value", "dtype")
+
+    def __init__(self, t):
+        self.ref, self.value, self.dtype = weakref.ref(t), t._value, t._dtype
+
+    def get(self, node):
+        t = self.ref()
+        if t is None:  # gone: a stand-in with the value and history it had
+            t = _wrap(self.value, self.dtype)
+            t.requires_grad, t._node = True, node
+            self.ref = weakref.ref(t)
+        return t
+
+
 class Node:
     """One recorded op call: its outputs' cotangents flow back through ``rule``."""
 
-    __slots__ = ("op", "rule", "args", "outputs", "flat", "multi", "epoch", "where")
+    __slots__ = ("op", "rule", "args", "_outputs", "_flat", "multi", "epoch", "where", "inputs")
 
     def __init__(self, op, rule, args, outputs, multi):
-        self.op, self.rule, self.args, self.outputs, self.multi = op, rule, args, outputs, multi
-        self.flat = _leaves(outputs)
+        self.op, self.rule, self.args, self.multi = op, rule, args, multi
+        self._flat = []  # per output, in _leaves order: a _Held, or the Tensor itself
+
+        def hold(t):  # outputs without a gradient never refer to the node: kept as is
+            self._flat.append(_Held(t) if _differentiable(t) else t)
+            return self._flat[-1]
+
+        self._outputs = hold(outputs) if type(outputs) is Tensor else _restructure(outputs, hold)
         self.where = _user_frame()  # (file, line) that called the op: for error messages
         self.epoch = _assignments.epoch  # see "Assignment" below: the version check
+
+    @property
+    def outputs(self):
+        """The op's result (a Tensor or a tuple of them), as the rule gets it."""
+        return _restructure(self._outputs, lambda h: h.get(self), _Held)
+
+    @property
+    def flat(self):
+        """The output Tensors, in _leaves order."""
+        return [h.get(self) if type(h) is _Held else h for h in self._flat]
 
     def __repr__(self):
         return f"<Node {self.op}>"
 
     def parents(self):
-        return [t for t in _leaves(self.args) if t.requires_grad]
+        return [t for t in self.inputs if t.requires_grad]
+
+
+_PLAIN, _GRAD, _QUANTIZED = 0, 1, 2
 
 
 def _wants_grad(args, kwargs):
-    """True when a tensor argument requires a gradient *or is quantized*: both leave the
-    fast path of :func:`primitive` (one scan of the arguments serves both)."""
-    for a in args:
+    """How :func:`primitive` runs a call, from one scan of its tensor arguments:
+    ``_QUANTIZED`` when one is quantized, else ``_GRAD`` when one requires a gradient,
+    else ``_PLAIN`` (0: the path that records nothing)."""
+    found = _PLAIN
+    for a in (*args, *kwargs.values()) if kwargs else args:
         if isinstance(a, Tensor):
-            if a.requires_grad or a._dtype.quantized:
-                return True
+            if a._dtype.quantized:
+                return _QUANTIZED
+            if a.requires_grad:
+                found = _GRAD
         elif isinstance(a, (list, tuple)) and a and type(a[0]) is not int:
             # (lists of Python ints are attributes: skipped without a walk)
-            if any(t.requires_grad or t._dtype.quantized for t in _leaves(a)):
-                return True
-    for a in kwargs.values():
-        if isinstance(a, Tensor):
-            if a.requires_grad or a._dtype.quantized:
-                return True
-        elif isinstance(a, (list, tuple)) and any(
-            t.requires_grad or t._dtype.quantized for t in _leaves(a)
-        ):
-            return True
-    return False
-
-
-def _any_quantized(args, kwargs):
-    return any(t._dtype.quantized for t in _leaves(list(args) + list(kwargs.values())))
+            for t in _leaves(a):
+                if t._dtype.quantized:
+                    return _QUANTIZED
+                if t.requires_grad:
+                    found = _GRAD
+    return found
 
 
 # Set by xops.ops.quantization: runs an op on quantized operands (dequantize -> op ->
@@ -167,7 +204,7 @@ def primitive(name, **declaration):
     """
 
     def decorate(fn):
-        sig = inspect.signature(fn)
+        bind = _binder(inspect.signature(fn))
 
         @functools.wraps(fn)
         def op(*args, **kwargs):
@@ -179,9 +216,10 @@ def primitive(name, **declaration):
             impl = fn
             if _registry.devices_in_use:  # a tensor lives off the CPU: that device's kernel
                 impl = _registry.kernel(op, args, kwargs)
-            if not _wants_grad(args, kwargs):
+            wants = _wants_grad(args, kwargs)
+            if not wants:
                 out = impl(*args, **kwargs)
-            elif quantized_dispatch is not None and _any_quantized(args, kwargs):
+            elif wants == _QUANTIZED and quantized_dispatch is not None:
                 out = quantized_dispatch(name, op, impl, args, kwargs)
             elif not _mode.enabled:
                 out = impl(*args, **kwargs)
@@ -193,11 +231,7 @@ def primitive(name, **declaration):
                 finally:
                     _mode.enabled = True
                     _mode.kept = None
-                bound = sig.bind(*args, **kwargs)
-                bound.apply_defaults()
-                if name in kept:  # rules get the canonical attributes, never re-parse
-                    bound.arguments.update(kept[name])
-                out = _record(name, op._vjp, tuple(bound.arguments.values()), out)
+                out = _record(name, op._vjp, bind(args, kwargs, kept.get(name)), out)
             if _config.check_finite:  # xops.config.debug_nans: off = this one flag test
                 _check_finite(name, out, args, kwargs)
             return out
@@ -218,6 +252,45 @@ def primitive(name, **declaration):
     return decorate
 
 
+def _binder(sig):
+    """``bind(args, kwargs, kept)``: the call's arguments bound to the op's parameters in
+    signature order, defaults applied, ``kept`` (canonical attributes, see :func:`keep`)
+    in place of the arguments as given: what the tape node stores. Plain signatures (no
+    ``*args``, keyword-only or positional-only parameters) bind by position from
+    precomputed names and defaults; anything else, or a call the fast way cannot bind
+    (a missing or unknown argument), goes through ``inspect`` (its errors unchanged)."""
+    params = list(sig.parameters.values())
+    names = [p.name for p in params]
+    defaults = [p.default for p in params]
+    index = {n: i for i, n in enumerate(names)}
+    plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+    empty = inspect.Parameter.empty
+
+    def slow(args, kwargs, kept):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        if kept:
+            bound.arguments.update(kept)
+        return tuple(bound.arguments.values())
+
+    def bind(args, kwargs, kept):
+        n = len(args)
+        if not plain or n > len(names):
+            return slow(args, kwargs, kept)
+        values = [*args, *defaults[n:]]
+        for changes, fresh_only in ((kwargs, True), (kept, False)):
+            for k, v in changes.items() if changes else ():
+                i = index.get(k)
+                if i is None or (fresh_only and i < n):
+                    return slow(args, kwargs, kept)
+                values[i] = v
+        if any(v is empty for v in values):  # (identity: `in` would compare tensors)
+            return slow(args, kwargs, kept)
+        return tuple(values)
+
+    return bind
+
+
 def keep(op, **attributes):
     """Called by op ``op`` once it has parsed its attributes: if the call is being
     recorded, its tape node stores these canonical values (same parameter names) in place
@@ -228,12 +301,13 @@ def keep(op, **attributes):
         kept[op] = attributes
 
 
-def _restructure(x, fn):
-    """``x`` with every Tensor t (at any depth of tuples/lists) replaced by fn(t)."""
-    if isinstance(x, Tensor):
+def _restructure(x, fn, kind=Tensor):
+    """``x`` with every Tensor t (at any depth of tuples/lists) replaced by fn(t) (every
+    instance of ``kind``)."""
+    if isinstance(x, kind):
         return fn(x)
     if isinstance(x, (list, tuple)):
-        items = [_restructure(v, fn) for v in x]
+        items = [_restructure(v, fn, kind) for v in x]
         if hasattr(x, "_fields"):  # a named tuple (ConvDimensionNumbers): fields by position
             return type(x)(*items)
         return type(x)(items)
@@ -246,8 +320,6 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 def _user_frame():
     """(file, line) of the innermost caller outside the xops package (where the user
     called the op), for messages; None if there is none."""
-    import sys
-
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
         f = f.f_back
@@ -283,9 +355,21 @@ def _check_finite(name, out, args, kwargs):
 
 
 def _record(name, rule, args, out):
+    if isinstance(out, Tensor):  # one output (the common case): no walks over outputs
+        if not _differentiable(out):
+            return out  # integer / boolean results carry no gradient
+        inputs = _leaves(args)
+        if any(t is out for t in inputs):  # never its own parent (see fresh)
+            out = _wrap(out._value, out._dtype)
+        node = Node(name, rule, args, out, False)
+        node.inputs = inputs  # the argument Tensors, walked once
+        out.requires_grad = True
+        out._node = node
+        return out
     if not any(_differentiable(o) for o in _leaves(out)):
         return out  # integer / boolean results carry no gradient
-    inputs = {id(t) for t in _leaves(args)}
+    leaves = _leaves(args)
+    inputs = {id(t) for t in leaves}
     seen = set()
 
     def fresh(t):
@@ -298,6 +382,7 @@ def _record(name, rule, args, out):
 
     outs = _restructure(out, fresh)
     node = Node(name, rule, args, outs, isinstance(out, tuple))
+    node.inputs = leaves
     for o in node.flat:
         if _differentiable(o):
             o.requires_grad = True
@@ -669,12 +754,13 @@ def _fix_versions(node):
         held = ref() if ref is not None else None
         return a if held is None else held
 
-    if any(_entry(a) is not None for a in _leaves(node.args)):
+    if any(_entry(a) is not None for a in node.inputs):
         node.args = _restructure(node.args, swap)
+        node.inputs = _leaves(node.args)
 
 
 def _check_versions(node):
-    for t in _leaves(node.args) + node.flat:
+    for t in node.inputs + node.flat:
         epochs = _epochs(t)
         if epochs and epochs[-1] > node.epoch:
             saved = sum(1 for e in epochs if e <= node.epoch)
@@ -691,8 +777,9 @@ def _check_versions(node):
 
 
 def _replace_output(node, old, new):
-    node.outputs = _restructure(node.outputs, lambda o: new if o is old else o)
-    node.flat = [new if o is old else o for o in node.flat]
+    for h in node._flat:  # (only differentiable outputs are ever rebound)
+        if type(h) is _Held and h.ref() is old:
+            h.ref, h.value, h.dtype = weakref.ref(new), new._value, new._dtype
 
 
 def rebind(t, make, op="setitem"):

@@ -203,13 +203,16 @@ class MPIContext(Context):
         signature (the ranks' tables of known signatures change identically, since every
         rank sees every digest), and the payloads of a known signature travel on a
         communicator that only that signature uses. A repeated call therefore posts its
-        payload *together with* its check-in and waits for both at once: one
-        synchronisation instead of two. It stays safe when the ranks disagree only on a
-        later call: payloads of different signatures are on different communicators, so
-        MPI never matches one with another (no wrong result); the check-in shows the
-        difference to every rank, which raise the same error, drop the signatures
-        involved (their communicators, where an unmatched payload now waits forever, are
-        never used again) and stay in step for the next call."""
+        payload *together with* its check-in: one synchronisation instead of two. When
+        the check-in agrees, every rank has posted the same payload already, so MPI's
+        own wait finishes it (in C: the call is known to complete; polling it from
+        Python measured up to 1.4x MPI's blocking call on a loaded machine). It stays
+        safe when the ranks disagree only on a later call: payloads of different
+        signatures are on different communicators, so MPI never matches one with
+        another (no wrong result); the check-in shows the difference to every rank,
+        which raise the same error, drop the signatures involved (their communicators,
+        where an unmatched payload now waits forever, are never used again) and stay in
+        step for the next call."""
         self._usable(op)
         gkey = tuple(tuple(self.flat(p) for p in g) for g in groups)
         header = (gkey, key, types_of(arrays))
@@ -229,6 +232,10 @@ class MPIContext(Context):
                 if got.tobytes() != sig.everyone:
                     self._orphans.append((reqs, payload))  # (MPI may still use them)
                     self._disagreement(op, groups, header, got)
+                if reqs:  # every rank posted the same payload before its check-in: it
+                    # completes, so MPI's own wait (in C, no deadline needed) finishes it
+                    self.MPI.Request.Waitall(reqs)
+                    reqs = ()
                 sub, group = sig.sub, sig.group
             else:
                 sub, group, reqs = self._first(op, header, groups, payload, what)

@@ -11,13 +11,17 @@ matrix multiply (NumPy's BLAS) with one of two packings:
   kernel taps, the Y entry its window reads — through an offset table that sends
   padding cells and dilation holes to a zero slot. This wins when there are fewer
   output than input features, or with lhs dilation (transposed convolution), since
-  it never materialises the zeros.
+  it never materialises the zeros. ``window_sum_rows`` does the same sums without a
+  table for one or two spatial dims with stride 1 along the last (the input
+  gradient of a stride-1 layer): Y's rows end in zero columns, so that each tap's
+  whole band of rows is one contiguous run of vector adds.
 
 ``im2col`` only copies bits, so it runs on unsigned words of the element's width
 (float32 as uint32; float64, int64 and complex64 as uint64; complex128 as two float64
 passes into interleaved columns): two specialisations cover every type.
 ``window_sum`` adds, so it is typed: float32 and float64 (complex sums run on their
-real and imaginary lanes), int64 only for integer sums that float64 cannot hold exactly.
+real and imaginary lanes), int64 only for integer sums that float64 cannot hold exactly;
+``window_sum_rows`` float32 and float64 only.
 
 All offsets are unsigned (uint64): with signed indices Numba must handle negative
 (wrap-around) indexing on every access, which stops LLVM from vectorising the copy
@@ -168,3 +172,41 @@ def im2col_2d(src, n_img, n_chan, s_n, s_c, s_h, rows, band, runs, dst, d_n, d_r
                         s = s_base + h * s_h + s0
                         for q in range(count):
                             dst[e + u(j0 + q * j_step)] = src[u(s + q * s_step)]
+
+
+@kernel
+def window_sum_rows(y, taps, out, n_w, n_oh, n_ow):
+    """``window_sum`` for one or two spatial dims with stride 1 and no lhs dilation along
+    the last, each tap's whole band of rows one linear run: output-parallel, iteration
+    ``it`` = (output feature o, image n) writes only ``out[n, o]``.
+
+    ``y``: (O*K, N, H*n_w): Y at every input position, in rows of n_w = W + s words
+    whose last s columns are the tap's product with zero columns. The sums run in a
+    scratch plane of (n_oh, n_w), so that output (i, j) <- source (i, j) + d is one run
+    ``taps[k] = (first, last, d)`` for tap k: the padding columns on either side of a
+    row read the zero columns (the previous row's, on the left; the run starts inside
+    the plane) and the columns past the output width are scratch. Taps add in
+    increasing order, ``window_sum``'s.
+
+    A zero column's product is +0, -0 or NaN (an infinite or NaN weight); the padding
+    cells outside the runs do not add it: adding +-0 to a sum that starts at +0 never
+    changes it, and the caller sets the cells of a NaN tap to NaN. Every element is
+    ``window_sum``'s sum bit for bit.
+    """
+    u = np.uint64
+    n_img = y.shape[1]
+    n_taps = taps.shape[0]
+    n_out = out.shape[1]
+    for it in prange(n_img * n_out):
+        o = it // n_img  # consecutive iterations read consecutive images' Y planes
+        n = it - o * n_img
+        acc = np.zeros(n_oh * n_w, out.dtype)
+        for k in range(n_taps):
+            yk = y[o * n_taps + k, n]
+            d = taps[k, 2]
+            for e in range(taps[k, 0], taps[k, 1]):
+                acc[u(e)] += yk[u(e + d)]
+        row = out[n, o]
+        for i in range(n_oh):
+            for j in range(n_ow):
+                row[u(i * n_ow + j)] = acc[u(i * n_w + j)]

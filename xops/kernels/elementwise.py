@@ -12,6 +12,7 @@ functions run span loops (``run_spans``) on the thread pool of ``threaded_unary`
 """
 
 import contextvars
+import itertools
 import math
 import os
 import threading
@@ -351,6 +352,22 @@ def select_bits(pred, on_true, on_false, out):
 # and results are bit-identical for any thread count (tests/test_dispatch_fast.py). The
 # block starts keep the array's own alignment (multiples of 4096 elements apart).
 
+# Loops that do little work per byte (bf16/f16 add and multiply, the shifts) run on one
+# core below MEMORY_BOUND_THRESHOLD elements: one core already streams 1M elements at
+# NumPy's single-threaded speed (the f32 ufuncs' and NumPy's shifts'), and a second
+# thread's hand-off cost more than it saved on the shared 2-core machine (issue 15:
+# bf16 add 1M took 2.6x f32's time threaded, 1.0x on one core).
+MEMORY_BOUND_THRESHOLD = 1 << 22
+
+
+def run_memory_bound(kern, n, *args):
+    """``kern(n, *args)`` for a :func:`kernel` loop that does little work per byte: its
+    serial variant below MEMORY_BOUND_THRESHOLD elements, else the usual choice."""
+    if n < MEMORY_BOUND_THRESHOLD:
+        return kern.serial(*args)
+    return kern(n, *args)
+
+
 THREADED_UFUNCS = frozenset((np.exp, np.expm1, np.log, np.log1p, np.tanh, np.sin, np.cos))
 THREADED_THRESHOLD = 1 << 18  # below this a thread hand-off (~20-50 us) is not repaid
 _BLOCK = 1 << 12
@@ -377,23 +394,40 @@ def _get_pool(workers):
         return _pool[1]
 
 
+PIECE = 4 * SPAN  # run_spans' unit of work: 64K elements (exp: ~0.1 ms on one core)
+
+
 def run_spans(span, n, *args):
     """``span(*args, lo, hi)`` over [0, n): one call below THREADED_THRESHOLD elements (or
-    with one thread), else one piece per thread, each a whole number of SPANs but the
-    last, on the pool (span bodies release the GIL). Output-parallel: a piece writes
-    only its own elements, each computed by the same scalar formula in vector or scalar
-    code, so the bits do not depend on the thread count."""
+    with one thread), else pieces of PIECE elements taken in turn, from a shared counter,
+    by the calling thread and up to numba.get_num_threads() - 1 pool threads (span
+    bodies release the GIL). The caller starts at once: a pool thread that wakes late
+    (a busy core, a sleeping virtual CPU) takes fewer pieces or none, so a call is never
+    much slower than on one core (a fixed half per thread made the caller wait for the
+    late half: exp 1M f32 took 1.0-1.2 ms threaded, about its one-core time, issue 15).
+    Output-parallel: a piece writes only its own elements, each computed by the same
+    scalar formula in vector or scalar code, so the bits do not depend on the thread
+    count or on who took which piece."""
     threads = _threads() if n >= THREADED_THRESHOLD else 1
-    if threads < 2:
+    piece = PIECE
+    pieces = -(-n // piece)
+    if threads < 2 or pieces < 2:
         span(*args, np.int64(0), np.int64(n))
         return
-    step = -(-n // threads // SPAN) * SPAN
-    bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
-    pool = _get_pool(len(bounds) - 1)
-    jobs = [pool.submit(span, *args, np.int64(lo), np.int64(hi)) for lo, hi in bounds[1:]]
-    span(*args, np.int64(0), np.int64(bounds[0][1]))
+    taken = itertools.count()  # next() is atomic under the GIL
+
+    def work():
+        for i in taken:
+            if i >= pieces:
+                return
+            span(*args, np.int64(i * piece), np.int64(min(i * piece + piece, n)))
+
+    pool = _get_pool(threads - 1)
+    jobs = [pool.submit(work) for _ in range(min(threads, pieces) - 1)]
+    work()
     for job in jobs:
-        job.result()
+        if not job.cancel():  # a helper that never started has nothing left to do
+            job.result()
 
 
 def threaded_unary(ufunc, a):
@@ -458,19 +492,20 @@ def f32_to_narrow(v, fmt):
 
 @scalar
 def _arith(a, b, op):
-    """a <op> b in float32. A NaN result is a's NaN if a is one, else b's (quieted), else
-    the operation's own (inf - inf, 0 * inf): the bits do not depend on which operand
-    order the compiler picked for a commutative op in each of a loop's vector and scalar
-    versions, so they are the same at every position and SIMD width."""
+    """a <op> b in float32. A NaN result is a's NaN (quieted) if a is one, else b's
+    (quieted), else the operation's own (inf - inf, 0 * inf): the bits do not depend on
+    which operand order the compiler picked for a commutative op in each of a loop's
+    vector and scalar versions, so they are the same at every position and SIMD width.
+    Only a NaN ``a`` needs a select: with one NaN operand IEEE 754 hardware (x86 SSE/AVX,
+    Arm without default-NaN mode) returns that operand quieted in either order. (Two
+    selects, one per operand, cost bf16 add 1M 333 us against 266 us on one core.)"""
     if op == ADD:
         v = a + b
     elif op == SUBTRACT:
         v = a - b
     else:
         v = a * b
-    quiet = np.uint32(0x00400000)
-    v = bits_f32(f32_bits(b) | quiet) if b != b else v
-    return bits_f32(f32_bits(a) | quiet) if a != a else v
+    return bits_f32(f32_bits(a) | np.uint32(0x00400000)) if a != a else v
 
 
 @span_body
@@ -488,8 +523,13 @@ def _narrow_exp_span(x, out, fmt, lo, hi):
 
 
 def narrow_binary(x, y, out, op, fmt):
-    """out = x <op> y on contiguous 1-D uint16 bit patterns of bf16 or f16 (one shape)."""
-    run_spans(_narrow_binary_span, out.size, x, y, out, np.int64(op), np.int64(fmt))
+    """out = x <op> y on contiguous 1-D uint16 bit patterns of bf16 or f16 (one shape);
+    on one core below MEMORY_BOUND_THRESHOLD elements (see there)."""
+    args = (x, y, out, np.int64(op), np.int64(fmt))
+    if out.size < MEMORY_BOUND_THRESHOLD:
+        _narrow_binary_span(*args, np.int64(0), np.int64(out.size))
+    else:
+        run_spans(_narrow_binary_span, out.size, *args)
 
 
 def narrow_exp(x, out, fmt):

@@ -32,11 +32,18 @@ in the operand's own type (to halve the cache traffic for f32: there the mean an
 offset stay exact, and ``scale / stddev`` and the gradient coefficients take one more
 rounding to f32, a few units in the last place at most).
 
-Each kernel's prange loop only calls a compiled per-tile body (``_tile_body``): the
-parallel variants then compile in about half the time.
+**Launch.** Each op's work is a compiled *body* over a range of its iterations (tiles,
+run pieces or features: ``body(i0, i1, ...)``, see :func:`_tile_body`), and
+:func:`_launch` runs it: an operand under ``PARALLEL_THRESHOLD`` elements calls the body
+once over every iteration (no prange loop is compiled at all), a larger one runs a
+parallel loop whose iteration i calls the body over ``[i, i + 1)``. Each kind of tile
+(run tiles, row tiles, run pieces) has its own body and loop, so a shape compiles only
+the one it uses (the first calls of batch norm on the main job's small f32 operands
+compile 6 signatures, where one kernel per op holding every kind compiled 25).
 
-**Fused per-feature kernels.** Operands of long runs with at least ``FUSED_FEATURES``
-features small enough to stay in cache (NCHW activations; the rule on the shape is
+**Fused per-feature kernels.** Operands of runs of at least ``FUSED_RUN`` elements
+with at least ``FUSED_FEATURES`` features small enough to stay in cache (NCHW
+activations from 4x4 images up; the rule on the shape is
 ``xops.ops.normalization._fused``) held as computed (f32, f64) skip the plan: one kernel
 (``train_features`` / ``grad_features``, prange over features) does a feature's whole
 work at once: its sums in the same float64 lanes (the statistics two-pass about the
@@ -52,6 +59,7 @@ import functools
 import numpy as np
 from numba import prange
 
+from . import config as _config
 from .config import kernel, scalar
 
 #: runs at least this long use run tiles; also the lane count of a feature's accumulator
@@ -64,9 +72,11 @@ TILE_ELEMS = 1 << 16
 _SCALAR_RUN = 16
 #: elementwise kernels cut long runs into pieces this long (parallel work units)
 RUN_CHUNK = 1 << 14
-#: long-run operands with at least this many features take the fused per-feature
-#: kernels (a shape rule, never a thread-count one: results stay the same)
+#: operands of runs at least FUSED_RUN long with at least FUSED_FEATURES features take
+#: the fused per-feature kernels (a shape rule, never a thread-count one: results stay
+#: the same)
 FUSED_FEATURES = 8
+FUSED_RUN = _SCALAR_RUN
 
 #: columns of a run tile: outer range, feature range, range within the run
 O0, O1, RC0, RC1, I0, I1 = range(6)
@@ -186,12 +196,22 @@ def plan(outer, C, inner):
 
 
 def _tile_body(py_func):
-    """One tile's (or run piece's) work: compiled once per signature, serial and cached
-    with the config's options, and called from both variants of a kernel's prange loop.
-    The parallel variant then only wraps a call, which keeps its compile time small.
-    Callers pass the loop index as ``np.int64``: a prange index is unsigned, and a new
-    argument type would compile the body a second time."""
+    """A body over iterations ``[i0, i1)`` (its first two arguments): compiled once per
+    signature, serial and cached with the config's options; :func:`_launch` calls it
+    directly for small operands, and a parallel loop calls it per iteration. Loops pass
+    the range as ``np.int64``: a prange index is unsigned, and a new argument type would
+    compile the body a second time."""
     return kernel(py_func).serial
+
+
+def _launch(count, body, loop, *args):
+    """Run ``body`` over iterations ``[0, count)``; ``args[0]`` is the operand: under
+    ``PARALLEL_THRESHOLD`` elements one serial call (only the body is compiled), else
+    the parallel variant of ``loop``, whose iteration i runs ``body(i, i + 1, *args)``."""
+    if args[0].size < _config.PARALLEL_THRESHOLD:
+        body(0, count, *args)
+    else:
+        loop(args[0].size, count, *args)
 
 
 @scalar
@@ -221,12 +241,6 @@ def _piece(u, nch, C, inner):
     run = u // nch
     k0 = run * inner + (u % nch) * RUN_CHUNK
     return run % C, k0, min(run * inner + inner, k0 + RUN_CHUNK)
-
-
-@scalar
-def _four(a, b0, b1, b2, b3, n):
-    """The views ``a[b:b + n]`` for the four starts (four runs or rows a step reads)."""
-    return a[b0 : b0 + n], a[b1 : b1 + n], a[b2 : b2 + n], a[b3 : b3 + n]
 
 
 @scalar
@@ -292,17 +306,34 @@ def _three_columns(tiles, t, u, v, z, like):
 
 
 @scalar
+def _sum4(x, i0, i1, i2, i3):
+    """``(x[i0] + x[i1]) + (x[i2] + x[i3])`` in float64 (a step over four runs or rows:
+    indices into one array, not four views; see :func:`_run_sum`)."""
+    return (np.float64(x[i0]) + np.float64(x[i1])) + (np.float64(x[i2]) + np.float64(x[i3]))
+
+
+@scalar
+def _m2_4(x, i0, i1, i2, i3, mu):
+    """The squared deviations from mu of the four elements, summed as :func:`_sum4`."""
+    d0 = x[i0] - mu
+    d1 = x[i1] - mu
+    d2 = x[i2] - mu
+    d3 = x[i3] - mu
+    return (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+
+
+@scalar
 def _run_sum(x, base, n, a):
     """``a[j] += x[base + k + j]`` in float64 over the LONG_RUN-wide chunks of the run
-    piece ``x[base:base + n]`` (four chunks per step: a quarter of the lane traffic)."""
+    piece ``x[base:base + n]`` (four chunks per step: a quarter of the lane traffic). A
+    step reads one view of its four chunks, indexed: a view per chunk costs LLVM more
+    alias checks, and made the gradient sums' loop a third slower."""
     L = LONG_RUN
     k = 0
     while k + 4 * L <= n:
-        x0, x1, x2, x3 = _four(x, base + k, base + k + L, base + k + 2 * L, base + k + 3 * L, L)
+        xs = x[base + k : base + k + 4 * L]
         for j in range(L):
-            a[j] += (np.float64(x0[j]) + np.float64(x1[j])) + (
-                np.float64(x2[j]) + np.float64(x3[j])
-            )
+            a[j] += _sum4(xs, j, L + j, 2 * L + j, 3 * L + j)
         k += 4 * L
     while k < n:
         m = min(L, n - k)
@@ -318,13 +349,9 @@ def _run_m2(x, base, n, mu, a):
     L = LONG_RUN
     k = 0
     while k + 4 * L <= n:
-        x0, x1, x2, x3 = _four(x, base + k, base + k + L, base + k + 2 * L, base + k + 3 * L, L)
+        xs = x[base + k : base + k + 4 * L]
         for j in range(L):
-            d0 = x0[j] - mu
-            d1 = x1[j] - mu
-            d2 = x2[j] - mu
-            d3 = x3[j] - mu
-            a[j] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+            a[j] += _m2_4(xs, j, L + j, 2 * L + j, 3 * L + j, mu)
         k += 4 * L
     while k < n:
         m = min(L, n - k)
@@ -335,9 +362,9 @@ def _run_m2(x, base, n, mu, a):
         k += m
 
 
-@_tile_body
+@scalar
 def _moments_run_tile(x, C, inner, runs, t, psum, pm2):
-    """tile_moments for run tile t."""
+    """Run tile t's sums and squared deviations (see :func:`moments`)."""
     L = LONG_RUN
     o0, o1, c0, c1, i0, i1 = _row6(runs, t)
     n = i1 - i0
@@ -356,17 +383,29 @@ def _moments_run_tile(x, C, inner, runs, t, psum, pm2):
 
 
 @_tile_body
+def _moments_rows(t0, t1, x, tiles, starts, psum, pm2):
+    """moments for row tiles [t0, t1)."""
+    for t in range(t0, t1):
+        _moments_row_tile(x, tiles, starts, t, psum, pm2)
+
+
+@kernel
+def _moments_rows_loop(count, x, tiles, starts, psum, pm2):
+    """Owner-computes: iteration t reads row tile t and writes only psum[t], pm2[t]."""
+    for t in prange(count):
+        _moments_rows(np.int64(t), np.int64(t + 1), x, tiles, starts, psum, pm2)
+
+
+@scalar
 def _moments_row_tile(x, tiles, starts, t, psum, pm2):
-    """tile_moments for row tile t."""
+    """Row tile t's sums and squared deviations (see :func:`moments`)."""
     r0, r1, w, _c0, fb, iw = _row6(tiles, t)
     acc = np.zeros(w)
     r = r0
     while r + 4 <= r1:
-        x0, x1, x2, x3 = _four(x, starts[r], starts[r + 1], starts[r + 2], starts[r + 3], w)
+        a0, a1, a2, a3 = starts[r], starts[r + 1], starts[r + 2], starts[r + 3]
         for j in range(w):
-            acc[j] += (np.float64(x0[j]) + np.float64(x1[j])) + (
-                np.float64(x2[j]) + np.float64(x3[j])
-            )
+            acc[j] += _sum4(x, a0 + j, a1 + j, a2 + j, a3 + j)
         r += 4
     while r < r1:
         x0 = x[starts[r] : starts[r] + w]
@@ -380,14 +419,9 @@ def _moments_row_tile(x, tiles, starts, t, psum, pm2):
     acc[:] = 0.0
     r = r0
     while r + 4 <= r1:
-        x0, x1, x2, x3 = _four(x, starts[r], starts[r + 1], starts[r + 2], starts[r + 3], w)
+        a0, a1, a2, a3 = starts[r], starts[r + 1], starts[r + 2], starts[r + 3]
         for j in range(w):
-            mu = mcol[j]
-            d0 = x0[j] - mu
-            d1 = x1[j] - mu
-            d2 = x2[j] - mu
-            d3 = x3[j] - mu
-            acc[j] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+            acc[j] += _m2_4(x, a0 + j, a1 + j, a2 + j, a3 + j, mcol[j])
         r += 4
     while r < r1:
         x0 = x[starts[r] : starts[r] + w]
@@ -398,18 +432,29 @@ def _moments_row_tile(x, tiles, starts, t, psum, pm2):
     _fold_columns(acc, w, fb, iw, pm2, t)
 
 
-@kernel
-def tile_moments(x, C, inner, runs, tiles, starts, psum, pm2):
-    """Per-tile sum and sum of squared deviations about the tile's mean (two-pass,
-    float64) of each of the tile's features.
+@_tile_body
+def _moments_runs(t0, t1, x, C, inner, runs, psum, pm2):
+    """moments for run tiles [t0, t1)."""
+    for t in range(t0, t1):
+        _moments_run_tile(x, C, inner, runs, t, psum, pm2)
 
-    Owner-computes tiles: prange over tiles; tile t writes only ``psum[t, :]`` and
-    ``pm2[t, :]``.
-    """
-    for t in prange(runs.shape[0]):  # long runs (no iterations for short ones)
-        _moments_run_tile(x, C, inner, runs, np.int64(t), psum, pm2)
-    for t in prange(tiles.shape[0]):  # short runs (no iterations for long ones)
-        _moments_row_tile(x, tiles, starts, np.int64(t), psum, pm2)
+
+@kernel
+def _moments_runs_loop(count, x, C, inner, runs, psum, pm2):
+    """Owner-computes: iteration t reads run tile t and writes only psum[t], pm2[t]."""
+    for t in prange(count):
+        _moments_runs(np.int64(t), np.int64(t + 1), x, C, inner, runs, psum, pm2)
+
+
+def moments(x, C, inner, plan, psum, pm2):
+    """Per-tile sum and sum of squared deviations about the tile's mean (two-pass,
+    float64) of each of the tile's features, into ``psum[t, :]`` / ``pm2[t, :]``;
+    ``x`` flat, ``plan`` its :class:`Plan` (long runs: run tiles, else row tiles)."""
+    r, t, st = plan.runs, plan.tiles, plan.starts
+    if len(r):
+        _launch(len(r), _moments_runs, _moments_runs_loop, x, C, inner, r, psum, pm2)
+    else:
+        _launch(len(t), _moments_rows, _moments_rows_loop, x, t, st, psum, pm2)
 
 
 @kernel
@@ -445,16 +490,16 @@ def merge_moments(parts, psum, pm2, mean, var):
 
 
 @scalar
-def _grad_terms4(x0, x1, x2, x3, g0, g1, g2, g3, j, mu):
-    """Element j of four runs (or rows): ``sum g`` and ``sum g * (x - mu)`` in float64,
-    in a fixed pairwise order."""
-    h0 = np.float64(g0[j])
-    h1 = np.float64(g1[j])
-    h2 = np.float64(g2[j])
-    h3 = np.float64(g3[j])
+def _grad_terms4(x, g, i0, i1, i2, i3, mu):
+    """Four elements (of four runs or rows): ``sum g`` and ``sum g * (x - mu)`` in
+    float64, in a fixed pairwise order (indices into one array, as :func:`_sum4`)."""
+    h0 = np.float64(g[i0])
+    h1 = np.float64(g[i1])
+    h2 = np.float64(g[i2])
+    h3 = np.float64(g[i3])
     return (
         (h0 + h1) + (h2 + h3),
-        (h0 * (x0[j] - mu) + h1 * (x1[j] - mu)) + (h2 * (x2[j] - mu) + h3 * (x3[j] - mu)),
+        (h0 * (x[i0] - mu) + h1 * (x[i1] - mu)) + (h2 * (x[i2] - mu) + h3 * (x[i3] - mu)),
     )
 
 
@@ -465,11 +510,10 @@ def _run_grad_sums(x, g, base, n, mu, ag, ac):
     L = LONG_RUN
     k = 0
     while k + 4 * L <= n:
-        b = base + k
-        x0, x1, x2, x3 = _four(x, b, b + L, b + 2 * L, b + 3 * L, L)
-        g0, g1, g2, g3 = _four(g, b, b + L, b + 2 * L, b + 3 * L, L)
+        xs = x[base + k : base + k + 4 * L]
+        gs = g[base + k : base + k + 4 * L]
         for j in range(L):
-            sg, sc = _grad_terms4(x0, x1, x2, x3, g0, g1, g2, g3, j, mu)
+            sg, sc = _grad_terms4(xs, gs, j, L + j, 2 * L + j, 3 * L + j, mu)
             ag[j] += sg
             ac[j] += sc
         k += 4 * L
@@ -484,9 +528,9 @@ def _run_grad_sums(x, g, base, n, mu, ag, ac):
         k += m
 
 
-@_tile_body
+@scalar
 def _grad_sums_run_tile(x, g, C, inner, runs, t, mean, psg, psgc):
-    """tile_grad_sums for run tile t."""
+    """Run tile t's gradient sums (see :func:`grad_sums`)."""
     L = LONG_RUN
     o0, o1, c0, c1, i0, i1 = _row6(runs, t)
     acc_g = np.zeros((c1 - c0) * L)
@@ -501,8 +545,22 @@ def _grad_sums_run_tile(x, g, C, inner, runs, t, mean, psg, psgc):
 
 
 @_tile_body
+def _grad_sums_runs(t0, t1, x, g, C, inner, runs, mean, psg, psgc):
+    """grad_sums for run tiles [t0, t1)."""
+    for t in range(t0, t1):
+        _grad_sums_run_tile(x, g, C, inner, runs, t, mean, psg, psgc)
+
+
+@kernel
+def _grad_sums_runs_loop(count, x, g, C, inner, runs, mean, psg, psgc):
+    """Owner-computes: iteration t reads run tile t and writes only psg[t], psgc[t]."""
+    for t in prange(count):
+        _grad_sums_runs(np.int64(t), np.int64(t + 1), x, g, C, inner, runs, mean, psg, psgc)
+
+
+@scalar
 def _grad_sums_row_tile(x, g, tiles, starts, t, mean, psg, psgc):
-    """tile_grad_sums for row tile t."""
+    """Row tile t's gradient sums (see :func:`grad_sums`)."""
     r0, r1, w, c0, fb, iw = _row6(tiles, t)
     mcol = _feature_column(mean, w, c0, fb, iw, x)  # the given mean: exact in x's type
     acc_g = np.zeros(w)
@@ -510,10 +568,8 @@ def _grad_sums_row_tile(x, g, tiles, starts, t, mean, psg, psgc):
     r = r0
     while r + 4 <= r1:
         a0, a1, a2, a3 = starts[r], starts[r + 1], starts[r + 2], starts[r + 3]
-        x0, x1, x2, x3 = _four(x, a0, a1, a2, a3, w)
-        g0, g1, g2, g3 = _four(g, a0, a1, a2, a3, w)
         for j in range(w):
-            sg, sc = _grad_terms4(x0, x1, x2, x3, g0, g1, g2, g3, j, mcol[j])
+            sg, sc = _grad_terms4(x, g, a0 + j, a1 + j, a2 + j, a3 + j, mcol[j])
             acc_g[j] += sg
             acc_c[j] += sc
         r += 4
@@ -530,18 +586,28 @@ def _grad_sums_row_tile(x, g, tiles, starts, t, mean, psg, psgc):
     _fold_columns(acc_c, w, fb, iw, psgc, t)
 
 
-@kernel
-def tile_grad_sums(x, g, C, inner, runs, tiles, starts, mean, psg, psgc):
-    """Per-tile ``sum(g)`` and ``sum(g * (x - mean[c]))`` of each of the tile's
-    features, in float64.
+@_tile_body
+def _grad_sums_rows(t0, t1, x, g, tiles, starts, mean, psg, psgc):
+    """grad_sums for row tiles [t0, t1)."""
+    for t in range(t0, t1):
+        _grad_sums_row_tile(x, g, tiles, starts, t, mean, psg, psgc)
 
-    Owner-computes tiles: prange over tiles; tile t writes only ``psg[t, :]`` and
-    ``psgc[t, :]``.
-    """
-    for t in prange(runs.shape[0]):  # long runs
-        _grad_sums_run_tile(x, g, C, inner, runs, np.int64(t), mean, psg, psgc)
-    for t in prange(tiles.shape[0]):  # short runs
-        _grad_sums_row_tile(x, g, tiles, starts, np.int64(t), mean, psg, psgc)
+
+@kernel
+def _grad_sums_rows_loop(count, x, g, tiles, starts, mean, psg, psgc):
+    """Owner-computes: iteration t reads row tile t and writes only psg[t], psgc[t]."""
+    for t in prange(count):
+        _grad_sums_rows(np.int64(t), np.int64(t + 1), x, g, tiles, starts, mean, psg, psgc)
+
+
+def grad_sums(x, g, C, inner, plan, mean, psg, psgc):
+    """Per-tile ``sum(g)`` and ``sum(g * (x - mean[c]))`` of each of the tile's
+    features, in float64, into ``psg[t, :]`` / ``psgc[t, :]`` (as :func:`moments`)."""
+    r, t, st = plan.runs, plan.tiles, plan.starts
+    if len(r):
+        _launch(len(r), _grad_sums_runs, _grad_sums_runs_loop, x, g, C, inner, r, mean, psg, psgc)
+    else:
+        _launch(len(t), _grad_sums_rows, _grad_sums_rows_loop, x, g, t, st, mean, psg, psgc)
 
 
 @kernel
@@ -571,39 +637,58 @@ def _normalize_run(x, k0, k1, m, a, b, out):
 
 
 @_tile_body
-def _normalize_piece(x, C, inner, u, nch, mean, a, b, out):
-    """normalize for piece u of the runs (``nch`` pieces per run)."""
-    c, k0, k1 = _piece(u, nch, C, inner)
-    _normalize_run(x, k0, k1, mean[c], a[c], b[c], out)
-
-
-@_tile_body
-def _normalize_row_tile(x, tiles, starts, t, mean, a, b, out):
-    """normalize for row tile t."""
-    r0, r1, w, mcol, acol, bcol = _three_columns(tiles, t, mean, a, b, x)
-    for r in range(r0, r1):
-        xr = x[starts[r] : starts[r] + w]
-        yr = out[starts[r] : starts[r] + w]
-        for j in range(w):
-            yr[j] = (xr[j] - mcol[j]) * acol[j] + bcol[j]
+def _normalize_pieces(u0, u1, x, C, inner, nch, mean, a, b, out):
+    """normalize for pieces [u0, u1) of the runs (``nch`` pieces per run)."""
+    for u in range(u0, u1):
+        c, k0, k1 = _piece(u, nch, C, inner)
+        _normalize_run(x, k0, k1, mean[c], a[c], b[c], out)
 
 
 @kernel
-def normalize(x, C, inner, tiles, starts, mean, a, b, out):
+def _normalize_pieces_loop(count, x, C, inner, nch, mean, a, b, out):
+    """Output-parallel: iteration u writes only piece u of out."""
+    for u in prange(count):
+        _normalize_pieces(np.int64(u), np.int64(u + 1), x, C, inner, nch, mean, a, b, out)
+
+
+@_tile_body
+def _normalize_rows(t0, t1, x, tiles, starts, mean, a, b, out):
+    """normalize for row tiles [t0, t1)."""
+    for t in range(t0, t1):
+        r0, r1, w, mcol, acol, bcol = _three_columns(tiles, t, mean, a, b, x)
+        for r in range(r0, r1):
+            xr = x[starts[r] : starts[r] + w]
+            yr = out[starts[r] : starts[r] + w]
+            for j in range(w):
+                yr[j] = (xr[j] - mcol[j]) * acol[j] + bcol[j]
+
+
+@kernel
+def _normalize_rows_loop(count, x, tiles, starts, mean, a, b, out):
+    """Output-parallel: iteration t writes only row tile t's rows of out."""
+    for t in prange(count):
+        _normalize_rows(np.int64(t), np.int64(t + 1), x, tiles, starts, mean, a, b, out)
+
+
+def _pieces(x, inner):
+    """``(count, nch)``: the RUN_CHUNK pieces of x's runs, and the pieces per run."""
+    nch = -(-inner // RUN_CHUNK)
+    return (x.size // inner) * nch, nch
+
+
+def normalize(x, C, inner, plan, mean, a, b, out):
     """``out = (x - mean[c]) * a[c] + b[c]`` in float64, rounded once to out's type.
 
-    Output-parallel. Runs of at least ``_SCALAR_RUN`` elements: prange over
-    ``RUN_CHUNK`` pieces of the runs in memory order, each a contiguous slice of one
-    feature. Shorter runs: prange over the row tiles, whose rows partition the operand.
-    Either way each iteration writes only its own elements of out.
+    Runs of at least ``_SCALAR_RUN`` elements go by ``RUN_CHUNK`` pieces of the runs in
+    memory order, each a contiguous slice of one feature; shorter runs by the plan's
+    row tiles, whose rows partition the operand.
     """
     if inner >= _SCALAR_RUN:
-        nch = -(-inner // RUN_CHUNK)
-        for u in prange((x.size // inner) * nch):
-            _normalize_piece(x, C, inner, np.int64(u), nch, mean, a, b, out)
+        count, nch = _pieces(x, inner)
+        _launch(count, _normalize_pieces, _normalize_pieces_loop, x, C, inner, nch, mean, a, b, out)
     else:
-        for t in prange(tiles.shape[0]):
-            _normalize_row_tile(x, tiles, starts, np.int64(t), mean, a, b, out)
+        t, st = plan.tiles, plan.starts
+        _launch(len(t), _normalize_rows, _normalize_rows_loop, x, t, st, mean, a, b, out)
 
 
 @scalar
@@ -617,120 +702,161 @@ def _grad_operand_run(x, g, k0, k1, m, p, s, v, out):
 
 
 @_tile_body
-def _grad_operand_piece(x, g, C, inner, u, nch, mean, mg, k, kc, out):
-    """grad_operand for piece u of the runs (``nch`` pieces per run)."""
-    c, k0, k1 = _piece(u, nch, C, inner)
-    _grad_operand_run(x, g, k0, k1, mean[c], mg[c], k[c], kc[c], out)
-
-
-@_tile_body
-def _grad_operand_row_tile(x, g, tiles, starts, t, mean, mg, k, kc, out):
-    """grad_operand for row tile t."""
-    r0, r1, w, mcol, pcol, scol = _three_columns(tiles, t, mean, mg, k, x)
-    vcol = _feature_column(kc, w, tiles[t, C0], tiles[t, FB], tiles[t, IW], x)
-    for r in range(r0, r1):
-        xr = x[starts[r] : starts[r] + w]
-        gr = g[starts[r] : starts[r] + w]
-        yr = out[starts[r] : starts[r] + w]
-        for j in range(w):
-            yr[j] = scol[j] * (gr[j] - pcol[j]) - vcol[j] * (xr[j] - mcol[j])
+def _grad_operand_pieces(u0, u1, x, g, C, inner, nch, mean, mg, k, kc, out):
+    """grad_operand for pieces [u0, u1) of the runs (``nch`` pieces per run)."""
+    for u in range(u0, u1):
+        c, k0, k1 = _piece(u, nch, C, inner)
+        _grad_operand_run(x, g, k0, k1, mean[c], mg[c], k[c], kc[c], out)
 
 
 @kernel
-def grad_operand(x, g, C, inner, tiles, starts, mean, mg, k, kc, out):
+def _grad_operand_pieces_loop(count, x, g, C, inner, nch, mean, mg, k, kc, out):
+    """Output-parallel: iteration u writes only piece u of out."""
+    for u in prange(count):
+        u0, u1 = np.int64(u), np.int64(u + 1)
+        _grad_operand_pieces(u0, u1, x, g, C, inner, nch, mean, mg, k, kc, out)
+
+
+@_tile_body
+def _grad_operand_rows(t0, t1, x, g, tiles, starts, mean, mg, k, kc, out):
+    """grad_operand for row tiles [t0, t1)."""
+    for t in range(t0, t1):
+        r0, r1, w, mcol, pcol, scol = _three_columns(tiles, t, mean, mg, k, x)
+        vcol = _feature_column(kc, w, tiles[t, C0], tiles[t, FB], tiles[t, IW], x)
+        for r in range(r0, r1):
+            xr = x[starts[r] : starts[r] + w]
+            gr = g[starts[r] : starts[r] + w]
+            yr = out[starts[r] : starts[r] + w]
+            for j in range(w):
+                yr[j] = scol[j] * (gr[j] - pcol[j]) - vcol[j] * (xr[j] - mcol[j])
+
+
+@kernel
+def _grad_operand_rows_loop(count, x, g, tiles, starts, mean, mg, k, kc, out):
+    """Output-parallel: iteration t writes only row tile t's rows of out."""
+    for t in prange(count):
+        t0, t1 = np.int64(t), np.int64(t + 1)
+        _grad_operand_rows(t0, t1, x, g, tiles, starts, mean, mg, k, kc, out)
+
+
+def grad_operand(x, g, C, inner, plan, mean, mg, k, kc, out):
     """``out = k[c] * (g - mg[c]) - kc[c] * (x - mean[c])`` in float64, rounded once to
-    out's type.
-
-    Output-parallel, traversed like :func:`normalize`: each iteration writes only its
-    own elements of out.
-    """
+    out's type, traversed like :func:`normalize`."""
     if inner >= _SCALAR_RUN:
-        nch = -(-inner // RUN_CHUNK)
-        for u in prange((x.size // inner) * nch):
-            _grad_operand_piece(x, g, C, inner, np.int64(u), nch, mean, mg, k, kc, out)
+        count, nch = _pieces(x, inner)
+        _launch(
+            count,
+            _grad_operand_pieces,
+            _grad_operand_pieces_loop,
+            x,
+            g,
+            C,
+            inner,
+            nch,
+            mean,
+            mg,
+            k,
+            kc,
+            out,
+        )
     else:
-        for t in prange(tiles.shape[0]):
-            _grad_operand_row_tile(x, g, tiles, starts, np.int64(t), mean, mg, k, kc, out)
+        t, st = plan.tiles, plan.starts
+        _launch(
+            len(t), _grad_operand_rows, _grad_operand_rows_loop, x, g, t, st, mean, mg, k, kc, out
+        )
 
 
 # ---------------------------------------------------------------------------------------
-# Fused per-feature kernels (long runs, many features)
+# Fused per-feature kernels (runs of at least FUSED_RUN, many features)
 # ---------------------------------------------------------------------------------------
 
 
 @_tile_body
-def _train_feature(x, C, inner, c, scale, offset, eps, out, stats):
-    """batch_norm_training's whole work for feature c: sum, squared deviations about
-    the mean (the spec's two-pass variance, no merge), the statistics rounded to the
-    element type (stored into ``stats``, of x's type), then the output. The feature's
-    runs are read three times, the last two from cache."""
+def _train_features(c0, c1, x, C, inner, scale, offset, eps, out, stats):
+    """batch_norm_training's whole work for features [c0, c1), one at a time: sum,
+    squared deviations about the mean (the spec's two-pass variance, no merge), the
+    statistics rounded to the element type (stored into ``stats``, of x's type), then
+    the output. A feature's runs are read three times, the last two from cache."""
     L = LONG_RUN
     outer = x.size // (C * inner)
-    acc = np.zeros(L)
-    for o in range(outer):
-        _run_sum(x, (o * C + c) * inner, inner, acc)
     cnt = outer * inner
-    mu = _fold(acc, 0, L) / cnt
-    acc[:] = 0.0
-    for o in range(outer):
-        _run_m2(x, (o * C + c) * inner, inner, mu, acc)
-    stats[0, c] = mu  # (rounded once to the element type by the store)
-    stats[1, c] = _fold(acc, 0, L) / cnt
-    m = np.float64(stats[0, c])
-    a = scale[c] / np.sqrt(np.float64(stats[1, c]) + eps)
-    for o in range(outer):
-        base = (o * C + c) * inner
-        _normalize_run(x, base, base + inner, m, a, offset[c], out)
+    acc = np.empty(L)
+    for c in range(c0, c1):
+        acc[:] = 0.0
+        for o in range(outer):
+            _run_sum(x, (o * C + c) * inner, inner, acc)
+        mu = _fold(acc, 0, L) / cnt
+        acc[:] = 0.0
+        for o in range(outer):
+            _run_m2(x, (o * C + c) * inner, inner, mu, acc)
+        stats[0, c] = mu  # (rounded once to the element type by the store)
+        stats[1, c] = _fold(acc, 0, L) / cnt
+        m = np.float64(stats[0, c])
+        a = scale[c] / np.sqrt(np.float64(stats[1, c]) + eps)
+        for o in range(outer):
+            base = (o * C + c) * inner
+            _normalize_run(x, base, base + inner, m, a, offset[c], out)
 
 
 @kernel
-def train_features(x, C, inner, scale, offset, eps, out, stats):
-    """batch_norm_training for an operand of long runs (``inner >= LONG_RUN``) and at
-    least FUSED_FEATURES features, one feature at a time; ``stats[0]`` / ``stats[1]``
-    receive the mean and biased variance in x's element type.
+def _train_features_loop(count, x, C, inner, scale, offset, eps, out, stats):
+    """Output-parallel over features: iteration c reads feature c's runs and writes only
+    its elements of out and ``stats[:, c]``."""
+    for c in prange(count):
+        _train_features(np.int64(c), np.int64(c + 1), x, C, inner, scale, offset, eps, out, stats)
 
-    Output-parallel over features: iteration c reads feature c's runs and writes only
-    its elements of out and ``stats[:, c]``; each feature's sums run in one fixed order,
-    so results do not depend on the thread count.
-    """
-    for c in prange(C):
-        _train_feature(x, C, inner, np.int64(c), scale, offset, eps, out, stats)
+
+def train_features(x, C, inner, scale, offset, eps, out, stats):
+    """batch_norm_training for an operand of runs of at least FUSED_RUN elements and at
+    least FUSED_FEATURES features, one feature at a time; ``stats[0]`` / ``stats[1]``
+    receive the mean and biased variance in x's element type. Each feature's sums run in
+    one fixed order, so results do not depend on the thread count."""
+    _launch(C, _train_features, _train_features_loop, x, C, inner, scale, offset, eps, out, stats)
 
 
 @_tile_body
-def _grad_feature(x, g, C, inner, c, mean, var, scale, eps, out, sums):
-    """batch_norm_grad's whole work for feature c: ``sum g`` and ``sum g (x - mean)``
-    in one pass, then grad_operand from cache; ``sums[0, c]`` = grad_scale,
-    ``sums[1, c]`` = grad_offset (float64)."""
+def _grad_features(c0, c1, x, g, C, inner, mean, var, scale, eps, out, sums):
+    """batch_norm_grad's whole work for features [c0, c1), one at a time: ``sum g`` and
+    ``sum g (x - mean)`` in one pass, then grad_operand from cache; ``sums[0, c]`` =
+    grad_scale, ``sums[1, c]`` = grad_offset (float64)."""
     L = LONG_RUN
     outer = x.size // (C * inner)
-    acc_g = np.zeros(L)
-    acc_c = np.zeros(L)
-    mu = mean[c]
-    for o in range(outer):
-        _run_grad_sums(x, g, (o * C + c) * inner, inner, mu, acc_g, acc_c)
-    sum_g = _fold(acc_g, 0, L)
     n = outer * inner
-    inv_std = 1.0 / np.sqrt(var[c] + eps)
-    grad_scale = _fold(acc_c, 0, L) * inv_std  # sum(g * xhat)
-    k = scale[c] * inv_std
-    # k * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * inv_std
-    p = sum_g / n
-    kc = k * inv_std * (grad_scale / n)
-    for o in range(outer):
-        base = (o * C + c) * inner
-        _grad_operand_run(x, g, base, base + inner, mu, p, k, kc, out)
-    sums[0, c] = grad_scale
-    sums[1, c] = sum_g
+    acc_g = np.empty(L)
+    acc_c = np.empty(L)
+    for c in range(c0, c1):
+        acc_g[:] = 0.0
+        acc_c[:] = 0.0
+        mu = mean[c]
+        for o in range(outer):
+            _run_grad_sums(x, g, (o * C + c) * inner, inner, mu, acc_g, acc_c)
+        sum_g = _fold(acc_g, 0, L)
+        inv_std = 1.0 / np.sqrt(var[c] + eps)
+        grad_scale = _fold(acc_c, 0, L) * inv_std  # sum(g * xhat)
+        k = scale[c] * inv_std
+        # k * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * inv_std
+        p = sum_g / n
+        kc = k * inv_std * (grad_scale / n)
+        for o in range(outer):
+            base = (o * C + c) * inner
+            _grad_operand_run(x, g, base, base + inner, mu, p, k, kc, out)
+        sums[0, c] = grad_scale
+        sums[1, c] = sum_g
 
 
 @kernel
-def grad_features(x, g, C, inner, mean, var, scale, eps, out, sums):
-    """batch_norm_grad for an operand of long runs and at least FUSED_FEATURES
-    features, one feature at a time (float64 feature vectors; see _grad_feature).
+def _grad_features_loop(count, x, g, C, inner, mean, var, scale, eps, out, sums):
+    """Output-parallel over features: iteration c reads feature c's runs and writes only
+    its elements of out and ``sums[:, c]``."""
+    for c in prange(count):
+        c0, c1 = np.int64(c), np.int64(c + 1)
+        _grad_features(c0, c1, x, g, C, inner, mean, var, scale, eps, out, sums)
 
-    Output-parallel over features: iteration c reads feature c's runs and writes only
-    its elements of out and ``sums[:, c]``; each feature's sums run in one fixed order.
-    """
-    for c in prange(C):
-        _grad_feature(x, g, C, inner, np.int64(c), mean, var, scale, eps, out, sums)
+
+def grad_features(x, g, C, inner, mean, var, scale, eps, out, sums):
+    """batch_norm_grad for an operand of runs of at least FUSED_RUN elements and at
+    least FUSED_FEATURES features, one feature at a time (float64 feature vectors; see
+    _grad_features); each feature's sums run in one fixed order."""
+    _launch(
+        C, _grad_features, _grad_features_loop, x, g, C, inner, mean, var, scale, eps, out, sums
+    )

@@ -22,15 +22,20 @@ traversal is the inputs in ascending order, with init values inserted anywhere):
 init value once, leftmost, then the elements. Over columns (the reduced dim is not the
 last one) each output folds its elements left to right, as the naive reference does,
 with the loop vectorised across outputs. Over rows (the last dim): for floating-point
-add/multiply, whose result depends on the order, each row is cut into 8 contiguous
-blocks folded in separate accumulators and combined as a balanced tree in order
-(:func:`_fold_blocks`); for the ops whose result does not depend on the order at all
-(integer ops, and/or, IEEE maximum/minimum) rows of at least _SHORT elements fold in
-_LANES = 32 interleaved lanes, 4 lane blocks per step (:func:`_fold_row`), which LLVM
-vectorises. Either order is written out element by element, so it is the same for every
-SIMD width (AVX2 or AVX-512) and every thread count. (The lane order for float sums
-measured about 2x faster on rows, but it is not a tree the spec allows, so xops does not
-use it.)
+add/multiply, whose result depends on the order, each row folds as an in-order tree
+(:func:`_fold_tree`): passes of balanced trees of 8 neighbours, 64 elements at a time
+in LLVM vector instructions (:func:`_tree_groups`: shuffles pair neighbouring lanes, so
+no reassociation), the tails left to right; for the ops whose result does not depend on
+the order at all (integer ops, and/or, IEEE maximum/minimum) rows of at least _SHORT
+elements fold in _LANES = 32 interleaved lanes, 4 lane blocks per step
+(:func:`_fold_row`), which LLVM vectorises. Either order is written out element by
+element, so it is the same for every SIMD width (AVX2 or AVX-512) and every thread
+count. (A lane order for float sums is not a tree the spec allows, so xops does not use
+it there.)
+
+**Compiled bodies.** :func:`program_fold` runs the generic reduce's pairwise tree (see
+xops.ops.reduction) with a body traced into a program of elementwise float ops
+(:data:`PROGRAM_OPS`), each instruction one loop over a block of pairs.
 
 **Maximum/minimum in vector loops.** :func:`lane_combine` takes NumPy's maximum/minimum
 (NaN-propagating, vectorisable) and may pick either zero of a -0/+0 tie;
@@ -43,11 +48,14 @@ there: clear ``xops/kernels/__pycache__`` after changing them.
 
 import types as _pytypes
 
+import numba
 import numpy as np
+from llvmlite import ir
 from numba import prange, types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
-from .config import kernel, scalar
+from .config import _OPTIONS, kernel, scalar
+from .transcendental import exp64
 
 ADD, MUL, MAX, MIN, AND, OR = range(6)
 OP_CODES = {"add": ADD, "multiply": MUL, "maximum": MAX, "minimum": MIN, "and": AND, "or": OR}
@@ -60,7 +68,8 @@ SEL = GE  # likewise for select codes
 _LANES = 32  # accumulators of the row fold
 _STEP = 4 * _LANES  # elements each step of the row fold takes
 _SHORT = 2 * _STEP  # rows shorter than this fold left to right in one accumulator
-_SHORT_BLOCKS = 64  # likewise for the 8-block schedule (float add/multiply)
+_SHORT_BLOCKS = 64  # likewise for the tree fold (float add/multiply)
+_GROUP = 16  # rows each parallel iteration of the row fold takes
 
 
 def combine(a, b, op):
@@ -215,48 +224,141 @@ def _fix_zero_typed(v, xs, op):
     return float_fix
 
 
+_TREE = 8  # the in-order tree fold combines groups of 8 neighbours per pass
+
+
+def _tree_groups(fmul):
+    """An intrinsic ``f(src, i, dst, j)``: dst[j + g] = the balanced tree
+    ((s0 s1)(s2 s3))((s4 s5)(s6 s7)) of the 8 neighbours s = src[i + 8g : i + 8g + 8],
+    for g = 0..7 (64 elements in, 8 out; fadd, or fmul when ``fmul``). Written as LLVM
+    vector instructions: each level pairs even and odd lanes of two 8-lane vectors with
+    shufflevector, then one vector fadd/fmul, IEEE in every lane (no fast-math flags), so
+    every output is that scalar tree exactly, whatever SIMD width the CPU has. The
+    caller keeps i + 64 <= len(src) and j + 8 <= len(dst) (1-D C-contiguous arrays)."""
+
+    @intrinsic
+    def groups(typingctx, src, i, dst, j):
+        ok = (
+            isinstance(src, types.Array)
+            and isinstance(dst, types.Array)
+            and src.ndim == dst.ndim == 1
+            and src.layout == dst.layout == "C"
+            and src.dtype == dst.dtype
+            and isinstance(src.dtype, (types.Float, types.Integer))
+        )
+        if not ok:
+            return None
+
+        def codegen(context, builder, sig, args):
+            srcty, _, dstty, _ = sig.args
+            s = context.make_array(srcty)(context, builder, args[0])
+            d = context.make_array(dstty)(context, builder, args[2])
+            elt = context.get_data_type(srcty.dtype)
+            size = srcty.dtype.bitwidth // 8
+            vec = ir.VectorType(elt, 8)
+            sp = builder.bitcast(builder.gep(s.data, [args[1]]), vec.as_pointer())
+            vs = [
+                builder.load(builder.gep(sp, [ir.Constant(ir.IntType(64), k)]), align=size)
+                for k in range(8)
+            ]
+
+            def mask(*lanes):
+                return ir.Constant(ir.VectorType(ir.IntType(32), 8), list(lanes))
+
+            # levels 1 and 2 pair lanes inside each 128-bit half (one vshufps each on
+            # x86); level 3 pairs the halves: the lanes come out in group order
+            masks = [
+                (mask(0, 2, 8, 10, 4, 6, 12, 14), mask(1, 3, 9, 11, 5, 7, 13, 15)),
+                (mask(0, 2, 8, 10, 4, 6, 12, 14), mask(1, 3, 9, 11, 5, 7, 13, 15)),
+                (mask(0, 1, 2, 3, 8, 9, 10, 11), mask(4, 5, 6, 7, 12, 13, 14, 15)),
+            ]
+            if isinstance(srcty.dtype, types.Float):
+                op = builder.fmul if fmul else builder.fadd
+            else:  # (integers: wrapping, exact in any order; compiled, never used)
+                op = builder.mul if fmul else builder.add
+            for left, right in masks:
+                vs = [
+                    op(
+                        builder.shuffle_vector(vs[k], vs[k + 1], left),
+                        builder.shuffle_vector(vs[k], vs[k + 1], right),
+                    )
+                    for k in range(0, len(vs), 2)
+                ]
+            dp = builder.bitcast(builder.gep(d.data, [args[3]]), vec.as_pointer())
+            builder.store(vs[0], dp, align=size)
+            return context.get_dummy_value()
+
+        return types.void(src, types.intp, dst, types.intp), codegen
+
+    return groups
+
+
+_add_groups = _tree_groups(False)
+_mul_groups = _tree_groups(True)
+
+
 @scalar
-def _fold_blocks(row, op):
-    """Fold the 1-D array ``row`` (not empty) with ``op`` as 8 contiguous blocks (the
-    last takes the remainder), each folded left to right in its own accumulator,
-    combined as ((b0 b1)(b2 b3))((b4 b5)(b6 b7)): a tree whose in-order traversal is
-    still row[0], ..., row[n-1], so it is a schedule the spec allows for any body."""
+def _fold_left(xs, lo, hi, op):
+    """xs[lo], ..., xs[hi - 1] (hi > lo) folded left to right."""
+    v = xs[lo]
+    for k in range(lo + 1, hi):
+        v = combine(v, xs[k], op)
+    return v
+
+
+@scalar
+def _groups_pass(src, m, dst, op):
+    """One pass of :func:`_fold_tree`: the trees of src[:64q] (q = m // 64, at least
+    1) in groups of 8 into dst[:8q]; returns the left fold of the rest, src[64q:m]
+    (src[0] when there is none: the caller then ignores it)."""
+    q = m // 64
+    for c in range(q):
+        if op == MUL:
+            _mul_groups(src, 64 * c, dst, 8 * c)
+        else:
+            _add_groups(src, 64 * c, dst, 8 * c)
+    return _fold_left(src, 64 * q, m, op) if m > 64 * q else src[0]
+
+
+@scalar
+def _fold_tree(row, scratch, op):
+    """Fold the 1-D array ``row`` (not empty) with float add or multiply (``op``) as a
+    tree whose in-order traversal is row[0], ..., row[n-1] (so a schedule the spec
+    allows for any body): each pass turns the values left of its tail (the last m % 64)
+    into the balanced trees of 8 neighbours (:func:`_tree_groups`, SIMD), the tail
+    folded left to right; passes repeat while 64 or more values are left, these fold
+    left to right, then combine with the tails, the latest pass's first (each tail is
+    the right neighbour of what the later passes covered). Rows shorter than
+    _SHORT_BLOCKS fold left to right. ``scratch``: 1-D, at least n // 8 + n // 64 + 16
+    elements."""
     n = row.shape[0]  # (bounds from the shape itself: LLVM then drops index checks)
     if n < _SHORT_BLOCKS:
-        acc = row[0]
-        for k in range(1, n):
-            acc = combine(acc, row[k], op)
-        return acc
-    b = n // 8
-    s1 = b
-    s2 = s1 + b
-    s3 = s2 + b
-    s4 = s3 + b
-    s5 = s4 + b
-    s6 = s5 + b
-    s7 = s6 + b
-    a0 = row[0]
-    a1 = row[s1]
-    a2 = row[s2]
-    a3 = row[s3]
-    a4 = row[s4]
-    a5 = row[s5]
-    a6 = row[s6]
-    a7 = row[s7]
-    for j in range(1, b):
-        a0 = combine(a0, row[j], op)
-        a1 = combine(a1, row[s1 + j], op)
-        a2 = combine(a2, row[s2 + j], op)
-        a3 = combine(a3, row[s3 + j], op)
-        a4 = combine(a4, row[s4 + j], op)
-        a5 = combine(a5, row[s5 + j], op)
-        a6 = combine(a6, row[s6 + j], op)
-        a7 = combine(a7, row[s7 + j], op)
-    for k in range(s7 + b, n):
-        a7 = combine(a7, row[k], op)
-    left = combine(combine(a0, a1, op), combine(a2, a3, op), op)
-    right = combine(combine(a4, a5, op), combine(a6, a7, op), op)
-    return combine(left, right, op)
+        return _fold_left(row, 0, n, op)
+    h = n // 8
+    a = scratch[:h]
+    b = scratch[h : h + h // 8 + 8]
+    tails = scratch[h + h // 8 + 8 :]
+    nt = 0
+    if n % 64:
+        tails[nt] = _groups_pass(row, n, a, op)
+        nt += 1
+    else:
+        _groups_pass(row, n, a, op)
+    m = 8 * (n // 64)
+    flip = False
+    while m >= 64:
+        src = b if flip else a
+        dst = a if flip else b
+        t = _groups_pass(src, m, dst, op)
+        if m % 64:
+            tails[nt] = t
+            nt += 1
+        m = 8 * (m // 64)
+        flip = not flip
+    v = _fold_left(b if flip else a, 0, m, op)
+    for k in range(nt - 1, -1, -1):
+        v = combine(v, tails[k], op)
+    return v
 
 
 @scalar
@@ -302,8 +404,8 @@ def fold(x, out, init, with_init, blocked, chunk):
 
     * I == 1 (rows): iteration t owns out[o, c], the fold of chunk c (``chunk``
       contiguous elements; the last may be shorter) of row o, combined as
-      combine(init, fold) when ``with_init``. ``blocked`` picks the 8-block schedule
-      (:func:`_fold_blocks`: float add/multiply, whose result depends on the order) over
+      combine(init, fold) when ``with_init``. ``blocked`` picks the tree schedule
+      (:func:`_fold_tree`: float add/multiply, whose result depends on the order) over
       the lane one (:func:`_fold_row`: the ops whose result does not).
     * I > 1 (columns): iteration t owns out[o, lo:hi], ``chunk`` columns of output row
       o, folding x[o, :, lo:hi] into it left to right from the init value (the
@@ -316,16 +418,20 @@ def fold(x, out, init, with_init, blocked, chunk):
     if n_i == 1:
         x2 = x.reshape((n_o, r))  # C-contiguous rows (a [o, lo:hi, 0] view is not)
         nc = out.shape[1]
-        scratch = np.empty((n_o * nc, _LANES), x.dtype)
-        for t in prange(n_o * nc):
-            o = t // nc
-            c = t - o * nc
-            lo = c * chunk
-            row = x2[o, lo : min(r, lo + chunk)]
-            v = _fold_blocks(row, OP) if blocked else _fold_row(row, scratch[t], OP)
-            if with_init:
-                v = combine(init, v, OP)
-            out[o, c] = v
+        width = min(r, chunk) // 8 + min(r, chunk) // 64 + 16 if blocked else _LANES
+        n_t = n_o * nc
+        group = max(1, min(_GROUP, n_t // 8))  # (few rows: one per iteration)
+        for g in prange((n_t + group - 1) // group):
+            scratch = np.empty(width, x.dtype)  # (once per group of rows: measurably
+            for t in range(g * group, min(n_t, (g + 1) * group)):  # cheaper)
+                o = t // nc
+                c = t - o * nc
+                lo = c * chunk
+                row = x2[o, lo : min(r, lo + chunk)]
+                v = _fold_tree(row, scratch, OP) if blocked else _fold_row(row, scratch, OP)
+                if with_init:
+                    v = combine(init, v, OP)
+                out[o, c] = v
         return
     nb = (n_i + chunk - 1) // chunk
     for t in prange(n_o * nb):
@@ -348,3 +454,151 @@ def fold(x, out, init, with_init, blocked, chunk):
 
 
 FOLD = per_op(fold)
+
+
+# ---------------------------------------------------------------------------------------
+# Compiled bodies: the generic reduce's pairwise tree with the body as a small program
+# ---------------------------------------------------------------------------------------
+
+# opcodes of a body program (xops.ops._bodies.trace_program writes them): each row of
+# the program is (opcode, destination, operand a, operand b) over the register file
+P_ADD, P_SUB, P_MUL, P_DIV, P_MAX, P_MIN, P_NEG, P_ABS, P_EXP, P_LOG1P, P_SQRT = range(11)
+PROGRAM_OPS = {  # spec name -> (opcode, operand count)
+    "add": (P_ADD, 2),
+    "subtract": (P_SUB, 2),
+    "multiply": (P_MUL, 2),
+    "divide": (P_DIV, 2),
+    "maximum": (P_MAX, 2),
+    "minimum": (P_MIN, 2),
+    "negate": (P_NEG, 1),
+    "abs": (P_ABS, 1),
+    "exponential": (P_EXP, 1),
+    "log_plus_one": (P_LOG1P, 1),
+    "sqrt": (P_SQRT, 1),
+}
+_BLOCK = 256  # elements each program instruction runs over at a time
+
+
+def same_exp(v):
+    """e^v as xops's exponential computes it for v's type (float32: exp64 rounded once,
+    as xops.kernels.transcendental's loop; float64: libm exp, as NumPy's loop on CPUs
+    without its AVX-512 one). Callable from Numba kernels only."""
+    raise NotImplementedError("same_exp is only callable from Numba kernels")
+
+
+@overload(same_exp)
+def _same_exp_typed(v):
+    if v == types.float32:
+        return lambda v: np.float32(exp64(np.float64(v)))
+    return lambda v: np.exp(v)
+
+
+@numba.njit(**_OPTIONS)  # (not inlined: compiled once, outside the parallel loop's IR)
+def _run_program(prog, regs, n):
+    """Run the body program on lanes [0, n) of the register file ``regs`` (registers 0
+    and 1: the body's operands; then its constants; then one per instruction). Each
+    instruction is one loop over the lanes: the plain ones vectorise, and every lane
+    computes exactly what the op computes on one element."""
+    for p in range(prog.shape[0]):
+        code = prog[p, 0]
+        d = regs[prog[p, 1]]
+        a = regs[prog[p, 2]]
+        b = regs[prog[p, 3]]
+        if code == P_ADD:
+            for i in range(n):
+                d[i] = a[i] + b[i]
+        elif code == P_SUB:
+            for i in range(n):
+                d[i] = a[i] - b[i]
+        elif code == P_MUL:
+            for i in range(n):
+                d[i] = a[i] * b[i]
+        elif code == P_DIV:
+            for i in range(n):
+                d[i] = a[i] / b[i]
+        elif code == P_MAX or code == P_MIN:
+            pick = MAX if code == P_MAX else MIN
+            for i in range(n):
+                d[i] = _float_pick(a[i], b[i], pick)
+        elif code == P_NEG:
+            for i in range(n):
+                d[i] = -a[i]
+        elif code == P_ABS:
+            for i in range(n):
+                d[i] = abs(a[i])
+        elif code == P_EXP:
+            for i in range(n):
+                d[i] = same_exp(a[i])
+        elif code == P_LOG1P:
+            for i in range(n):
+                d[i] = np.log1p(a[i])
+        else:
+            for i in range(n):
+                d[i] = np.sqrt(a[i])
+
+
+def program_fold(x, out, init, prog, consts, res):
+    """out[o] = the generic reduce's tree of row o of the 2-D C-contiguous x (at least
+    one column) with the body program ``prog`` (result register ``res``, constants
+    ``consts`` in registers 2, 3, ...): each level pairs neighbours (2i, 2i+1) and
+    leaves an odd element out waiting at its right end; the top of the tree then
+    combines with the waiting elements (the latest level's first), and the init value
+    comes in once, leftmost: body(init, tree), as xops.ops.reduction._reduce_generic.
+
+    Output-parallel: iteration g owns out[rows of group g], in an order fixed by the
+    shapes alone. A level is computed in place in the row's copy ``buf`` in blocks of
+    _BLOCK pairs, left to right: block k writes buf[kB : kB + n] after reading its
+    pairs, and every later block reads at 2kB + 2B or beyond."""
+    m = x.shape[0]
+    r = x.shape[1]
+    nreg = 2 + consts.shape[0] + prog.shape[0]
+    group = max(1, min(_GROUP, m // 8))
+    for g in prange((m + group - 1) // group):
+        regs = np.empty((nreg, _BLOCK), x.dtype)
+        for k in range(consts.shape[0]):
+            regs[2 + k, :] = consts[k]
+        left = regs[0]
+        right = regs[1]
+        result = regs[res]
+        buf = np.empty(r, x.dtype)
+        wait = np.empty(64, x.dtype)
+        for o in range(g * group, min(m, (g + 1) * group)):
+            buf[:] = x[o]
+            size = r  # values of the current level, buf[:size]
+            h = 0
+            lo = 0  # pairs of the level done
+            nw = 0
+            seq = -1  # after the levels: waiting elements left (then 0: the init value)
+            while True:  # (one call site of the program: it is compiled once)
+                if size > 1:  # a block of the level's pairs
+                    h = size // 2
+                    if lo == 0 and size % 2:
+                        wait[nw] = buf[size - 1]
+                        nw += 1
+                    n = min(_BLOCK, h - lo)
+                    for i in range(n):
+                        left[i] = buf[2 * (lo + i)]
+                        right[i] = buf[2 * (lo + i) + 1]
+                else:  # one pair: the top with a waiting element, or init with the top
+                    if seq < 0:
+                        seq = nw
+                    n = 1
+                    left[0] = buf[0] if seq > 0 else init
+                    right[0] = wait[seq - 1] if seq > 0 else buf[0]
+                _run_program(prog, regs, n)
+                if size > 1:
+                    for i in range(n):
+                        buf[lo + i] = result[i]
+                    lo += n
+                    if lo >= h:
+                        size = h
+                        lo = 0
+                elif seq == 0:
+                    out[o] = result[0]
+                    break
+                else:
+                    buf[0] = result[0]
+                    seq -= 1
+
+
+PROGRAM_FOLD = kernel(program_fold)

@@ -8,14 +8,17 @@ block ``j`` of the output depends on ``start + j`` and the key only. Both loops 
 
 All 32-bit arithmetic runs in uint64 registers masked to 32 bits (Numba would widen
 uint32 + uint32 anyway, and uint64 op int64 would unify to float64: every constant
-here is an np.uint64). How XLA lays counters and keys out over an output shape lives
+here is an np.uint64). The block functions are plain uint64 arithmetic, so they run on
+NumPy arrays as they are: the first few small calls of a process (a model's weight
+initialisation) use them that way instead of compiling a kernel (see
+:class:`_LazyKernel`). How XLA lays counters and keys out over an output shape lives
 in ``xops.ops.rng``; the NumPy references beside these kernels are there too.
 """
 
 import numpy as np
 from numba import prange
 
-from .config import kernel, scalar
+from .config import Kernel, scalar
 
 _M32 = np.uint64(0xFFFFFFFF)
 _U32 = np.uint64(32)
@@ -52,7 +55,51 @@ def threefry2x32_block(c0, c1, key0, key1):
     return x0, x1
 
 
-@kernel
+class _LazyKernel(Kernel):
+    """A block kernel whose first ``NUMPY_CALLS`` calls with fewer than ``NUMPY_BLOCKS``
+    blocks run ``numpy_fn`` (the same block function on NumPy arrays: the same bits)
+    instead of compiling: a process that draws a few small tensors (a model's initial
+    weights) never compiles the kernel (0.5 s of a cold start idle, 2.5-3 s loaded),
+    and one that keeps drawing compiles it once the NumPy path's ~100 array operations
+    per call would add up."""
+
+    __slots__ = ("numpy_fn", "numpy_calls")
+    NUMPY_BLOCKS = 1 << 12
+    NUMPY_CALLS = 32
+
+    def __init__(self, py_func, numpy_fn):
+        super().__init__(py_func)
+        self.numpy_fn, self.numpy_calls = numpy_fn, 0
+
+    def __call__(self, n, *args):
+        if n < self.NUMPY_BLOCKS and self.numpy_calls < self.NUMPY_CALLS:
+            self.numpy_calls += 1
+            return self.numpy_fn(*args)
+        return super().__call__(n, *args)
+
+
+def _counters(start, n):
+    """start + j for j < n, wrapping modulo 2**64 (uint64 array arithmetic wraps)."""
+    return np.arange(n, dtype=np.uint64) + np.full(n, start, np.uint64)
+
+
+def _threefry2x32_numpy(key0, key1, start, out0, out1):
+    ctr = _counters(start, out0.shape[0])
+    x0, x1 = threefry2x32_block.py_func(ctr & _M32, ctr >> _U32, key0, key1)
+    out0[:] = x0
+    out1[:] = x1
+
+
+def _philox4x32_numpy(key0, key1, start_lo, start_hi, out):
+    n = out.shape[0]
+    lo = _counters(start_lo, n)
+    hi = np.full(n, start_hi, np.uint64)
+    hi[lo < start_lo] += _ONE  # the carry into the high word (wrapping)
+    words = philox4x32_block.py_func(lo & _M32, lo >> _U32, hi & _M32, hi >> _U32, key0, key1)
+    for i, w in enumerate(words):
+        out[:, i] = w
+
+
 def threefry2x32(key0, key1, start, out0, out1):
     """Output-parallel. Threefry-2x32-20 of the counters ``start + j`` (uint64, split
     into low word x0 and high word x1) under the key (key0, key1); writes the two
@@ -62,6 +109,9 @@ def threefry2x32(key0, key1, start, out0, out1):
         x0, x1 = threefry2x32_block(ctr & _M32, ctr >> _U32, key0, key1)
         out0[j] = np.uint32(x0)
         out1[j] = np.uint32(x1)
+
+
+threefry2x32 = _LazyKernel(threefry2x32, _threefry2x32_numpy)
 
 
 @scalar
@@ -83,7 +133,6 @@ def philox4x32_block(c0, c1, c2, c3, k0, k1):
     return c0, c1, c2, c3
 
 
-@kernel
 def philox4x32(key0, key1, start_lo, start_hi, out):
     """Output-parallel. Philox-4x32-10 of the 128-bit counters (start_hi:start_lo) + j
     under the key (key0, key1); writes the four output words of block j to
@@ -97,3 +146,6 @@ def philox4x32(key0, key1, start_lo, start_hi, out):
         out[j, 1] = np.uint32(c1)
         out[j, 2] = np.uint32(c2)
         out[j, 3] = np.uint32(c3)
+
+
+philox4x32 = _LazyKernel(philox4x32, _philox4x32_numpy)

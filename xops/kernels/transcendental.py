@@ -19,8 +19,8 @@ rounded float32 except within 1e-6 ulp of a rounding midpoint, so the error is a
 0.500001 ulp (tests/test_transcendental.py checks all float32 inputs of chosen ranges).
 Every element runs the same scalar code (no reassociation, ``fma`` is an IEEE
 operation with one rounding), so results do not depend on the SIMD width or the
-thread count. The loops vectorise (4 float64 lanes on AVX2) and run on one span per
-thread (``xops.kernels.elementwise.run_spans``).
+thread count. The loops vectorise (4 float64 lanes on AVX2) and run in pieces shared
+by the threads (``xops.kernels.elementwise.run_spans``).
 """
 
 import numpy as np
@@ -123,10 +123,12 @@ def f32_to_bf16(typingctx, f):
         i32 = ir.IntType(32)
         c = lambda v: ir.Constant(i32, v)  # noqa: E731
         u = builder.bitcast(args[0], i32)
-        lsb = builder.and_(builder.lshr(u, c(16)), c(1))
-        rounded = builder.lshr(builder.add(builder.add(u, c(0x7FFF)), lsb), c(16))
-        nan = builder.or_(builder.and_(builder.lshr(u, c(16)), c(0x8000)), c(0x7FC0))
-        is_nan = builder.icmp_unsigned(">", builder.and_(u, c(0x7FFFFFFF)), c(0x7F800000))
+        top = builder.lshr(u, c(16))
+        rounded = builder.lshr(
+            builder.add(builder.add(u, c(0x7FFF)), builder.and_(top, c(1))), c(16)
+        )
+        nan = builder.or_(builder.and_(top, c(0x8000)), c(0x7FC0))
+        is_nan = builder.fcmp_unordered("uno", args[0], args[0])  # one compare, not three
         return builder.trunc(builder.select(is_nan, nan, rounded), ir.IntType(16))
 
     return types.uint16(types.float32), codegen
@@ -215,14 +217,14 @@ def logistic64(d):
 # ---------------------------------------------------------------------------------------
 # span bodies: out[lo:hi] = f(x[lo:hi]), run by xops.kernels.elementwise.run_spans
 # ---------------------------------------------------------------------------------------
-# A compiled serial loop per function, called from Python on one span per thread (the
-# bodies release the GIL). Called from another compiled function instead (a prange
-# loop over spans, or a plain loop), the same body ran 1.35x slower (exp 1M on one
-# thread: 1.9-2.0 ms against 1.4 ms): LLVM re-optimises the inlined loop worse. Loop
-# indices are unsigned: signed ones keep Numba's negative-index wraparound on every
-# load and block vectorisation of the loads (exp 2.3 ms, bf16 add 8x slower).
+# A compiled serial loop per function, called from Python on pieces of the array taken in
+# turn by the threads (the bodies release the GIL). Called from another compiled function
+# instead (a prange loop over spans, or a plain loop), the same body ran 1.35x slower
+# (exp 1M on one thread: 1.9-2.0 ms against 1.4 ms): LLVM re-optimises the inlined loop
+# worse. Loop indices are unsigned: signed ones keep Numba's negative-index wraparound on
+# every load and block vectorisation of the loads (exp 2.3 ms, bf16 add 8x slower).
 
-SPAN = 1 << 14  # the unit of the split between threads: 64 KiB of float32
+SPAN = 1 << 14  # pieces split between threads are multiples of it: 64 KiB of float32
 
 
 def span_body(py_func):

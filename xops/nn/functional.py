@@ -1,10 +1,15 @@
 """Neural-network functions built from xops ops (``xo.nn.functional``, ``F`` below).
 
-Every function here is a *composite*: a few StableHLO ops (``convolution``,
+Every function here but one is a *composite*: a few StableHLO ops (``convolution``,
 ``reduce_window``, ``batch_norm_training``, ``dot_general``, ``gather``, elementwise
 ops), so the tape differentiates it through those ops' rules with nothing to add
-(docs/autodiff.md). Layout is PyTorch's: NCHW activations, OIHW kernels, (out, in)
-Linear weights, class scores on dim 1.
+(docs/autodiff.md). The exception: cross-entropy of (N, C) f32 / f64 logits on the
+host is one recorded op (``nn.functional.softmax_cross_entropy``) with its own rule,
+the same formulas computed in float64 and rounded once (a training step's loss without
+a dozen tape nodes); other shapes, types and devices take the composite.
+
+Layout is PyTorch's: NCHW activations, OIHW kernels, (out, in) Linear weights, class
+scores on dim 1.
 
 =============================  ==============================================================
 function                       ops
@@ -20,6 +25,7 @@ batch_norm                     batch_norm_training (train) / batch_norm_inferenc
 dropout                        rng_uniform (or a Generator) + compare + select
 embedding                      gather (gradient: scatter-add)
 cross_entropy                  log_softmax + one-hot (compare with iota) + reduce add
+                               ((N, C) f32 / f64 on the host: one fused op, see above)
 mse_loss                       subtract, multiply, reduce add
 =============================  ==============================================================
 """
@@ -28,7 +34,7 @@ import math
 
 import numpy as np
 
-from ..autodiff.tape import no_grad
+from ..autodiff.tape import is_grad_enabled, no_grad, primitive
 from ..device import default_device
 from ..ops.conversion import convert
 from ..ops.convolution import convolution
@@ -53,7 +59,7 @@ from ..ops.normalization import batch_norm_inference, batch_norm_training
 from ..ops.reduction import reduce
 from ..ops.windows import reduce_window
 from ..ops.rng import rng_uniform
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor, _wrap, tensor
 from .parameter import assign_
 
 __all__ = [
@@ -361,14 +367,24 @@ def batch_norm(
         with no_grad():
             m = float(momentum)
             if running_mean is not None:
-                assign_(
-                    running_mean,
-                    add(multiply(running_mean, 1 - m), multiply(batch_mean.detach(), m)),
-                )
+                assign_(running_mean, _running_update(running_mean, batch_mean, m, None))
             if running_var is not None:
-                unbiased = multiply(batch_var.detach(), n / (n - 1))
-                assign_(running_var, add(multiply(running_var, 1 - m), multiply(unbiased, m)))
+                assign_(running_var, _running_update(running_var, batch_var, m, n / (n - 1)))
     return out
+
+
+def _running_update(old, batch, m, scale):
+    """(1 - m) old + m (batch * scale) (scale None: batch), rounded per step as the ops
+    round; f32 / f64 on the host in NumPy ufuncs (the same roundings, without six op
+    dispatches per training step)."""
+    ov, bv = old._value, batch._value
+    if type(ov) is np.ndarray and type(bv) is np.ndarray and old._dtype.np in _HOST_FLOATS:
+        c = old._dtype.np.type
+        with np.errstate(all="ignore"):  # (overflow: inf, as the ops give)
+            bv = bv if scale is None else bv * c(scale)
+            return _wrap(ov * c(1 - m) + bv * c(m), old._dtype)
+    b = batch.detach() if scale is None else multiply(batch.detach(), scale)
+    return add(multiply(old, 1 - m), multiply(b, m))
 
 
 def _unit_uniform(shape, generator):
@@ -490,6 +506,8 @@ def cross_entropy(logits, labels, reduction="mean", label_smoothing=0.0):
     reduce max and add). ``label_smoothing`` mixes the one-hot target with the uniform
     distribution (as PyTorch)."""
     labels = _labels(labels, logits, "cross_entropy")
+    if not label_smoothing and _fusable(logits, labels, reduction):
+        return _softmax_xent(logits, labels, reduction)
     logp = log_softmax(logits, axis=1)
     if not label_smoothing:
         return nll_loss(logp, labels, reduction)
@@ -498,6 +516,67 @@ def cross_entropy(logits, labels, reduction="mean", label_smoothing=0.0):
     target = add(multiply(one_hot(labels, c, logits.dtype, dim=1), 1 - eps), eps / c)
     per_item = negate(reduce(multiply(logp, target), 0, [1], add))
     return _reduce_loss(per_item, reduction, "cross_entropy")
+
+
+def _fusable(logits, labels, reduction):
+    """Whether :func:`_softmax_xent` computes this cross-entropy: (N, C) f32 / f64
+    logits and labels on the host, a known reduction (else the composite of ops)."""
+    return (
+        logits.ndim == 2
+        and logits._dtype.np in _HOST_FLOATS
+        and type(logits._value) is np.ndarray
+        and type(labels._value) is np.ndarray
+        and reduction in ("mean", "sum", "none")
+    )
+
+
+_HOST_FLOATS = (np.float32, np.float64)
+
+
+def _xent_parts(x, labels):
+    """(z, lse, rows) of logits array ``x`` in float64: z = x - max (per row), lse =
+    log(sum(exp(z))) (per row), rows = arange(N) (to pick each row's label)."""
+    z = x.astype(np.float64)
+    z -= z.max(axis=1, keepdims=True)  # (inf - inf: NaN, as the composite's subtract)
+    lse = np.log(np.exp(z).sum(axis=1))
+    return z, lse, np.arange(x.shape[0])
+
+
+@primitive("softmax_cross_entropy")
+def _softmax_xent(logits, labels, reduction):
+    """cross_entropy of (N, C) logits and integer labels as one recorded op (forward
+    and gradient in one pass each, in float64 and rounded once to the logits' type):
+    the value and gradient of the composite of ops in :func:`cross_entropy` (the same
+    formulas, rounded once instead of per op), with one tape node in place of a dozen."""
+    x, y = logits._value, np.asarray(labels._value, np.intp)
+    with np.errstate(all="ignore"):  # NaN / inf logits give NaN / inf, as IEEE says
+        z, lse, rows = _xent_parts(x, y)
+        per_item = lse - z[rows, y]  # -log_softmax at the label
+        if reduction == "mean":
+            per_item = per_item.sum() / x.shape[0]
+        elif reduction == "sum":
+            per_item = per_item.sum()
+    return _wrap(np.asarray(per_item).astype(x.dtype), logits._dtype)
+
+
+@_softmax_xent.defvjp
+def _softmax_xent_vjp(g, out, logits, labels, reduction):
+    """d/d logits = (softmax(logits) - one_hot(labels)) * g (/ N for the mean); under
+    ``create_graph`` written with ops, so that it is recorded too."""
+    n, c = logits.shape
+    if is_grad_enabled():  # a graph of the backward pass: the same formula in ops
+        d = subtract(softmax(logits, axis=1), one_hot(labels, c, logits.dtype, dim=1))
+        if reduction == "mean":
+            g = divide(g, float(n))
+        return multiply(d, broadcast_in_dim(g, [0] if g.ndim else [], d.shape)), None
+    x, y = logits._value, np.asarray(labels._value, np.intp)
+    with np.errstate(all="ignore"):  # (as in the forward pass)
+        z, lse, rows = _xent_parts(x, y)
+        d = np.exp(z - lse[:, None])
+        d[rows, y] -= 1.0
+        gv = np.asarray(g._value, np.float64)
+        d *= gv[:, None] if gv.ndim else (gv / n if reduction == "mean" else gv)
+    return _wrap(d.astype(x.dtype), logits._dtype), None
 
 
 def softmax_cross_entropy(logits, labels, reduction="mean"):

@@ -56,6 +56,7 @@ __all__ = [
     "result_types",
     "call",
     "is_promotable",
+    "trace_program",
     "describe",
     "closure_error",
 ]
@@ -543,3 +544,108 @@ def call(op, label, what, body, args, dtypes, shape):
             v = np.broadcast_to(v, shape)
         vals.append(v)
     return vals
+
+
+# ---------------------------------------------------------------------------------------
+# Body programs: a two-operand body of elementwise float ops as a list of instructions
+# ---------------------------------------------------------------------------------------
+
+
+def _trace_once(body, dt, values, ops):
+    """One recorded call of ``body`` on 0-d tensors of ``values``: its result as
+    (instructions, constants, result register) (see :func:`trace_program`), or None."""
+    from ..autodiff.tape import enable_grad
+    from ..tensor import _wrap
+
+    args = [_wrap(np.array(v, dt.np), dt) for v in values]
+    for a in args:
+        a.requires_grad = True  # (leaves: every op on them records its node)
+    try:
+        with enable_grad():
+            out = body(*args)
+    except Exception:  # the real call reports it (with its own message) on the generic path
+        return None
+    if isinstance(out, (tuple, list)):
+        if len(out) != 1:
+            return None
+        (out,) = out
+    if not isinstance(out, Tensor):
+        return None
+    regs = {id(a): k for k, a in enumerate(args)}
+    consts, code = [], []
+
+    def const(v):
+        bits = np.array(v, dt.np).tobytes()
+        for k, c in enumerate(consts):
+            if c.tobytes() == bits:
+                return len(args) + k
+        consts.append(np.array(v, dt.np))
+        return len(args) + len(consts) - 1
+
+    def emit(t):  # -> register of tensor t (its node's inputs first), or None
+        if id(t) in regs:
+            return regs[id(t)]
+        if t.ndim != 0 or t._dtype is not dt:
+            return None
+        node = t._node
+        if node is None:  # not derived from the operands by a recorded op: a constant,
+            # unless it needs a gradient (the generic path reports that closure)
+            return None if t.requires_grad else const(t._value)
+        op = ops.get(node.op)
+        if op is None or node.multi or len(node.args) < op[1]:
+            return None
+        operands = []
+        for a in node.args[: op[1]]:
+            if isinstance(a, Tensor):
+                reg = emit(a)
+            elif isinstance(a, (int, float)) and not isinstance(a, bool):
+                reg = const(a)  # a Python number: a weak operand of the body's type
+            else:
+                return None
+            if reg is None:
+                return None
+            operands.append(reg)
+        if any(a is not None for a in node.args[op[1] :]):
+            return None  # (attributes, e.g. a result accuracy: not covered)
+        code.append((op[0], operands[0], operands[-1]))  # (unary: a, a)
+        regs[id(t)] = ("tmp", len(code) - 1)
+        return regs[id(t)]
+
+    try:
+        res = emit(out)
+    except RecursionError:  # (a body thousands of ops deep)
+        return None
+    if res is None:
+        return None
+    base = len(args) + len(consts)  # temporaries after the operands and constants
+
+    def reg(r):
+        return base + r[1] if isinstance(r, tuple) else r
+
+    prog = np.array(
+        [(c[0], base + k, reg(c[1]), reg(c[2])) for k, c in enumerate(code)], np.int64
+    ).reshape(len(code), 4)
+    return prog, np.array(consts, dt.np).reshape(len(consts)), reg(res)
+
+
+def trace_program(body, dt, ops):
+    """The two-operand ``body`` on element type ``dt`` as a program of the elementwise
+    float ops ``ops`` (spec name -> (opcode, operand count)), or None when it is not
+    one: ``(instructions, constants, result register)``, instructions as rows (opcode,
+    destination, operand, operand) over registers 0 and 1 (the body's operands), the
+    constants, then one register per instruction.
+
+    The body is called on 0-d tensors that require a gradient, and its recorded ops are
+    read back from the tape. Anything not derived from the operands by a recorded op is
+    a constant: the body is traced on two pairs of values, and must give the same
+    program and constants both times (a value computed from the operands through ops
+    that do not record -- integer or boolean ones -- would differ between them)."""
+    first = _trace_once(body, dt, (0.75, -1.5), ops)
+    if first is None:
+        return None
+    second = _trace_once(body, dt, (-2.25, 3.0), ops)
+    if second is None or first[2] != second[2] or not np.array_equal(first[0], second[0]):
+        return None
+    if first[1].tobytes() != second[1].tobytes():
+        return None
+    return first

@@ -119,8 +119,11 @@ def _weak_scalar(op, name, x, dt):
             f"the element type {dt.name} of the other operands; convert "
             f"explicitly with xo.convert",
         )
-    if dt.kind == "float" and isinstance(x, int) and -(2**63) <= x < 2**63:
-        return int_to_float(np.array(x, np.int64), dt).reshape(())  # one rounding
+    if dt.kind == "float" and isinstance(x, int):
+        if -(2**53) <= x <= 2**53:
+            x = float(x)  # exact: rounding it below is the one rounding of the int
+        elif -(2**63) <= x < 2**63:
+            return int_to_float(np.array(x, np.int64), dt).reshape(())  # one rounding
     if dt.kind == "float" and dt.is_narrow:
         return from_compute(np.array(x, np.float64), dt)
     if dt.kind in ("float", "complex"):

@@ -21,8 +21,10 @@ How it runs:
    * ``im2row``: the same with rows (N*P, C*K), for kernels wider than the output (the
      kernel gradient);
    * ``window_sum`` (kn2row): weights (O*K, C) @ input (C, positions) first, then a
-     Numba kernel sums each output's K taps; for fewer output than input features, or
-     lhs dilation (the input gradient, transposed convolutions);
+     Numba kernel sums each output's K taps (``window_sum_rows``: contiguous runs, for
+     one or two spatial dims with stride 1 along the last; else ``window_sum``, through
+     an offset table); for fewer output than input features, or lhs dilation (the
+     input gradient, transposed convolutions);
 3. the result is transposed to the requested output layout and rounded once to the
    result type.
 
@@ -41,10 +43,10 @@ each itself a convolution.
 
 Layout: this module holds the ops, the fast path (step 2 above) and the gradient
 convolutions; ``_convolution_attrs.py`` the dimension numbers, every constraint check
-and the operand/result value conversions; ``_convolution_reference.py`` the reference.
+and the operand/result value conversions; ``_convolution_tables.py`` the kernels'
+geometry tables; ``_convolution_reference.py`` the reference.
 """
 
-import functools
 import math
 
 import numpy as np
@@ -66,6 +68,7 @@ from ._convolution_attrs import (
     _spatial_ints,
 )
 from ._convolution_reference import convolution_reference  # noqa: F401 (re-exported: the oracle)
+from ._convolution_tables import _affine_table, _geometry_2d, _row_taps_table, _window_table
 from ._core import check, operands, result
 
 
@@ -333,31 +336,6 @@ def _padded_input(lhs_c, a, work, batch, chan):
     return buf
 
 
-@functools.lru_cache(maxsize=64)
-def _affine_table(padded, k_spatial, out_spatial, strides, rhs_dilation):
-    """For im2col: (table, kw_n, kw_step, ow_n, ow_step). ``table[ko, oo]`` is the flat
-    offset in a padded plane of the window element for the outer kernel taps ``ko`` and
-    outer output positions ``oo`` (all spatial dims but the last); along the last dim
-    the offset grows by ``kw_step`` per tap and ``ow_step`` per position."""
-    n = len(padded)
-    if n == 0:
-        return np.zeros((1, 1), np.uint64), 1, 1, 1, 1
-    flat = [math.prod(padded[d + 1 :]) for d in range(n)]
-    base = np.zeros(list(k_spatial[:-1]) + list(out_spatial[:-1]), np.int64)
-    m = n - 1
-    for d in range(m):
-        k = np.arange(k_spatial[d])[:, None]
-        o = np.arange(out_spatial[d])[None, :]
-        shape = [1] * (2 * m)
-        shape[d], shape[m + d] = k_spatial[d], out_spatial[d]
-        base += ((o * strides[d] + k * rhs_dilation[d]) * flat[d]).reshape(shape)
-    table = np.ascontiguousarray(
-        base.reshape(math.prod(k_spatial[:-1]), math.prod(out_spatial[:-1])), np.uint64
-    )
-    table.flags.writeable = False
-    return table, k_spatial[-1], rhs_dilation[-1], out_spatial[-1], strides[-1]
-
-
 def _im2col_matmul(lhs_c, w, a, work, batch, chan, groups, n_out, im2row):
     """Pack the windows as columns (C*K, N*P) — or as rows (N*P, C*K), im2row, with
     contiguous runs along the kernel's last dim instead of the output's — and multiply
@@ -418,59 +396,51 @@ def _im2col_matmul(lhs_c, w, a, work, batch, chan, groups, n_out, im2row):
     return out.reshape(n_out, batch, *a.out_spatial).swapaxes(0, 1)
 
 
-@functools.lru_cache(maxsize=64)
-def _window_table(
-    in_spatial, k_spatial, out_spatial, strides, padding, lhs_dilation, rhs_dilation, lanes
-):
-    """For window_sum: (K, P*lanes) offsets, uint32 (uint64 for planes of 2**32 words).
-    For kernel tap k and output position p (row-major), the flat offset in an
-    (unpadded, undilated) input plane of the element that tap reads, or the plane size
-    (a zero slot) for padding cells and dilation holes. lanes=2 addresses complex
-    elements as (real, imaginary) pairs of reals."""
-    n = len(in_spatial)
-    flat = [math.prod(in_spatial[d + 1 :]) for d in range(n)]
-    offset = np.zeros(list(k_spatial) + list(out_spatial), np.int64)
-    valid = np.ones(offset.shape, bool)
-    for d in range(n):
-        k = np.arange(k_spatial[d])[:, None]
-        o = np.arange(out_spatial[d])[None, :]
-        dilated = 0 if in_spatial[d] == 0 else (in_spatial[d] - 1) * lhs_dilation[d] + 1
-        q = o * strides[d] + k * rhs_dilation[d] - padding[d][0]  # in the dilated input
-        ok = (q >= 0) & (q < dilated) & (q % lhs_dilation[d] == 0)
-        shape = [1] * (2 * n)
-        shape[d], shape[n + d] = k_spatial[d], out_spatial[d]
-        offset += ((q // lhs_dilation[d]) * flat[d]).reshape(shape)
-        valid &= ok.reshape(shape)
-    offset[~valid] = math.prod(in_spatial)
-    table = offset.reshape(math.prod(k_spatial), math.prod(out_spatial))
-    if lanes > 1:
-        table = (table[:, :, None] * lanes + np.arange(lanes)).reshape(table.shape[0], -1)
-    # uint32 offsets halve the table's memory traffic (the kernel is gather-bound)
-    small = (math.prod(in_spatial) + 1) * lanes <= np.iinfo(np.uint32).max
-    table = np.ascontiguousarray(table, np.uint32 if small else np.uint64)
-    table.flags.writeable = False
-    return table
-
-
 def _window_sum_matmul(lhs_c, w, a, work, batch, chan, groups, n_out):
     """Y = W @ X at every input position of every image, in one GEMM per group (rows:
-    output feature x kernel tap; columns: image x position, plus a zero slot per
-    image), then each output sums its taps' Y entries (kn2row)."""
+    output feature x kernel tap; columns: image x position, plus zero columns), then
+    each output sums its taps' Y entries (kn2row): with ``window_sum_rows`` where
+    ``_row_taps`` allows (a zero column or two after every row of X), else with
+    ``window_sum`` (one zero column per image, an offset table; complex sums on their
+    (real, imaginary) lanes)."""
     n = len(a.in_spatial)
-    size = math.prod(a.in_spatial)
     k_taps = math.prod(a.k_spatial)
     c_g, o_g = chan // groups, n_out // groups
-    buf = np.empty((chan, batch, size + 1), work)  # channel-major: one GEMM for all images
-    chan_shape = lhs_c.shape[1 : lhs_c.ndim - n]  # (C,) or (batch groups, C)
-    body = np.reshape(buf[:, :, :size], (*chan_shape, batch, *a.in_spatial), copy=False)
-    np.copyto(np.moveaxis(body, len(chan_shape), 0), lhs_c, casting="unsafe")
-    buf[:, :, size] = 0
+    taps = _row_taps(a, work)
+    if taps is not None:
+        width, row = a.in_spatial[-1], taps[0]
+        cols = math.prod(a.in_spatial[:-1]) * row
+        buf = np.empty((chan, batch, cols // row, row), work)
+        body, zero = buf[..., :width], buf[..., width:]
+    else:
+        cols = math.prod(a.in_spatial) + 1
+        buf = np.empty((chan, batch, cols), work)
+        body, zero = buf[:, :, :-1], buf[:, :, -1:]
+    # channel-major: one GEMM for all images
+    if taps is None or not _copy_rows(lhs_c, buf, a, work, batch, chan):
+        chan_shape = lhs_c.shape[1 : lhs_c.ndim - n]  # (C,) or (batch groups, C)
+        body = np.reshape(body, (*chan_shape, batch, *a.in_spatial), copy=False)
+        np.copyto(np.moveaxis(body, len(chan_shape), 0), lhs_c, casting="unsafe")
+        zero[...] = 0
     w2 = (
         w.reshape(groups, o_g, c_g, k_taps).transpose(0, 1, 3, 2).reshape(groups, o_g * k_taps, c_g)
     )
+    out = np.empty((batch, n_out, math.prod(a.out_spatial)), work)
     with np.errstate(all="ignore"):
-        y = np.matmul(w2, buf.reshape(groups, c_g, batch * (size + 1)))  # (G, O/G*K, N*(L+1))
-        y = y.reshape(n_out * k_taps, batch, size + 1)
+        y = np.matmul(w2, buf.reshape(groups, c_g, batch * cols))  # (G, O/G*K, N*cols)
+        y = y.reshape(n_out * k_taps, batch, cols)
+        if taps is not None:
+            taps, padding_cells = taps[1]
+            out_hw = [1] * (2 - n) + list(a.out_spatial)
+            K.window_sum_rows(
+                out.size * k_taps // _WINDOW_SUM_WORK_PER_UNIT, y, taps, out, row, *out_hw
+            )
+            # a tap whose zero-column product is NaN (an infinite or NaN weight) makes
+            # its padding cells NaN, as adding it does in window_sum
+            nan = np.isnan(y[:, 0, row - 1]).reshape(n_out, k_taps)
+            if nan.any():
+                out[:, (nan[:, :, None] & padding_cells).any(1)] = np.nan
+            return out.reshape(batch, n_out, *a.out_spatial)
         # complex sums are sums of (real, imaginary) lanes: real kernels only
         real = np.dtype(work.char.lower()) if work.kind == "c" else work
         lanes = work.itemsize // real.itemsize
@@ -484,57 +454,82 @@ def _window_sum_matmul(lhs_c, w, a, work, batch, chan, groups, n_out):
             tuple(a.rhs_dilation),
             lanes,
         )
-        out = np.empty((batch, n_out, math.prod(a.out_spatial)), work)
         K.window_sum(
             out.size * k_taps // _WINDOW_SUM_WORK_PER_UNIT, y.view(real), table, out.view(real)
         )
     return out.reshape(batch, n_out, *a.out_spatial)
 
 
+def _row_taps(a, work):
+    """For ``window_sum_rows``: (X's row length W + s, (the (K, 3) tap table, the taps'
+    (K, P) padding cells)), or None where it does not apply. It needs one or two
+    spatial dims of float32/float64, a non-empty input, stride 1 and no lhs dilation
+    along the last dim, padding of at most 2 on either side of it (s = that padding,
+    at least 1: the zero columns), an output no wider than W + s, and every kernel row
+    reading a band of input rows."""
+    n = len(a.in_spatial)
+    if not _FAST_2D or n not in (1, 2) or work not in (np.float32, np.float64):
+        return None
+    if math.prod(a.in_spatial) == 0 or a.strides[-1] != 1 or a.lhs_dilation[-1] != 1:
+        return None
+    slots = max(1, *a.padding[-1])
+    if slots > 2 or a.out_spatial[-1] > a.in_spatial[-1] + slots:
+        return None
+    fill = [1] * (2 - n)
+    taps = _row_taps_table(
+        tuple(fill + list(a.in_spatial)),
+        tuple(fill + list(a.k_spatial)),
+        tuple(fill + list(a.out_spatial)),
+        tuple(fill + list(a.strides)),
+        tuple([(0, 0)] * len(fill) + a.padding),
+        tuple(fill + list(a.lhs_dilation)),
+        tuple(fill + list(a.rhs_dilation)),
+        slots,
+    )
+    return None if taps is None else (a.in_spatial[-1] + slots, taps)
+
+
+def _copy_rows(lhs_c, buf, a, work, batch, chan):
+    """window_sum_rows's X: ``buf`` (C, N, H, W + s) <- lhs (N, C, H, W), zero columns
+    after every row, as ``im2col_2d`` with a 1 x 1 kernel (a word copy: 1.4-1.7x NumPy's
+    strided copy with 16- and 32-word rows). False (nothing done) where lhs is no view
+    of words of the work type (then NumPy copies)."""
+    fill = [1] * (2 - len(a.in_spatial))
+    in_hw = tuple(fill + list(a.in_spatial))
+    try:
+        src = np.reshape(lhs_c, (batch, chan, *in_hw), copy=False)
+    except ValueError:
+        return False
+    if not _words_ok(src, work):
+        return False
+    word = np.uint64 if work.itemsize == 8 else np.uint32
+    flat, step = _words(src, word)
+    row = buf.shape[-1]
+    geometry = _geometry_2d(
+        in_hw, (1, 1), (in_hw[0], row), (1, 1), ((0, 0), (0, row - in_hw[1])), (1, 1), (1, 1)
+    )
+    dst = (buf.reshape(-1).view(word), in_hw[0] * row, batch * in_hw[0] * row, row)
+    K.im2col_2d(buf.size // _IM2COL_WORK_PER_UNIT, flat, batch, chan, *step[:3], *geometry, *dst)
+    return True
+
+
+def _words_ok(src, work):
+    """Whether the 2-D kernels can read ``src`` in place: work type, unit last stride."""
+    return src.dtype == work and src.strides[-1] == work.itemsize and min(src.strides) >= 0
+
+
+def _words(src, word):
+    """``src`` (N, C, H, W) as one flat array of ``word`` spanning it, and its strides
+    in elements."""
+    step = [s // src.itemsize for s in src.strides]
+    span = sum((d - 1) * s for d, s in zip(src.shape, step)) + 1 if src.size else 0
+    return np.lib.stride_tricks.as_strided(src, (span,), (src.itemsize,)).view(word), step
+
+
 # -- the two-dimensional fast path (1-D runs as 2-D with one row) ----------------------
 
 # Tests set this to False to run the general packings everywhere.
 _FAST_2D = True
-
-
-@functools.lru_cache(maxsize=64)
-def _geometry_2d(in_hw, k_hw, out_hw, strides, padding, lhs_dilation, rhs_dilation):
-    """(rows, band, runs) for the 2-D kernels (see xops.kernels.convolution): ``rows[kh,
-    i]`` the input row that kernel row kh reads for output row i (-1: padding or a
-    dilation hole); ``band[kh]`` = (i0, i1, h0) where rows[kh] is -1 but for i0 <= i < i1
-    reading h0 + i - i0 (i1 = -1 otherwise); ``runs[kw]`` = (j0, count, j_step, s0,
-    s_step), the output columns j0 + q*j_step (q < count) that kernel column kw reads
-    from input columns s0 + q*s_step (an arithmetic progression: the solutions of a
-    linear congruence in an interval)."""
-    tables = []
-    for d in range(2):
-        k = np.arange(k_hw[d])[:, None]
-        o = np.arange(out_hw[d])[None, :]
-        q = o * strides[d] + k * rhs_dilation[d] - padding[d][0]  # in the dilated input
-        ld = lhs_dilation[d]
-        ok = (q >= 0) & (q <= (in_hw[d] - 1) * ld) & (q % ld == 0)
-        tables.append(np.where(ok, q // ld, -1))
-    rows = np.ascontiguousarray(tables[0], np.int64)
-    band = np.zeros((k_hw[0], 3), np.int64)
-    for kh, src in enumerate(rows):
-        valid = np.flatnonzero(src >= 0)
-        if valid.size and (src[valid] == src[valid[0]] + valid - valid[0]).all():
-            if valid[-1] - valid[0] + 1 == valid.size:
-                band[kh] = (valid[0], valid[-1] + 1, src[valid[0]])
-                continue
-        band[kh] = (0, 0 if valid.size == 0 else -1, 0)
-    runs = np.zeros((k_hw[1], 5), np.int64)
-    for kw, src in enumerate(tables[1]):
-        js = np.flatnonzero(src >= 0)
-        if js.size == 0:
-            runs[kw] = (0, 0, 1, 0, 1)
-            continue
-        j_step = int(js[1] - js[0]) if js.size > 1 else 1
-        s_step = int(src[js[1]] - src[js[0]]) if js.size > 1 else 1
-        runs[kw] = (js[0], js.size, j_step, src[js[0]], s_step)
-    for t in (rows, band, runs):
-        t.flags.writeable = False
-    return rows, band, runs
 
 
 def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
@@ -546,8 +541,7 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
     * im2row (the kernel gradient's shape: a kernel wider than the output, no groups):
       rows (B*P, C*K) written as the forward im2col with the roles swapped.
 
-    window_sum keeps its general kernel: a 2-D twin with the same long runs measured
-    5-20% faster on the input gradients but cost 3.5 s more of cold compilation.
+    window_sum has its own 2-D kernel (``window_sum_rows``, see _window_sum_matmul).
 
     Always one GEMM over all images (per group), never one per image: each BLAS call is
     a synchronisation point of its threads, which costs whole scheduler ticks when other
@@ -568,11 +562,9 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
     src = np.reshape(lhs_c, (batch, chan, *in_hw))
     k_taps, out_pos = math.prod(k_hw), math.prod(out_hw)
     word = np.uint64 if work.itemsize == 8 else np.uint32
-    if src.dtype != work or src.strides[-1] != work.itemsize or min(src.strides) < 0:
+    if not _words_ok(src, work):
         src = np.ascontiguousarray(src, work)
-    step = [s // work.itemsize for s in src.strides]
-    span = sum((d - 1) * s for d, s in zip(src.shape, step)) + 1 if src.size else 0
-    flat = np.lib.stride_tricks.as_strided(src, (span,), (work.itemsize,)).view(word)
+    flat, step = _words(src, word)
     c_k = chan * k_taps // groups
     if strategy == "im2col":
         rows, band, runs = _geometry_2d(in_hw, k_hw, out_hw, strides, pads, ldil, rdil)

@@ -187,14 +187,15 @@ def _view(t, fi, fuse=True):
 
 
 def _fused(t, C, inner):
-    """Whether the fused per-feature kernels take operand ``t``: long runs, at least
-    K.FUSED_FEATURES features of at most _FUSED_BYTES each (a feature's runs are read
-    again from cache; larger ones read in memory order, by tiles, stream faster), an
-    element type held as computed (the kernels round the statistics to x's own holder
-    type). A rule on the shape alone: results never depend on the thread count."""
+    """Whether the fused per-feature kernels take operand ``t``: runs of at least
+    K.FUSED_RUN elements, at least K.FUSED_FEATURES features of at most _FUSED_BYTES
+    each (a feature's runs are read again from cache; larger ones read in memory order,
+    by tiles, stream faster), an element type held as computed (the kernels round the
+    statistics to x's own holder type). A rule on the shape alone: results never depend
+    on the thread count."""
     nbytes = t._value.nbytes // C if C else 0
     return (
-        inner >= K.LONG_RUN
+        inner >= K.FUSED_RUN
         and C >= K.FUSED_FEATURES
         and nbytes <= _FUSED_BYTES
         and not t._dtype.is_narrow
@@ -370,19 +371,19 @@ def _batch_norm_training_impl(x, s, o, eps, fi):
     if plan is None:  # one kernel: statistics and output, feature by feature
         stats = np.empty((2, C), flat.dtype)
         with _quiet():
-            K.train_features(flat.size, flat, C, inner, _vec64(s), _vec64(o), eps, out, stats)
+            K.train_features(flat, C, inner, _vec64(s), _vec64(o), eps, out, stats)
         mean, var = stats
         return (result(out.reshape(x.shape), dt), result(mean, dt), result(var, dt))
     psum, pm2 = plan.partials(), plan.partials()
     mean = np.empty(C)
     var = np.empty(C)
     with _quiet():
-        K.tile_moments(flat.size, flat, C, inner, plan.runs, plan.tiles, plan.starts, psum, pm2)
+        K.moments(flat, C, inner, plan, psum, pm2)
         K.merge_moments.serial(plan.parts, psum, pm2, mean, var)  # O(tiles): always serial
         mean = _round(mean, dt)  # the element-type batch_mean / batch_var that the spec
         var = _round(var, dt)  # then feeds to batch_norm_inference
         a = _vec64(s) / np.sqrt(var + eps)
-        K.normalize(flat.size, flat, C, inner, plan.tiles, plan.starts, mean, a, _vec64(o), out)
+        K.normalize(flat, C, inner, plan, mean, a, _vec64(o), out)
     return (result(out.reshape(x.shape), dt), result(mean, dt), result(var, dt))
 
 
@@ -446,9 +447,7 @@ def batch_norm_inference(operand, scale, offset, mean, variance, epsilon, featur
     out = np.empty_like(flat)
     with _quiet():
         a = _vec64(s) / np.sqrt(_vec64(v) + eps)
-        K.normalize(
-            flat.size, flat, C, inner, plan.tiles, plan.starts, _vec64(m), a, _vec64(o), out
-        )
+        K.normalize(flat, C, inner, plan, _vec64(m), a, _vec64(o), out)
     return result(out.reshape(x.shape), x._dtype)
 
 
@@ -662,17 +661,13 @@ def _batch_norm_grad_impl(x, s, m, v, g, eps, fi):
     if plan is None:  # one kernel: both sums and grad_operand, feature by feature
         sums = np.empty((2, C))
         with _quiet():
-            K.grad_features(
-                flat.size, flat, gflat, C, inner, mean, _vec64(v), _vec64(s), eps, out, sums
-            )
+            K.grad_features(flat, gflat, C, inner, mean, _vec64(v), _vec64(s), eps, out, sums)
         grad_scale, sum_g = sums
         return (result(out.reshape(x.shape), dt), result(grad_scale, dt), result(sum_g, dt))
     psg, psgc = plan.partials(), plan.partials()
     sum_g, sum_gc = np.empty(C), np.empty(C)
     with _quiet():
-        K.tile_grad_sums(
-            flat.size, flat, gflat, C, inner, plan.runs, plan.tiles, plan.starts, mean, psg, psgc
-        )
+        K.grad_sums(flat, gflat, C, inner, plan, mean, psg, psgc)
         K.merge_sums.serial(plan.parts, psg, sum_g)  # O(tiles): always serial
         K.merge_sums.serial(plan.parts, psgc, sum_gc)
         inv_std = 1.0 / np.sqrt(_vec64(v) + eps)  # 1 / stddev
@@ -680,8 +675,7 @@ def _batch_norm_grad_impl(x, s, m, v, g, eps, fi):
         k = _vec64(s) * inv_std  # scale / stddev
         # k * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * inv_std
         kc = k * inv_std * (grad_scale / n)
-        tiles, starts = plan.tiles, plan.starts
-        K.grad_operand(flat.size, flat, gflat, C, inner, tiles, starts, mean, sum_g / n, k, kc, out)
+        K.grad_operand(flat, gflat, C, inner, plan, mean, sum_g / n, k, kc, out)
     return (result(out.reshape(x.shape), dt), result(grad_scale, dt), result(sum_g, dt))
 
 

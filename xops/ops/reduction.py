@@ -29,12 +29,17 @@ values inserted any number of times. xops uses the init value exactly once, left
 (``body(init, tree)``, as the reference interpreter does), so a non-identity init
 counts once per output; the generic path's trees always keep the elements in order,
 so an associative body gives the same result as a left fold even if it is not
-commutative. The kernels of the recognised bodies fold long rows in 32 fixed lanes
-(see :mod:`xops.kernels.reduction`): for float add/multiply a fixed order that is not
-an in-order tree, as XLA's vectorised reductions. Float add/multiply results therefore
-depend on the schedule: the kernels, the generic path and the reference may round
-differently; every other result is exact. No result depends on the thread count or the
-CPU's SIMD width.
+commutative. A body of elementwise float ops on one float32/float64 input (add,
+subtract, multiply, divide, maximum, minimum, negate, abs, exponential, log_plus_one,
+sqrt; Python numbers and other tensors as constants) runs that tree compiled: it is
+traced once per call into a program (:func:`xops.ops._bodies.trace_program`) that one
+Numba kernel runs, and used only once probe rows gave the generic path's bits (per
+program and type). The kernels of the recognised bodies fold rows of float
+add/multiply as another in-order tree (passes of balanced trees of 8 neighbours, see
+:mod:`xops.kernels.reduction`), the other ops in 32 fixed lanes (their results do not
+depend on the order). Float add/multiply results therefore depend on the schedule: the
+kernels, the generic path and the reference may round differently; every other result
+is exact. No result depends on the thread count or the CPU's SIMD width.
 
 **Element types.** Every type works on the generic path. The kernels compute narrow
 floats (bf16, f16, f8/f6/f4) in float32 and round *once* at the end, as XLA's CPU
@@ -78,12 +83,13 @@ from ..autodiff.helpers import zeros as _zeros
 from ..autodiff.local import local_vjp
 from ..autodiff.tape import keep, no_grad, primitive
 from ..dtypes import as_dtype, wrap_int
+from ..kernels import config as _kconfig
 from ..kernels import reduction as KR
 from ..tensor import Tensor, _wrap
 from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
-from ._bodies import binary_op_name, call, outputs, result_types
+from ._bodies import binary_op_name, call, outputs, result_types, trace_program
 from ._core import as_tensor, attr_ints, check, check_arity, compute, operands, result, tstr
 
 __all__ = ["reduce", "map"]
@@ -371,8 +377,12 @@ def reduce(inputs, init_values, dimensions, body):
     if plan is not None:
         return _reduce_fast(xs[0], inits[0], dims, *plan)
     dts = _body_types(op, "C6", body, inits, xs)
-    outs = _reduce_generic(_promoted(xs, dts), _promoted(inits, dts), dims, body, dts)
-    return _single_or_tuple(outs)
+    xs, inits = _promoted(xs, dts), _promoted(inits, dts)
+    if len(xs) == 1:
+        out = _reduce_compiled(xs[0], inits[0], dims, body)
+        if out is not None:
+            return out
+    return _single_or_tuple(_reduce_generic(xs, inits, dims, body, dts))
 
 
 def reduce_checks(inputs, init_values, dimensions, body):
@@ -584,6 +594,72 @@ def _reduce_generic(xs, inits, dims, body, dts):
         op, "C6", "body", body, _tensors([_full((m,), i) for i in inits] + acc, dts * 2), dts, (m,)
     )
     return [_wrap(_contig(v).reshape(out_shape), dt) for v, dt in zip(acc, dts)]
+
+
+_COMPILE_MIN = 1 << 12  # reduce: smaller inputs run the generic path (same results)
+_VERIFIED = {}  # (program, constants, result register, type) -> whether it is exact
+_PROBE = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -3e38, 88.5, -104.0, 1.0])
+
+
+def _program_fold(x2, init, program):
+    """The compiled body's tree over the rows of the 2-D array x2 (see
+    xops.kernels.reduction.program_fold)."""
+    prog, consts, res = program
+    out = np.empty(x2.shape[0], x2.dtype)
+    x2 = _readonly(_contig(x2))
+    # (the parallel variant for every size: one compilation per element type)
+    n = builtins.max(x2.size, _kconfig.PARALLEL_THRESHOLD)
+    KR.PROGRAM_FOLD(n, x2, out, x2.dtype.type(init), prog, consts, res)
+    return out
+
+
+def _verified(program, body, dt):
+    """Whether the compiled body gives, bit for bit (any NaN for NaN), what the generic
+    path gives on probe rows: random values, and rows with zeros of both signs,
+    infinities, NaN, tiny and huge values. Checked once per program and type: the ops'
+    own loops may differ by CPU (NumPy picks SIMD loops for log1p, exp on some CPUs),
+    and then the body stays on the generic path."""
+    prog, consts, res = program
+    key = (prog.tobytes(), consts.tobytes(), res, dt.name)
+    if key not in _VERIFIED:
+        rng = np.random.default_rng(0)
+        rows = [rng.standard_normal((48, 37)) * 10.0 ** rng.integers(-3, 4, (48, 1))]
+        rows.append(rng.permutation(np.tile(_PROBE, 24)).reshape(24, 10))
+        ok = True
+        try:
+            for probe in rows:
+                x = _wrap(probe.astype(dt.np), dt)
+                for init in (0.0, float("-inf"), 1.5):
+                    i = _wrap(np.array(init, dt.np), dt)
+                    (want,) = _reduce_generic([x], [i], [1], body, [dt])
+                    got = _program_fold(x._value, init, program)
+                    w = want._value
+                    same = (got.view(np.uint8) == w.view(np.uint8)).reshape(got.shape + (-1,))
+                    ok = ok and bool(np.all(same.all(axis=-1) | (np.isnan(got) & np.isnan(w))))
+        except Exception:  # e.g. xops.config.debug_nans on the probe's NaN: not this time
+            return False
+        _VERIFIED[key] = ok
+    return _VERIFIED[key]
+
+
+def _reduce_compiled(x, init, dims, body):
+    """One input of float32 or float64 (the body's type), a body of the elementwise ops
+    xops.kernels.reduction.PROGRAM_OPS: the generic path's tree, run by one compiled
+    kernel with the body as a program (xops.ops._bodies.trace_program) instead of one
+    body call per level on whole arrays -- the same results, bit for bit (checked once
+    per program by :func:`_verified`). None where that does not apply."""
+    dt = x._dtype
+    if dt.kind != "float" or dt.np not in (np.float32, np.float64) or dt.quantized:
+        return None
+    kept, out_shape, r, m = _reduce_sizes(x.shape, dims)
+    if r * m < _COMPILE_MIN or r == 0:
+        return None
+    program = trace_program(body, dt, KR.PROGRAM_OPS)
+    if program is None or not _verified(program, body, dt):
+        return None
+    a = np.asarray(compute(x)).transpose(kept + sorted(dims)).reshape(m, r)
+    out = _program_fold(a, np.asarray(init._value).item(), program)
+    return _wrap(out.reshape(out_shape), dt)
 
 
 def reduce_reference(inputs, init_values, dimensions, body):

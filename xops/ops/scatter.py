@@ -43,6 +43,7 @@ from ..kernels import pool as _pool
 from ..registry import op as _op
 from ..tensor import Tensor, _wrap
 from ._core import SpecError, attr_int, bound_arguments, check, compute, operands, tstr
+from . import _device_grads
 from ._bodies import binary_op_name, call, is_overwrite, outputs, result_types
 from ._indexing_common import _cached_plan, _check_batching, _check_dims, _check_index_vector
 from ._indexing_common import _check_rank, _read_attributes
@@ -613,20 +614,15 @@ def _scatter_vjp(g, out, inputs, scatter_indices, updates, *attributes):
             "xops differentiates scatter only with one input "
             "and an add or overwrite (lambda a, b: b) body",
         )
-    where = xs[0].device if xs[0].device != "cpu" else si.device
-    if where != "cpu":
-        raise SpecError(
-            "scatter",
-            "grad",
-            f"xops differentiates scatter only on the CPU: its rule reads the indices "
-            f"on the host, and the operands live on {where} (move them with x.to('cpu'))",
-        )
     if isinstance(g, tuple):
         g = g[0]
     x, u = xs[0], us[0]
 
     if u.size == 0 or x.size == 0:
         return _wrap_seq(g, seq), None, _wrap_seq(_zeros_like(u), useq)
+    if x.device != "cpu" or si.device != "cpu":  # targets found by ops on the device
+        dx, du = _device_grads.scatter_grads(scatter, g, x, u, si, p, name)
+        return _wrap_seq(dx, seq), None, _wrap_seq(du, useq)
     geo = _Geometry(x.shape, si, u.shape, p)
     tgt, src = geo.targets()
     if name == "add" and (tgt >= 0).all():

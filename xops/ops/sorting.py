@@ -29,9 +29,9 @@ from ..dtypes import as_dtype, from_compute
 from ..kernels import indexing as K
 from ..tensor import _wrap
 from ._core import SpecError, as_tensor, attr_bool, attr_int, check, compute, operands, tstr
+from . import _device_grads
 from ._bodies import call, check_arity, compare_call, outputs
 from ._indexing_common import _UINT_BY_SIZE, _prod, _ro, _variadic, _zero_d
-from .indexing import gather
 from .reduction import _check_shapes
 from .scatter import scatter
 
@@ -298,36 +298,19 @@ def _sort_vjp(g, out, inputs, dimension, is_stable, comparator):
     """Each input's cotangent is g un-permuted: a gather of g at the inverse of the sort
     permutation (found by sorting an iota alongside), batched over the other dims."""
     xs, seq = _variadic("sort", inputs, "inputs")
-    if any(x.device.kind != "cpu" for x in xs):  # the permutation is found on the host
-        raise SpecError(
-            "sort", "device", f"its gradient on {xs[0].device} tensors is not implemented yet"
-        )
     gs = list(g) if isinstance(g, tuple) else [g]
-    r = xs[0].ndim
     dim = dimension  # (kept parsed by the op: in [0, rank))
     cmp = _default_comparator if comparator is None else comparator
+    if any(x.device.kind != "cpu" for x in xs):  # the permutation found on the device
+        plan = _comparator_plan(cmp, len(xs))
+        if plan is None or xs[0]._dtype.kind == "complex":
+            raise SpecError("sort", "device", "its gradient takes the comparators its kernel does")
+        grads = _device_grads.sort_grads(sort, xs, gs, dim, plan)
+        return ((grads if seq else grads[0]),)
     perm = _sort_permutation(xs, dim, cmp)
     inv = np.argsort(perm, axis=dim, kind="stable")
     idx = _wrap(inv[..., None], as_dtype("i64"))
-    others = [d for d in range(r) if d != dim]
-    grads = []
-    for x, gi in zip(xs, gs):
-        if gi is None or x._dtype.kind not in ("float", "complex"):
-            grads.append(None)
-            continue
-        grads.append(
-            gather(
-                gi,
-                idx,
-                [],
-                [dim],
-                [dim],
-                r,
-                [1] * r,
-                operand_batching_dims=others,
-                start_indices_batching_dims=others,
-            )
-        )
+    grads = _device_grads.unpermute(xs, gs, idx, dim)
     return ((grads if seq else grads[0]),)
 
 

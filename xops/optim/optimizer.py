@@ -23,7 +23,7 @@ import numpy as np
 from ..autodiff.tape import no_grad
 from ..dtypes import as_dtype
 from ..ops.elementwise import add, divide, multiply, sqrt, subtract
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor, _wrap, tensor
 from ..nn.parameter import assign_
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
@@ -91,7 +91,8 @@ class Optimizer:
 
             with enable_grad():
                 loss = closure()
-        with no_grad():
+        # (overflow to inf is the IEEE result here, not a warning: the host updates)
+        with no_grad(), np.errstate(all="ignore"):
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is None:
@@ -219,6 +220,9 @@ class SGD(Optimizer):
         )
 
     def _update(self, p, g, state, group):
+        host = _host_floats(p, g)
+        if host is not None:
+            return self._update_host(*host, p._dtype, state, group)
         wd, mom = group["weight_decay"], group["momentum"]
         if wd:
             g = add(g, multiply(p, wd))
@@ -234,6 +238,41 @@ class SGD(Optimizer):
             state["momentum_buffer"] = buf
             g = add(g, multiply(buf, mom)) if group["nesterov"] else buf
         return subtract(p, multiply(g, group["lr"]))
+
+    @staticmethod
+    def _update_host(p, g, dt, state, group):
+        """:meth:`_update` on f32 / f64 host arrays: the same steps in the same order,
+        each a NumPy ufunc that rounds once to the element type, as the xops op does
+        (a hyper-parameter is rounded to the element type first, as a weak scalar
+        operand is), without an op dispatch per step."""
+        c = dt.np.type
+        wd, mom = group["weight_decay"], group["momentum"]
+        if wd:
+            g = g + p * c(wd)
+        if mom:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = g
+            else:
+                damp = group["dampening"]
+                buf = buf._value * c(mom) + (g * c(1 - damp) if damp else g)
+            state["momentum_buffer"] = _wrap(buf, dt)
+            g = g + buf * c(mom) if group["nesterov"] else buf
+        return _wrap(p - g * c(group["lr"]), dt)
+
+
+def _host_floats(p, g):
+    """(p, g) as NumPy arrays when both are f32 or f64 tensors on the host, else None.
+    NumPy's float ufuncs round each result once to that type, exactly as xops's
+    elementwise ops; other element types (bf16, f16: computed wider and rounded by
+    xops) and devices take the ops."""
+    pv, gv = p._value, g._value
+    if type(pv) is np.ndarray and type(gv) is np.ndarray and p._dtype.np in _HOST_FLOATS:
+        return pv, gv
+    return None
+
+
+_HOST_FLOATS = (np.float32, np.float64)
 
 
 class Adam(Optimizer):

@@ -106,6 +106,17 @@ def device_table(key, build):
     return t
 
 
+_compiled = {}
+
+
+def compiled(fn):
+    """Kernel function ``fn`` jitted (:func:`jit`) once per process."""
+    k = _compiled.get(fn)
+    if k is None:
+        k = _compiled[fn] = jit(fn)
+    return k
+
+
 def flat(devarr):
     """A 1-D view of a C-contiguous device array (0-d: one element)."""
     return devarr.reshape(devarr.size) if devarr.ndim != 1 else devarr

@@ -9,7 +9,8 @@ launches a map kernel, one thread per element, 256 threads to a block (``launch_
 :mod:`._storage`; the map kernels are generated from one table, ``_MAPS``). A weak Python scalar
 operand is read at every index from a one-element device array that is cached by value,
 so a call copies nothing to the device. Element
-types: i1, si8-64, ui8-64, f32, f64; others (f16, bf16, f8, int4, complex) raise a
+types: i1, si8-64, ui8-64, f32, f64, and bf16 / f16 computed in float32 as on the CPU
+(decoded exactly, rounded once; :mod:`.narrow`); others (f8, int4, complex) raise a
 SpecError naming the op, the type and the device. Integer results are bit-exact with the
 CPU; float results follow CUDA's libdevice (within a few ULP of the CPU's NumPy).
 """
@@ -30,7 +31,8 @@ from ...registry import get as _get_op
 from ...tensor import Tensor, _wrap
 from numba import cuda
 
-from ._storage import device_empty, flat, from_holder, jit, launch_1d
+from ._storage import device_empty, flat, from_holder, jit, launch_1d, storage_dtype
+from .narrow import encode, from_int, is_narrow, to_f32
 
 __all__ = ["KERNELS"]
 
@@ -80,7 +82,8 @@ def _dev(op, t):
     key = (v.dtype.str, v.tobytes())
     d = _scalars.get(key)
     if d is None:
-        d = _scalars[key] = cuda.to_device(np.ascontiguousarray(v.reshape(1)))
+        one = np.ascontiguousarray(v.reshape(1))
+        d = _scalars[key] = cuda.to_device(one.view(storage_dtype(one.dtype)))
         if len(_scalars) > _SCALARS_KEPT:
             _scalars.popitem(last=False)
     return d
@@ -367,6 +370,8 @@ def _binary_op(name, kinds, by_kind, bits=False):
 
     def kernel(lhs, rhs):
         x, y = B._binary(name, lhs, rhs, kinds)
+        if is_narrow(x._dtype):
+            return _narrow(name, by_kind["float"], (x, y), x._dtype)
         _supported(name, x)
         fn = by_kind.get(x._dtype.kind)
         if fn is None:
@@ -383,6 +388,8 @@ def _unary_op(name, kinds, by_kind, bits=False, out_kind=None):
 
     def kernel(operand):
         x = B._unary(name, operand, kinds)
+        if is_narrow(x._dtype):
+            return _narrow(name, by_kind["float"], (x,), x._dtype, out_kind == "bool")
         _supported(name, x)
         fn = by_kind.get(x._dtype.kind)
         if fn is None:
@@ -399,6 +406,28 @@ def _unary_op(name, kinds, by_kind, bits=False, out_kind=None):
 
 
 _I = ("si", "ui")
+_F32, _F64, _UI16 = as_dtype("f32"), as_dtype("f64"), as_dtype("ui16")
+
+
+def _narrow(name, fn, ts, dt, boolean=False):
+    """Device function ``fn`` over bf16 / f16 operands ``ts`` (of type ``dt``) as the
+    CPU computes them: in float32 (decoded exactly), the result rounded once to ``dt``
+    (``boolean``: an i1 result, kept)."""
+    fs = [to_f32(t) for t in ts]
+    out_dt = _I1 if boolean else _F32
+    if len(fs) == 1:
+        r = _run1(name, fn, fs[0], out_dt)
+    elif len(fs) == 2:
+        r = _run2(name, fn, fs[0], fs[1], out_dt)
+    else:
+        r = _run3(name, fn, fs, out_dt, max(fs, key=lambda t: t.ndim).shape)
+    return r if boolean else encode(r, dt)
+
+
+def _bits16(t):
+    """A bf16 / f16 tensor as its ui16 bit patterns (a view: device or 0-d CPU)."""
+    v = t._value
+    return _wrap(v.view(np.uint16), _UI16)
 
 
 def _stand_in(t):
@@ -422,6 +451,8 @@ def compare(lhs, rhs, comparison_direction, compare_type=None):
     r = _get_op("compare").kernels["cpu"](
         _zero_d(x._dtype), _zero_d(y._dtype), comparison_direction, compare_type
     )
+    if is_narrow(x._dtype):  # (exact in float32)
+        x, y = to_f32(x), to_f32(y)
     _supported("compare", x)
     direction = str(comparison_direction).upper()
     ctype = compare_type and str(compare_type).upper()
@@ -466,12 +497,17 @@ def _run3(name, fn, ts, out_dt, shape):
 def select(pred, on_true, on_false):
     p, tb, fb = select_checks(pred, on_true, on_false)  # (a weak branch comes broadcast)
     t, f = operands("select", on_true, on_false)
+    if is_narrow(tb._dtype):  # a choice of bit patterns
+        r = _run3("select", _select1, (p, _bits16(t), _bits16(f)), _UI16, tb.shape)
+        return from_holder(r._value.view(storage_dtype(tb._dtype.np)), tb._dtype)
     _supported("select", tb)
     return _run3("select", _select1, (p, t, f), tb._dtype, tb.shape)
 
 
 def clamp(min, operand, max):  # noqa: A002  (the op's own parameter names)
     x, lo, hi = clamp_checks(min, operand, max)
+    if is_narrow(x._dtype):
+        return _narrow("clamp", _fclamp1, (lo, x, hi), x._dtype)
     _supported("clamp", x)
     fn = _fclamp1 if x._dtype.kind == "float" else _clamp1
     return _run3("clamp", fn, (lo, x, hi), x._dtype, x.shape)
@@ -488,6 +524,8 @@ def _to_bool(a):
 def convert(operand, dtype):
     (x,) = operands("convert", operand, names=["operand"])
     dst = _result_dtype("convert", dtype)
+    if is_narrow(x._dtype) or is_narrow(dst):
+        return _convert_narrow(x, dst)
     _supported("convert", x, _zero_d(dst))
     src = x._dtype
     if dst.kind == "bool":
@@ -501,6 +539,32 @@ def convert(operand, dtype):
     else:
         fn = _to_float  # integer wrap / float rounding by the store, as the CPU's astype
     return _run1("convert", fn, x, dst)
+
+
+def _convert_narrow(x, dst):
+    """convert from or to bf16 / f16 (see :mod:`.narrow`): through float32 (exact) from
+    them; to them rounded once from f32 / f64 bits, from integers through float64 (exact,
+    or sticky for 64-bit integers)."""
+    src = x._dtype
+    if src is dst:
+        return from_holder(x._value, dst)
+    if is_narrow(src):
+        if dst.kind in _I:
+            raise SpecError(
+                "convert",
+                "device",
+                f"has no cuda kernel for {src.name} -> {dst.name} (float to integer saturation)",
+            )
+        f = to_f32(x)
+        if is_narrow(dst):
+            return encode(f, dst)
+        return f if dst is _F32 else convert(f, dst)
+    _supported("convert", x)
+    if src.kind == "float":
+        return encode(x, dst)
+    if src.kind in _I and src.bits == 64:
+        return encode(from_int(x), dst)
+    return encode(_run1("convert", _to_float, x, _F64), dst)  # (exact: at most 32 bits)
 
 
 KERNELS = {

@@ -17,8 +17,13 @@ tx + 16, ... : shared-memory reads are then conflict-free and the result's store
 coalesce. Every result element is summed by one thread in increasing k, so results are
 deterministic run to run. Integer results are bit-exact with the CPU (wraparound is
 order-free); float results differ from the CPU's by rounding order (accumulation in the
-result type; the GPU may fuse multiply-adds). Operands must already have the result
-type (no preferred_element_type conversion).
+result type; the GPU may fuse multiply-adds).
+
+``preferred_element_type`` (and bf16 / f16 operands) as on the CPU: each operand is first
+converted on the device to the result type (integers wrap, floats round once), then
+multiplied in that type; a bf16 / f16 result is computed in float32 (its operands
+decoded exactly) and rounded once at the end. Integer results stay bit-exact (wrapping
+to the result's width commutes with the sums).
 """
 
 import math
@@ -32,7 +37,8 @@ from ...limits import check_nbytes
 from ...ops._core import operands
 from ...ops.linalg import dot_general_checks
 from ._storage import device_empty, flat, from_holder, jit
-from .elementwise import _OK
+from .elementwise import _OK, convert
+from .narrow import encode, is_narrow, to_f32
 from .movement import c_strides, fill, strided_copy
 
 __all__ = ["KERNELS", "TILES"]
@@ -221,14 +227,27 @@ def dot_general(lhs, rhs, *attributes, **named):
     *dims, out_dt = dot_general_checks(x, y, *_attributes(attributes, named))
     keep(op, **dict(zip(_NAMES, dims)))  # (parsed, for the gradient)
     lb, rb, lc, rc = dims
-    if x._dtype is not out_dt or x._dtype.np not in _OK or x._dtype.kind == "bool":
+    ok = [t.np in _OK or is_narrow(t) for t in (x._dtype, out_dt)]
+    if not all(ok) or x._dtype.kind == "bool" or x._dtype.quantized:
         raise SpecError(
             op,
             "device",
             f"has no cuda kernel for {x._dtype.name} "
             f"operands with a {out_dt.name} result "
-            f"(si, ui, f32, f64; no conversion)",
+            f"(si, ui, bf16, f16, f32, f64)",
         )
+    if x._dtype is not out_dt:  # each operand converted to the result type first
+        x, y = convert(x, out_dt), convert(y, out_dt)
+    if is_narrow(out_dt):  # computed in float32, rounded once
+        xf, yf = to_f32(x), to_f32(y)
+        return encode(_gemm_run(xf, yf, dims, xf._dtype), out_dt)
+    return _gemm_run(x, y, dims, out_dt)
+
+
+def _gemm_run(x, y, dims, out_dt):
+    """dot_general of device tensors ``x``, ``y`` of type ``out_dt`` (checked)."""
+    op = "dot_general"
+    lb, rb, lc, rc = dims
     lf = [d for d in range(x.ndim) if d not in lb and d not in lc]
     rf = [d for d in range(y.ndim) if d not in rb and d not in rc]
     nb = math.prod(x.shape[d] for d in lb)

@@ -89,14 +89,20 @@ def _word_pair(x, y, bits_only):
     if a.shape != b.shape:
         a, b = np.broadcast_arrays(a, b)
     shape = a.shape
-    a, b = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
     if dt.bits in (32, 64):
-        if bits_only:
-            word = np.int32 if dt.bits == 32 else np.int64
-            return a.view(word), b.view(word), shape
-        return a, b, shape
+        word = (np.int32 if dt.bits == 32 else np.int64) if bits_only else a.dtype.type
+        return words(a, word), words(b, word), shape
+    a, b = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
     wide = np.uint32 if dt.kind == _UI and not bits_only else np.int32
     return a.astype(wide), b.astype(wide), shape
+
+
+def words(a, word):
+    """``a`` as a contiguous 1-D array of the NumPy type ``word`` (of its item size): the
+    array itself where it is one already, else a view (a copy if ``a`` is strided)."""
+    if a.ndim == 1 and a.dtype.type is word and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a).reshape(-1).view(word)
 
 
 def _int_kernel(kern_signed, kern_unsigned, x, y, small=None):

@@ -516,7 +516,7 @@ def _is_scalar_branch(v):
 def _memory_order(arrays):
     """A permutation of the dims in which every array is C-contiguous (all share one
     memory layout, e.g. all transposed alike), or None."""
-    perm = np.argsort([-abs(s) for s in arrays[0].strides], kind="stable")
+    perm = np.argsort([-builtins.abs(s) for s in arrays[0].strides], kind="stable")
     for a in arrays:
         if not np.transpose(a, perm).flags.c_contiguous:
             return None

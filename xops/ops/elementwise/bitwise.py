@@ -3,7 +3,9 @@ integers), popcnt, count_leading_zeros and the three shifts.
 
 Integer and boolean results never record a gradient node, so no op here has a rule.
 Shifts and count_leading_zeros run Numba kernels (``xops.kernels.elementwise``) on the
-operands' bit patterns widened to 64 bits.
+operands' bit patterns: the shifts on int32 or int64 words (narrower types widened to
+int32), on one core below ``K.MEMORY_BOUND_THRESHOLD`` elements, with a dispatch fast
+path for two same-shape Tensors of a 32- or 64-bit type.
 """
 
 import keyword
@@ -11,10 +13,11 @@ import keyword
 import numpy as np
 
 from ...autodiff.tape import primitive
+from ...dtypes import all_dtypes
 from ...kernels import elementwise as K
-from ...tensor import _wrap
+from ...tensor import Tensor, _wrap
 from .._core import compute, result
-from ._base import _B, _INT, _SI, _UI, _binary, _same, _same2, _unary, _word_pair
+from ._base import _B, _INT, _SI, _UI, _binary, _same, _same2, _unary, _word_pair, words
 
 __all__ = [
     "not_",
@@ -36,23 +39,68 @@ def _logical(op, lhs, rhs, ufunc):
     return _same2(x, y, ufunc)
 
 
+def _shift_words(kern, a, b, bits):
+    """The shift ``kern`` (K.shift_left, ...) of the int32 or int64 words ``a`` by ``b``
+    (1-D, contiguous) in a ``bits``-wide type: a new array of the words' type."""
+    out = np.empty_like(a)
+    if bits == 32:  # 32-bit lanes
+        if kern is K.shift_right_arithmetic:
+            K.run_memory_bound(K.shift_right_arithmetic32, out.size, a, b, out)
+        else:
+            K.run_memory_bound(
+                K.shift_logical32, out.size, a, b, out, kern is K.shift_right_logical
+            )
+    else:
+        K.run_memory_bound(kern, out.size, a, b, out, bits)
+    return out
+
+
 def _shift(op, lhs, rhs, kern):
     """The shifts: a Numba kernel on both operands' bit patterns as int32 or int64 words
     (32- and 64-bit types: their own arrays, no copy), given the type's bit width."""
     x, y = _binary(op, lhs, rhs, _INT)
     dt = x._dtype
     a, b, shape = _word_pair(x, y, True)
-    out = np.empty_like(a)
-    if dt.bits == 32:  # 32-bit lanes
-        if kern is K.shift_right_arithmetic:
-            K.shift_right_arithmetic32(out.size, a, b, out)
-        else:
-            K.shift_logical32(out.size, a, b, out, kern is K.shift_right_logical)
-    else:
-        kern(out.size, a, b, out, dt.bits)
+    out = _shift_words(kern, a, b, dt.bits).reshape(shape)
     if dt.bits in (32, 64):
-        return _wrap(out.reshape(shape).view(dt.np), dt)
-    return result(out.reshape(shape), dt)
+        return _wrap(out.view(dt.np), dt)
+    return result(out, dt)
+
+
+# 32- and 64-bit integer types held as themselves -> their word type (the fast path's)
+_WORDS = {
+    id(d): np.int32 if d.bits == 32 else np.int64
+    for d in all_dtypes()
+    if d.kind in _INT and d.bits in (32, 64) and d.compute == d.np
+}
+
+
+def _shift_fast(kern):
+    """The dispatch fast path (``op._fast``, see xops.autodiff.tape.primitive) of a
+    shift: two Tensors of one 32- or 64-bit integer type, one shape, C-contiguous host
+    arrays run the kernel with no other check (the full path's checks all pass for
+    them, and integers never require a gradient); any other call returns None."""
+
+    def fast(args):
+        if len(args) != 2:
+            return None
+        x, y = args
+        if type(x) is not Tensor or type(y) is not Tensor or y._dtype is not x._dtype:
+            return None
+        word = _WORDS.get(id(x._dtype))
+        a, b = x._value, y._value
+        if (
+            word is None
+            or type(a) is not np.ndarray
+            or type(b) is not np.ndarray
+            or a.shape != b.shape
+            or not (a.flags.c_contiguous and b.flags.c_contiguous)
+        ):
+            return None
+        out = _shift_words(kern, words(a, word), words(b, word), x._dtype.bits)
+        return _wrap(out.reshape(a.shape).view(a.dtype), x._dtype)
+
+    return fast
 
 
 @primitive("not", elementwise=True)
@@ -160,3 +208,12 @@ def shift_right_logical(lhs, rhs):
     xo.tensor([9223372036854775807,                   0,                   1], i64[3])
     """
     return _shift("shift_right_logical", lhs, rhs, K.shift_right_logical)
+
+
+for _op, _kern in (
+    (shift_left, K.shift_left),
+    (shift_right_arithmetic, K.shift_right_arithmetic),
+    (shift_right_logical, K.shift_right_logical),
+):
+    _op._fast = _shift_fast(_kern)
+del _op, _kern
