@@ -95,18 +95,54 @@ def test_f32_special_values_exact():
     assert np.asarray(xo.logistic(xo.tensor(x))).tolist()[1:7] == [1.0, 0.0, 0.5, 0.5, 1.0, 0.0]
 
 
+def _count_piece_launches(monkeypatch):
+    """Record the n of each prange launch over span pieces (run_span_entry)."""
+    launches = []
+    real = K._entry_pieces
+    monkeypatch.setattr(K, "_entry_pieces", lambda n, *a: launches.append(n) or real(n, *a))
+    return launches
+
+
 @pytest.mark.parametrize("name", sorted(T.FUNCTIONS))
 def test_f32_same_bits_for_any_thread_count(name, monkeypatch):
+    """The pieces run through the span's C entry point from a prange loop: the bits of
+    the serial span loop for any thread count and piece size (vector loop and scalar
+    remainder at other positions)."""
+    import numba
+
     x = _f32_sweep()[: 3 * T.SPAN + 1234]
     serial = np.empty_like(x)
-    span, extra = T.FUNCTIONS[name]
-    span(x, serial, *extra, np.int64(0), np.int64(x.size))
+    span, entry, arg = T.FUNCTIONS[name]
+    span(x, serial, *(() if arg is None else (arg,)), np.int64(0), np.int64(x.size))
+    launches = _count_piece_launches(monkeypatch)
     monkeypatch.setattr(K, "THREADED_THRESHOLD", 0)
-    for threads in (1, 2, 3, 5):
+    monkeypatch.setattr(K, "_threads", lambda: 2)
+    before, pieces = numba.get_num_threads(), (K.PIECE, T.SPAN // 8 + 3)
+    try:
+        for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+            numba.set_num_threads(threads)
+            for piece in pieces:
+                monkeypatch.setattr(K, "PIECE", piece)
+                out = np.full_like(x, np.nan)
+                K.unary_f32(name, x, out)
+                assert bits(out).tobytes() == bits(serial).tobytes(), (threads, piece)
+    finally:
+        numba.set_num_threads(before)
+    assert launches == [x.size] * numba.config.NUMBA_NUM_THREADS  # x.size <= K.PIECE: one span
+
+
+def test_f32_small_inputs_run_the_span_alone(monkeypatch):
+    """Below THREADED_THRESHOLD (and with one thread) no prange launch: the main job's
+    small exps never compile the piece loop or the entry points."""
+    launches = _count_piece_launches(monkeypatch)
+    for n, threads in ((5000, 2), (K.THREADED_THRESHOLD + 5, 1)):
         monkeypatch.setattr(K, "_threads", lambda t=threads: t)
-        out = np.empty_like(x)
-        K.unary_f32(name, x, out)
-        assert bits(out).tobytes() == bits(serial).tobytes(), threads
+        x = _f32_sweep()[:n]
+        out, want = np.empty_like(x), np.empty_like(x)
+        K.unary_f32("exp", x, out)
+        T._exp_span(x, want, np.int64(0), np.int64(n))
+        assert bits(out).tobytes() == bits(want).tobytes()
+    assert launches == []
 
 
 def test_narrow_types_round_float32_result_once():

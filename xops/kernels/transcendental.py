@@ -20,14 +20,15 @@ rounded float32 except within 1e-6 ulp of a rounding midpoint, so the error is a
 Every element runs the same scalar code (no reassociation, ``fma`` is an IEEE
 operation with one rounding), so results do not depend on the SIMD width or the
 thread count. The loops vectorise (4 float64 lanes on AVX2) and run in pieces shared
-by the threads (``xops.kernels.elementwise.run_spans``).
+by the threads (``xops.kernels.elementwise.run_span_entry``).
 """
 
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import carray, types
 from numba.extending import intrinsic
 
+from . import config
 from .config import kernel, scalar
 
 # ---------------------------------------------------------------------------------------
@@ -132,6 +133,59 @@ def f32_to_bf16(typingctx, f):
         return builder.trunc(builder.select(is_nan, nan, rounded), ir.IntType(16))
 
     return types.uint16(types.float32), codegen
+
+
+# A span body's C entry point: ``f(x, out, arg, lo, hi)``, the arrays as addresses, ``arg``
+# an int64 parameter of the body (or unused)
+ENTRY_SIGNATURE = types.void(types.voidptr, types.voidptr, types.int64, types.int64, types.int64)
+
+
+@intrinsic
+def call_entry(typingctx, entry, x, out, arg, lo, hi):
+    """Call the ENTRY_SIGNATURE function at address ``entry`` with the array addresses
+    ``x`` and ``out`` (all six arguments int64): an opaque call that LLVM cannot inline."""
+    if not all(isinstance(t, types.Integer) for t in (entry, x, out, arg, lo, hi)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        i64, i8p = ir.IntType(64), ir.IntType(8).as_pointer()
+        e, xa, oa, a, lo, hi = (
+            context.cast(builder, v, t, types.int64) for v, t in zip(args, sig.args)
+        )
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i8p, i64, i64, i64])
+        fn = builder.inttoptr(e, fnty.as_pointer())
+        builder.call(fn, [builder.inttoptr(xa, i8p), builder.inttoptr(oa, i8p), a, lo, hi])
+        return context.get_dummy_value()
+
+    return types.void(entry, x, out, arg, lo, hi), codegen
+
+
+class SpanEntry:
+    """The C entry point (ENTRY_SIGNATURE) of a span body, made from ``py_func`` by
+    ``numba.cfunc`` on first use (cached like the kernels): its ``address`` is called by
+    a prange loop over pieces (``xops.kernels.elementwise.run_span_entry``). Called
+    there through the pointer, the span loop keeps its own optimisation (inlined into
+    the prange body it ran 1.35x slower, see the span bodies below)."""
+
+    __slots__ = ("py_func", "_cfunc")
+
+    def __init__(self, py_func):
+        self.py_func = py_func
+        self._cfunc = None
+
+    @property
+    def address(self):
+        if self._cfunc is None:
+            import numba
+
+            if config.CACHE and not config._checked_cache:
+                config._drop_stale_cache()
+            try:
+                make = numba.cfunc(ENTRY_SIGNATURE, cache=config.CACHE, **config._OPTIONS)
+                self._cfunc = make(self.py_func)
+            except RuntimeError:  # no writable cache location: compile in memory
+                self._cfunc = numba.cfunc(ENTRY_SIGNATURE, **config._OPTIONS)(self.py_func)
+        return self._cfunc.address
 
 
 # ---------------------------------------------------------------------------------------
@@ -257,10 +311,21 @@ def _expm1_tanh_logistic_span(x, out, fn, lo, hi):
         out[i] = np.float32(r)
 
 
-# name -> (span body, its arguments between ``out`` and ``lo``)
+@SpanEntry
+def _exp_entry(x, out, unused, lo, hi):
+    _exp_span(carray(x, hi, np.float32), carray(out, hi, np.float32), lo, hi)
+
+
+@SpanEntry
+def _expm1_tanh_logistic_entry(x, out, fn, lo, hi):
+    _expm1_tanh_logistic_span(carray(x, hi, np.float32), carray(out, hi, np.float32), fn, lo, hi)
+
+
+# name -> (span body, its C entry point, its int64 argument between ``out`` and ``lo``,
+# or None for none)
 FUNCTIONS = {
-    "exp": (_exp_span, ()),
-    "expm1": (_expm1_tanh_logistic_span, (np.int64(EXPM1),)),
-    "tanh": (_expm1_tanh_logistic_span, (np.int64(TANH),)),
-    "logistic": (_expm1_tanh_logistic_span, (np.int64(LOGISTIC),)),
+    "exp": (_exp_span, _exp_entry, None),
+    "expm1": (_expm1_tanh_logistic_span, _expm1_tanh_logistic_entry, np.int64(EXPM1)),
+    "tanh": (_expm1_tanh_logistic_span, _expm1_tanh_logistic_entry, np.int64(TANH)),
+    "logistic": (_expm1_tanh_logistic_span, _expm1_tanh_logistic_entry, np.int64(LOGISTIC)),
 }
