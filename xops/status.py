@@ -32,6 +32,7 @@ from pathlib import Path
 
 import xops  # noqa: F401  (declares every op)
 import xops.distributed  # noqa: F401  (its primitives, listed at the end)
+import xops.nn  # noqa: F401  (its fused primitives, e.g. softmax_cross_entropy)
 import xops.stablehlo  # noqa: F401  (the CHLO primitives, and the StableHLO handlers)
 from xops.kernels import cuda as _cuda  # (the ops with a CUDA kernel; imports no numba.cuda)
 
