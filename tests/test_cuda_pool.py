@@ -44,7 +44,7 @@ def test_freed_blocks_are_reused_and_values_stay_right():
 
 @real_gpu
 def test_repeated_launches_take_the_fast_path_and_give_the_same_results():
-    from xops.kernels.cuda import elementwise, movement
+    from xops.kernels.cuda import _storage, elementwise
 
     a = np.arange(5000, dtype=np.float32)
     x, y = cu(a), cu(np.ones(5000, np.float32))
@@ -55,7 +55,7 @@ def test_repeated_launches_take_the_fast_path_and_give_the_same_results():
     for _ in range(3):  # shape and stride tuples passed by value
         t = xo.transpose(cu(b), [2, 0, 1])
         np.testing.assert_array_equal(t.numpy(), b.transpose(2, 0, 1))
-    kernels = list(elementwise._cache.values()) + list(movement._compiled.values())
+    kernels = list(elementwise._cache.values()) + list(_storage._compiled.values())
     plans = [p for k in kernels for p in getattr(k, "_plans", {}).values()]
     assert any(p is not None for p in plans), "no launch took the fast path"
 

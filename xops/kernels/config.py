@@ -68,14 +68,32 @@ def _dispatcher(fn, parallel):
         )
         fn.__qualname__ = qualname + "_parallel"
     disp = numba.njit(parallel=parallel, **_OPTIONS)(fn)
-    if CACHE:
-        if not _checked_cache:
-            _drop_stale_cache()
+    if _cache_checked():
         try:
             disp.enable_caching()
         except RuntimeError:  # no writable cache location: compile in memory
             pass
     return disp
+
+
+def _cache_checked():
+    """CACHE, after the once-per-process stale-cache check when caching is on."""
+    if CACHE and not _checked_cache:
+        _drop_stale_cache()
+    return CACHE
+
+
+def cfunc(signature, py_func):
+    """A C entry point of ``py_func`` (``numba.cfunc``) with the kernels' options,
+    cached like them (in memory where no cache location is writable)."""
+    import numba
+
+    if _cache_checked():
+        try:
+            return numba.cfunc(signature, cache=True, **_OPTIONS)(py_func)
+        except RuntimeError:  # no writable cache location: compile in memory
+            pass
+    return numba.cfunc(signature, **_OPTIONS)(py_func)
 
 
 class Kernel:

@@ -176,15 +176,7 @@ class SpanEntry:
     @property
     def address(self):
         if self._cfunc is None:
-            import numba
-
-            if config.CACHE and not config._checked_cache:
-                config._drop_stale_cache()
-            try:
-                make = numba.cfunc(ENTRY_SIGNATURE, cache=config.CACHE, **config._OPTIONS)
-                self._cfunc = make(self.py_func)
-            except RuntimeError:  # no writable cache location: compile in memory
-                self._cfunc = numba.cfunc(ENTRY_SIGNATURE, **config._OPTIONS)(self.py_func)
+            self._cfunc = config.cfunc(ENTRY_SIGNATURE, self.py_func)
         return self._cfunc.address
 
 
@@ -269,14 +261,14 @@ def logistic64(d):
 
 
 # ---------------------------------------------------------------------------------------
-# span bodies: out[lo:hi] = f(x[lo:hi]), run by xops.kernels.elementwise.run_spans
+# span bodies: out[lo:hi] = f(x[lo:hi]), run by xops.kernels.elementwise.run_span_entry
 # ---------------------------------------------------------------------------------------
-# A compiled serial loop per function, called from Python on pieces of the array taken in
-# turn by the threads (the bodies release the GIL). Called from another compiled function
-# instead (a prange loop over spans, or a plain loop), the same body ran 1.35x slower
-# (exp 1M on one thread: 1.9-2.0 ms against 1.4 ms): LLVM re-optimises the inlined loop
-# worse. Loop indices are unsigned: signed ones keep Numba's negative-index wraparound on
-# every load and block vectorisation of the loads (exp 2.3 ms, bf16 add 8x slower).
+# A compiled serial loop per function: called from Python for a whole small array, and
+# through its C entry point (SpanEntry) from a prange loop over pieces for a large one.
+# Inlined into that prange loop instead, the same body ran 1.35x slower (exp 1M on one
+# thread: 1.9-2.0 ms against 1.4 ms): LLVM re-optimises the inlined loop worse. Loop
+# indices are unsigned: signed ones keep Numba's negative-index wraparound on every load
+# and block vectorisation of the loads (exp 2.3 ms, bf16 add 8x slower).
 
 SPAN = 1 << 14  # pieces split between threads are multiples of it: 64 KiB of float32
 

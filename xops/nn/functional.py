@@ -60,7 +60,7 @@ from ..ops.reduction import reduce
 from ..ops.windows import reduce_window
 from ..ops.rng import rng_uniform
 from ..tensor import Tensor, _wrap, tensor
-from .parameter import assign_
+from .parameter import assign_, host_floats
 
 __all__ = [
     "relu",
@@ -377,8 +377,9 @@ def _running_update(old, batch, m, scale):
     """(1 - m) old + m (batch * scale) (scale None: batch), rounded per step as the ops
     round; f32 / f64 on the host in NumPy ufuncs (the same roundings, without six op
     dispatches per training step)."""
-    ov, bv = old._value, batch._value
-    if type(ov) is np.ndarray and type(bv) is np.ndarray and old._dtype.np in _HOST_FLOATS:
+    arrays = host_floats(old, batch)
+    if arrays is not None:
+        ov, bv = arrays
         c = old._dtype.np.type
         with np.errstate(all="ignore"):  # (overflow: inf, as the ops give)
             bv = bv if scale is None else bv * c(scale)
@@ -523,14 +524,9 @@ def _fusable(logits, labels, reduction):
     logits and labels on the host, a known reduction (else the composite of ops)."""
     return (
         logits.ndim == 2
-        and logits._dtype.np in _HOST_FLOATS
-        and type(logits._value) is np.ndarray
-        and type(labels._value) is np.ndarray
+        and host_floats(logits, labels) is not None
         and reduction in ("mean", "sum", "none")
     )
-
-
-_HOST_FLOATS = (np.float32, np.float64)
 
 
 def _xent_parts(x, labels):

@@ -84,3 +84,19 @@ def assign_(param, value, *, allow_type_change=False):
     param._value = value._value
     param._dtype = value._dtype
     return param
+
+
+_HOST_FLOATS = (np.float32, np.float64)
+
+
+def host_floats(t, *others):
+    """The NumPy arrays of ``t`` and ``others`` when all are on the host and ``t`` is f32
+    or f64, else None. NumPy's float ufuncs round each result once to that type, exactly
+    as xops's elementwise ops do, so an update written with them gives the ops' bits
+    without an op dispatch per step (the optimizers, BatchNorm's running statistics, the
+    fused cross-entropy); bf16 / f16 (computed wider, rounded by xops) and device tensors
+    take the ops."""
+    values = (t._value, *(o._value for o in others))
+    if t._dtype.np in _HOST_FLOATS and all(type(v) is np.ndarray for v in values):
+        return values
+    return None

@@ -24,7 +24,7 @@ from ..autodiff.tape import no_grad
 from ..dtypes import as_dtype
 from ..ops.elementwise import add, divide, multiply, sqrt, subtract
 from ..tensor import Tensor, _wrap, tensor
-from ..nn.parameter import assign_
+from ..nn.parameter import assign_, host_floats
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
 
@@ -220,7 +220,7 @@ class SGD(Optimizer):
         )
 
     def _update(self, p, g, state, group):
-        host = _host_floats(p, g)
+        host = host_floats(p, g)
         if host is not None:
             return self._update_host(*host, p._dtype, state, group)
         wd, mom = group["weight_decay"], group["momentum"]
@@ -259,20 +259,6 @@ class SGD(Optimizer):
             state["momentum_buffer"] = _wrap(buf, dt)
             g = g + buf * c(mom) if group["nesterov"] else buf
         return _wrap(p - g * c(group["lr"]), dt)
-
-
-def _host_floats(p, g):
-    """(p, g) as NumPy arrays when both are f32 or f64 tensors on the host, else None.
-    NumPy's float ufuncs round each result once to that type, exactly as xops's
-    elementwise ops; other element types (bf16, f16: computed wider and rounded by
-    xops) and devices take the ops."""
-    pv, gv = p._value, g._value
-    if type(pv) is np.ndarray and type(gv) is np.ndarray and p._dtype.np in _HOST_FLOATS:
-        return pv, gv
-    return None
-
-
-_HOST_FLOATS = (np.float32, np.float64)
 
 
 class Adam(Optimizer):

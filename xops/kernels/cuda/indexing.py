@@ -50,8 +50,9 @@ from ...ops.scatter import _scatter_args, _scatter_op_name, scatter as _scatter_
 from ...registry import get as _get_op
 from ...tensor import Tensor
 
-from ._storage import device_empty, flat, from_holder, launch_1d, numba_cuda, on_device
-from .movement import _c_strides, _is_cuda, _k
+from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d, numba_cuda
+from ._storage import on_device
+from .movement import _c_strides, _is_cuda
 
 __all__ = ["KERNELS"]
 

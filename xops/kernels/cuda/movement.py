@@ -30,7 +30,7 @@ from ...ops.slicing import _clamped, dynamic_update_slice_checks, pad_checks
 from ...registry import get as _get_op
 from ...tensor import _wrap
 
-from ._storage import compiled, device_empty, flat, from_holder, launch_1d
+from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d
 from .elementwise import _dev, _stand_in
 
 __all__ = ["KERNELS", "c_strides", "copy_into", "strided_copy", "fill"]
@@ -87,9 +87,6 @@ def _fill(dst, val):
     e = cuda.grid(1)
     if e < dst.shape[0]:
         dst[e] = val
-
-
-_k = compiled  # (cuda.jit once per kernel function; other modules import it from here)
 
 
 def _bits(devarr):

@@ -28,8 +28,7 @@ from numba import cuda
 
 from ...ops.rng import _split_dim, rng_bit_generator_checks
 from .. import rng as K
-from ._storage import device_empty, flat, from_holder, launch_1d
-from .movement import _k  # (cuda.jit once per kernel function)
+from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d
 
 __all__ = ["KERNELS"]
 

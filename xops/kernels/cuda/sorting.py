@@ -38,8 +38,7 @@ from ...autodiff.tape import keep
 from ...errors import SpecError
 from ...ops.sorting import _comparator_plan, _sort_keys, sort_checks
 from ...tensor import _wrap
-from ._storage import device_empty, flat, from_holder, launch_1d, on_device
-from .movement import _k  # (cuda.jit once per kernel function)
+from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d, on_device
 
 __all__ = ["KERNELS", "RUN"]
 
