@@ -248,6 +248,31 @@ check(
     E._kernel3(E._select1).py_func,
     (arr("?"), arr("u2"), arr("u2")) + (i64,) * 3 + (arr("u2"),),
 )
+# c64 / c128 (xops/kernels/cuda/_complex_math.py, elementwise's complex_op, complex.py):
+# the map kernels over every complex device function, convert, compare, select, c128 moves
+from xops.kernels.cuda import _complex_math as CX  # noqa: E402
+
+for c, f in (("c8", "f4"), ("c16", "f8")):
+    st = (i64, i64)
+    for name, fn in CX.functions(np.dtype(c)).items():
+        if name == "divide":
+            check(f"complex {name} {c}", E._kernel2(fn).py_func, (arr(c), arr(c)) + st + (arr(c),))
+        elif name == "complex":
+            check(f"complex {name} {c}", E._kernel2(fn).py_func, (arr(f), arr(f)) + st + (arr(c),))
+        else:
+            out = f if name in ("abs", "real", "imag") else c
+            check(f"complex {name} {c}", E._kernel1(fn).py_func, (arr(c), arr(out)))
+    for fn in (E._add, E._sub, E._mul):
+        check(f"complex map2 {c}", E._kernel2(fn).py_func, (arr(c), arr(c)) + st + (arr(c),))
+    check(f"complex negate {c}", E._kernel1(E._neg).py_func, (arr(c), arr(c)))
+    for fn in (E._eq, E._ne):
+        check(f"complex compare {c}", E._kernel2(fn).py_func, (arr(c), arr(c)) + st + (arr("?"),))
+    sel = (arr("?"), arr(c), arr(c)) + (i64,) * 3 + (arr(c),)
+    check(f"complex select {c}", E._kernel3(E._select1).py_func, sel)
+    for src in (f, "c8", "c16"):
+        check(f"complex convert {src}->{c}", E._kernel1(E._to_float).py_func, (arr(src), arr(c)))
+tup = types.UniTuple(i64, 2)
+check("copy c16", M._copy, (arr("c16"), i64, tup, arr("c16"), i64, tup, tup))
 print(len(fails), "failures")
 for f in fails:
     print(f)

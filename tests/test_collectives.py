@@ -158,6 +158,32 @@ def test_all_reduce_follows_each_strategy_on_a_2x2_grid():
     np.testing.assert_array_equal(cross_partition[1, 1], [31, 21])
 
 
+def test_repeated_all_reduces_with_other_attributes_in_one_process():
+    # a process remembers what it derived from an all_reduce's attributes (process
+    # groups, signature): calls that differ only in groups, channel id, global ids, body
+    # or element type must each get their own, in any order and repeated
+    def fn(x):
+        calls = [
+            lambda: xo.all_reduce(x, [[0, 1]], 0, computation=xo.add),
+            lambda: xo.all_reduce(x, [[0, 1]], 1, computation=xo.add),
+            lambda: xo.all_reduce(x, [[0, 1], [2, 3]], 1, True, xo.add),
+            lambda: xo.all_reduce(x, [[0, 2], [1, 3]], 1, True, xo.add),
+            lambda: xo.all_reduce(x, None, 1, computation=xo.maximum),
+            lambda: xo.all_reduce(xo.convert(x, "f32"), [[0, 1]], 0, computation=xo.add),
+        ]
+        return [np.asarray(c()).tolist() for c in calls + calls[::-1]]
+
+    got = _grid_2x2(fn)
+    # values 1, 11 / 21, 31 at (0,0), (0,1) / (1,0), (1,1)
+    want = [
+        [[[22], [64], [12], [22], [31], [22.0]], [[42], [64], [12], [42], [31], [42.0]]],
+        [[[22], [64], [52], [22], [31], [22.0]], [[42], [64], [52], [42], [31], [42.0]]],
+    ]
+    for r in range(2):
+        for p in range(2):
+            assert got[r, p].tolist() == want[r][p] + want[r][p][::-1]
+
+
 def test_padded_replica_groups_and_uneven_groups():
     out = each(
         run_parallel(

@@ -196,16 +196,19 @@ def test_data_parallel_matches_the_whole_batch_gradients():
 
 
 def test_data_parallel_gives_every_process_process_0s_weights():
-    def build(k):
-        m = _model()
+    def build(m, k):
         with xo.no_grad():  # a different starting point on every process
             for p in m.parameters():
                 xo.nn.assign_(p, p + float(k))
         net = DataParallel(m)
         return [p.numpy() for p in net.parameters()]
 
-    want = build(0)  # (one process: DataParallel changes nothing)
-    out = run_parallel(lambda k: build(k), [[0], [1], [2]])
+    want = build(_model(), 0)  # (one process: DataParallel changes nothing)
+    # the models are made here: _model() seeds xops' one random stream, and threads that
+    # seed and draw from it at once would start from mixed-up weights (a race that made
+    # process 0's own weights differ from ``want`` in about half of the runs)
+    models = [_model() for _ in range(3)]
+    out = run_parallel(build, [[(models[k], k)] for k in range(3)])
     for row in out:
         for got, w in zip(row[0], want):
             np.testing.assert_array_equal(got, w)

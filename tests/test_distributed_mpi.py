@@ -227,6 +227,51 @@ def test_a_rank_that_never_joins_is_a_timeout_not_a_hang(tmp_path):
     ), p.stdout + p.stderr
 
 
+def test_a_wait_tests_in_bursts_and_keeps_its_deadline(tmp_path):
+    # the wait loop under every MPI collective: it returns at the first test that passes
+    # (whether that falls inside a burst of tests or at a burst's edge), and a test that
+    # never passes is a CollectiveTimeout at the deadline, after which no collective runs
+    prog = _script(
+        tmp_path,
+        """
+        import time
+        from xops.distributed import mpi
+        ctx = d.current()
+        calls = []
+        def ready_at(n):
+            def test():
+                calls.append(1)
+                return len(calls) >= n
+            return test
+        for n in (1, 2, mpi._BURST, mpi._BURST + 1, 3 * mpi._BURST + 5):
+            calls.clear()
+            ctx._poll(ready_at(n), "probe", "nothing")
+            report(f"{n}: {len(calls)}")
+        ctx.timeout = 0.3
+        t0 = time.monotonic()
+        try:
+            ctx._poll(lambda: False, "probe", lambda: "a test that never passes")
+        except d.CollectiveTimeout as e:
+            waited = time.monotonic() - t0
+            report(f"{0.3 <= waited < 5} {e}")
+        try:
+            xo.all_gather(t([1.0]), 0)
+        except d.CollectiveError as e:
+            report("an earlier collective failed" in str(e))
+    """,
+    )
+    p = mpirun([prog])
+    assert p.returncode == 0, p.stdout + p.stderr
+    b = 64
+    counts = "".join(f"{n}: {n}\n" for n in (1, 2, b, b + 1, 3 * b + 5))
+    assert _reports(tmp_path) == [
+        counts + f"True probe (timeout): rank {r} (process ({r}, 0)) waited 0.3 s for a test "
+        "that never passes: a rank never came — do all ranks call the same collectives "
+        "with the same replica groups?\nTrue\n"
+        for r in (0, 1)
+    ]
+
+
 def test_data_parallel_training_matches_one_process(tmp_path):
     from xops import nn
     from xops.examples import train_digits

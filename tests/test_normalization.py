@@ -83,6 +83,40 @@ def test_which_operands_take_the_fused_kernels(shape, dtype, fused):
     assert (N._view(x, 1)[1] is None) == fused
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_fused_short_variants_and_given_statistics_are_bit_identical(dtype):
+    """The fused kernels' variants for runs shorter than STEP_RUN (four-chunk steps
+    pruned) give the full kernels' bits, and batch_norm_inference on a fused operand
+    (the training kernel, statistics given) gives normalize's (the tile path's) bits."""
+    x, s, o, g = _data((3, 9, 37), 1, dtype, seed=5)  # runs of 37: one partial chunk each
+    flat, C, inner = np.ascontiguousarray(x._value).reshape(-1), 9, 37
+    s64, o64 = (np.asarray(t._value, np.float64) for t in (s, o))
+    outs = []
+    for body in (K._train_features, K._TRAIN_SHORT[0]):
+        out, stats = np.empty_like(flat), np.empty((2, C), flat.dtype)
+        body(np.int64(0), np.int64(C), flat, C, inner, s64, o64, 1e-3, False, out, stats)
+        outs.append((out, stats))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    mean, var = (np.asarray(v, np.float64) for v in outs[0][1])
+    gflat = np.ascontiguousarray(g._value).reshape(-1)
+    grads = []
+    for body in (K._grad_features, K._GRAD_SHORT[0]):
+        out, sums = np.empty_like(flat), np.empty((2, C))
+        body(np.int64(0), np.int64(C), flat, gflat, C, inner, mean, var, s64, 1e-3, out, sums)
+        grads.append((out, sums))
+    for a, b in zip(*grads):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    m, v = (xo.tensor(a, dtype) for a in outs[0][1])
+    assert N._view(x, 1)[1] is None  # the fused kernels take it
+    got = xo.batch_norm_inference(x, s, o, m, v, 1e-3, 1)
+    want = np.empty_like(flat)
+    a = s64 / np.sqrt(var + _eps_in(dtype, 1e-3))
+    K.normalize(flat, C, inner, K.plan(3, C, inner), mean, a, o64, want)
+    np.testing.assert_array_equal(np.asarray(got).reshape(-1).view(np.uint8), want.view(np.uint8))
+    assert not np.array_equal(want, flat)  # (it did normalise)
+
+
 # ---------------------------------------------------------------------------------------
 # The spec's examples (seed 004), f64, exact
 # ---------------------------------------------------------------------------------------

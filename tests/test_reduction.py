@@ -7,6 +7,7 @@ import pytest
 
 import xops as xo
 import xops.kernels.config as kconfig
+from xops.kernels import reduction as KR
 from xops.ops import reduction as R
 from xops.ops._bodies import binary_op_name, comparison_direction
 from conftest import assert_tensor, raises_spec
@@ -808,3 +809,143 @@ def test_compiled_body_parallel_equals_serial(monkeypatch):
     monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
     parallel = np.asarray(xo.reduce(x, 0.0, [1], _logaddexp))
     np.testing.assert_array_equal(serial.view(np.uint32), parallel.view(np.uint32))
+
+
+# ---------------------------------------------------------------------------------------
+# rows in step (issue 15): groups of rows fold side by side, the same tree per row
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows,n", [(9, 4096), (7, 200), (13, 33000), (5, 65536)])
+def test_rows_in_step_are_each_rows_tree(rows, n, serial_kernels):
+    """Rows folded _ROWS at a time (whole rows, or chunks of rows longer than the
+    chunk: 65536 = 2 chunks per row, in step across rows) give each row's documented
+    tree, bit for bit, for sums; max keeps NaN and the signed zeros exact."""
+    rng = np.random.default_rng(5)
+    v = (rng.standard_normal((rows, n)) * 10.0 ** rng.integers(-4, 5, (rows, n))).astype(np.float32)
+    got = np.asarray(xo.reduce(xo.tensor(v), 0.5, [1], xo.add))
+    chunk = R._ROW_CHUNK
+    want = []
+    for row in v:
+        parts = [_tree_reference(row[i : i + chunk], np.add) for i in range(0, n, chunk)]
+        tree = parts[0] if len(parts) == 1 else _tree_reference(np.array(parts), np.add)
+        want.append(np.add(np.float32(0.5), tree))
+    np.testing.assert_array_equal(got.view(np.uint32), np.array(want, np.float32).view(np.uint32))
+    w = np.zeros((rows, n), np.float32)
+    w[0] = -0.0
+    w[1, n // 2] = np.nan
+    w[2] = -np.abs(v[2])
+    w[3, ::3] = -0.0
+    for body, init, ref in ((xo.maximum, -np.inf, np.max), (xo.minimum, np.inf, np.min)):
+        got = np.asarray(xo.reduce(xo.tensor(w), init, [1], body))
+        want = ref(w, axis=1)
+        assert np.isnan(got[1]) and np.isnan(want[1])
+        keep = ~np.isnan(want)
+        np.testing.assert_array_equal(got[keep], want[keep])
+        # IEEE maximum: -0 < +0 (row 0 all -0 gives -0; row 3 mixes both: +0 wins)
+        zeros = np.signbit(got[[0, 3]])
+        assert list(zeros) == ([True, False] if body is xo.maximum else [True, True])
+
+
+def test_lane_rows_in_step_from_memory(serial_kernels):
+    """Inputs of at least _LANES_IN_STEP elements take the lane fold's rows in step
+    (rows of 2 chunks here): maximum/minimum exact, NaN and signed zeros included."""
+    rows, n = 36, 65536
+    assert rows * n >= KR._LANES_IN_STEP
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((rows, n)).astype(np.float32)
+    w[0] = -0.0
+    w[1, n - 5] = np.nan
+    w[2] = -np.abs(w[2])
+    w[3] = 0.0
+    w[3, 40000] = -0.0
+    for body, init, ref in ((xo.maximum, -np.inf, np.max), (xo.minimum, np.inf, np.min)):
+        got = np.asarray(xo.reduce(xo.tensor(w), init, [1], body))
+        want = ref(w, axis=1)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        keep = ~np.isnan(want)
+        np.testing.assert_array_equal(got[keep], want[keep])
+        assert list(np.signbit(got[[0, 3]])) == (
+            [True, False] if body is xo.maximum else [True, True]
+        )
+
+
+def test_integer_rows_in_step(serial_kernels):
+    """Integer sums and products fold rows as the tree too (wrapping: exact in any
+    order): the wrapped NumPy results."""
+    rng = np.random.default_rng(6)
+    v = rng.integers(-(2**62), 2**62, (9, 777), dtype=np.int64)
+    np.testing.assert_array_equal(np.asarray(xo.reduce(xo.tensor(v), 3, [1], xo.add)), v.sum(1) + 3)
+    u = rng.integers(0, 2**32, (6, 300), dtype=np.uint32)
+    np.testing.assert_array_equal(
+        np.asarray(xo.reduce(xo.tensor(u), np.uint32(2), [1], xo.multiply)),
+        (u.prod(1, dtype=np.uint32) * np.uint32(2)).astype(np.uint32),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# reduce's validated-signature cache (issue 15): repeated calls skip the checks
+# ---------------------------------------------------------------------------------------
+
+
+def test_signature_cache_follows_shape_dtype_body_and_dims():
+    """After a cached call, a changed shape, element type, body, init kind or dimension
+    is checked and computed anew (every result against NumPy)."""
+    x = xo.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    for _ in range(2):  # the second call is a cache hit
+        assert_tensor(xo.reduce(x, 0.0, [1], xo.add), np.array([3.0, 12.0], np.float32))
+    assert_tensor(xo.reduce(x, 0.0, [0], xo.add), np.array([3.0, 5.0, 7.0], np.float32))
+    assert_tensor(xo.reduce(x, 2.0, [1], xo.multiply), np.array([0.0, 120.0], np.float32))
+    assert_tensor(xo.reduce(x, -np.inf, [1], xo.maximum), np.array([2.0, 5.0], np.float32))
+    assert_tensor(xo.reduce(x, 0.0, (0, 1), lambda a, b: xo.add(a, b)), np.array(15.0, np.float32))
+    y = xo.tensor(np.arange(8.0, dtype=np.float32).reshape(2, 2, 2))
+    assert_tensor(xo.reduce(y, 0.0, [1], xo.add), np.array([[2, 4], [10, 12]], np.float32))
+    i = xo.tensor(np.arange(6, dtype=np.int32).reshape(2, 3))
+    assert_tensor(xo.reduce(i, 0, [1], xo.add), np.array([3, 12], np.int32))
+    assert_tensor(xo.reduce(i, xo.tensor(np.int32(1)), [1], xo.add), np.array([4, 13], np.int32))
+    # a non-contiguous input with a cached shape and the init value of a cached call
+    t = xo.transpose(xo.tensor(np.arange(6.0, dtype=np.float32).reshape(3, 2)), [1, 0])
+    assert_tensor(xo.reduce(t, 0.0, [1], xo.add), np.array([6.0, 9.0], np.float32))
+    assert_tensor(xo.reduce(x, 0.5, [1], xo.add), np.array([3.5, 12.5], np.float32))
+
+
+def test_signature_cache_keeps_every_error():
+    """Bad calls raise the same SpecError before and after a good call of the same
+    shape is cached: dims out of range or repeated, bool/float dims, init values of
+    another type or shape, a body that is no kernel's."""
+    x = xo.tensor(np.ones((2, 3), np.float32))
+    for _ in range(2):
+        xo.reduce(x, 0.0, [1], xo.add)
+        with raises_spec("reduce", "C4"):
+            xo.reduce(x, 0.0, [2], xo.add)
+        with raises_spec("reduce", "C5"):
+            xo.reduce(x, 0.0, [1, 1], xo.add)
+        with raises_spec("reduce", "I3"):
+            xo.reduce(x, 0.0, [True], xo.add)
+        with raises_spec("reduce", "I3"):
+            xo.reduce(x, 0.0, [1.0], xo.add)
+        with raises_spec("reduce", "C2"):
+            xo.reduce(x, xo.tensor(np.float64(0)), [1], xo.add)
+        with raises_spec("reduce", "I2"):
+            xo.reduce(x, xo.tensor(np.zeros(1, np.float32)), [1], xo.add)
+        with raises_spec("and", "I1"):  # and of floats: the body's own error
+            xo.reduce(x, 0.0, [1], xo.and_)
+
+
+def test_signature_cache_keeps_gradients_and_rebinding():
+    """A tensor requiring a gradient takes the recorded path after cached calls; a
+    helper body whose global is rebound is recognised anew."""
+    global my_add
+    v = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    xo.reduce(xo.tensor(v), 0.0, [1], xo.add)
+    x = xo.tensor(v, requires_grad=True)
+    g = xo.grad(lambda t: xo.reduce(xo.reduce(t, 0.0, [1], xo.add), 0.0, [0], xo.add))(x)
+    np.testing.assert_array_equal(np.asarray(g), np.ones((2, 3), np.float32))
+    body = lambda a, b: my_add(a, b)  # noqa: E731
+    assert_tensor(xo.reduce(xo.tensor(v), 0.0, [1], body), np.array([3.0, 12.0], np.float32))
+    saved = my_add
+    try:
+        my_add = xo.multiply
+        assert_tensor(xo.reduce(xo.tensor(v), 1.0, [1], body), np.array([0.0, 60.0], np.float32))
+    finally:
+        my_add = saved

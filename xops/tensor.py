@@ -728,6 +728,8 @@ def _leaves(x):
 def _collect(seq, out):
     """Append the Tensors in sequence ``seq`` (at any depth) to ``out``, in order."""
     for v in seq:
+        if type(v) is int:  # (attribute lists: shapes, dims, padding pairs)
+            continue
         if isinstance(v, Tensor):
             out.append(v)
         elif isinstance(v, (list, tuple)) and v:

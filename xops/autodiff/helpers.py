@@ -9,6 +9,9 @@ use it whatever its place among the others.
 
 import builtins
 
+import numpy as np
+
+from ..limits import check_nbytes
 from ..ops._core import as_tensor
 from ..registry import op as _op
 from ..tensor import Tensor, _wrap
@@ -76,8 +79,15 @@ def ones_like(t):
 
 
 def _filled_like(t, value):
-    c = _fresh(_on(_scalar(value, t._dtype), t), t.shape)
-    return _op.broadcast_in_dim(c, [], t.shape)
+    c = _on(_scalar(value, t._dtype), t)
+    if type(t._value) is np.ndarray and _float_like(t._dtype):
+        # what broadcast_in_dim(c, [], t.shape) returns (a read-only stride-0 view of
+        # the constant), built here: the engine asks for these for every unused output
+        # of a multi-output op and every root, and its other checks (rank-0 operand, no
+        # broadcast dims, an existing tensor's shape) cannot fail
+        check_nbytes("broadcast_in_dim", t.shape, t._dtype)
+        return _wrap(np.broadcast_to(c._value, t.shape), t._dtype)
+    return _op.broadcast_in_dim(_fresh(c, t.shape), [], t.shape)
 
 
 def _fresh(c, shape):
@@ -97,7 +107,27 @@ def sum(t, dims=None):  # noqa: A001  (the helper's name in every rule: H.sum)
     dims = list(range(t.ndim)) if dims is None else sorted(dims)
     if not dims:
         return t
+    t, dims = _reduced_last(t, dims)
     return _op.reduce(t, _on(_scalar(0, t._dtype), t), dims, _op.add)
+
+
+def _reduced_last(t, dims):
+    """``(t, dims)``, or the view of ``t`` transposed to (kept dims, ``dims``) and its
+    trailing dims where that view is C-contiguous and ``dims`` lie apart (more than one
+    block, size-1 dims aside): reduce would copy ``t`` into exactly that order before
+    folding its rows, so the fold is the same, without the copy (or two, for a
+    non-contiguous ``t``). A cotangent laid out channel-first, as convolution leaves
+    it, meets this in every channel-bias gradient."""
+    v = t._value
+    if type(v) is not np.ndarray or v.flags.c_contiguous:
+        return t, dims
+    flags = [d in dims for d in range(t.ndim) if t.shape[d] != 1]
+    if builtins.sum(f and (i == 0 or not flags[i - 1]) for i, f in enumerate(flags)) < 2:
+        return t, dims
+    perm = [d for d in range(t.ndim) if d not in dims] + dims
+    if not v.transpose(perm).flags.c_contiguous:
+        return t, dims
+    return _op.transpose(t, perm), list(range(t.ndim - len(dims), t.ndim))
 
 
 def sum_to(g, ref):

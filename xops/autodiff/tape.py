@@ -754,7 +754,11 @@ def _fix_versions(node):
         held = ref() if ref is not None else None
         return a if held is None else held
 
-    if any(_entry(a) is not None for a in node.inputs):
+    def stale(a):  # rebound after the node ran (swap leaves every other argument)
+        entry = _entry(a)
+        return entry is not None and entry[1][-1] > node.epoch
+
+    if any(stale(a) for a in node.inputs):
         node.args = _restructure(node.args, swap)
         node.inputs = _leaves(node.args)
 

@@ -100,6 +100,9 @@ class Context:
         self.timeout = default_timeout() if timeout is None else float(timeout)
         self.infeed = collections.deque()  # the host fills it, infeed pops from it
         self.outfeed = collections.deque()  # outfeed appends, the host drains it
+        # what an op derived from its attributes on this grid (process groups, the
+        # signature's key), by attributes: a repeated collective skips deriving it again
+        self.memo = {}
 
     # -- the grid ---------------------------------------------------------------------
     @property

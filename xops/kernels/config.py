@@ -76,6 +76,19 @@ def _dispatcher(fn, parallel):
     return disp
 
 
+def renamed(fn, name, consts):
+    """A copy of ``fn`` named ``name`` (its qualified name too: Numba names cache files
+    after it) whose globals add ``consts``: compile-time constants of one variant of a
+    kernel. The globals are a snapshot of fn's module: make variants at its end."""
+    code = fn.__code__.replace(co_name=name)
+    if hasattr(code, "co_qualname"):  # Python >= 3.11
+        code = code.replace(co_qualname=name)
+    new = types.FunctionType(code, {**fn.__globals__, **consts}, name, fn.__defaults__)
+    new.__qualname__ = name
+    new.__doc__ = fn.__doc__
+    return new
+
+
 def _cache_checked():
     """CACHE, after the once-per-process stale-cache check when caching is on."""
     if CACHE and not _checked_cache:

@@ -33,25 +33,20 @@ offset stay exact, and ``scale / stddev`` and the gradient coefficients take one
 rounding to f32, a few units in the last place at most).
 
 **Launch.** Each op's work is a compiled *body* over a range of its iterations (tiles,
-run pieces or features: ``body(i0, i1, ...)``, see :func:`_tile_body`), and
-:func:`_launch` runs it: an operand under ``PARALLEL_THRESHOLD`` elements calls the body
-once over every iteration (no prange loop is compiled at all), a larger one runs a
-parallel loop whose iteration i calls the body over ``[i, i + 1)``. Each kind of tile
-(run tiles, row tiles, run pieces) has its own body and loop, so a shape compiles only
-the one it uses (the first calls of batch norm on the main job's small f32 operands
-compile 6 signatures, where one kernel per op holding every kind compiled 25).
+run pieces or features: ``body(i0, i1, ...)``, see :func:`_tile_body`), run by
+:func:`_launch`: under ``PARALLEL_THRESHOLD`` elements one call over every iteration
+(no prange loop compiled), else a parallel loop whose iteration i calls the body over
+``[i, i + 1)``. Each kind of tile has its own body and loop: a shape compiles only its own.
 
 **Fused per-feature kernels.** Operands of runs of at least ``FUSED_RUN`` elements
-with at least ``FUSED_FEATURES`` features small enough to stay in cache (NCHW
-activations from 4x4 images up; the rule on the shape is
-``xops.ops.normalization._fused``) held as computed (f32, f64) skip the plan: one kernel
+with at least ``FUSED_FEATURES`` features small enough to stay in cache (the rule:
+``xops.ops.normalization._fused``), in f32 or f64, skip the plan: one kernel per op
 (``train_features`` / ``grad_features``, prange over features) does a feature's whole
 work at once: its sums in the same float64 lanes (the statistics two-pass about the
 feature's own mean, no merge), its coefficients, then its elementwise results from
-cache. One parallel launch instead of two to four, no partials, and one compiled body
-and loop per op instead of six: the first call of batch_norm_training plus
-batch_norm_grad on f32 NCHW compiles about 4x faster. Each feature is summed in one
-fixed order, so results do not depend on the thread count either.
+cache. One launch, no partials, one body and loop per op (4x faster first calls). Each
+feature is summed in one fixed order: results do not depend on the thread count.
+Runs shorter than ``STEP_RUN`` take variants compiled without the four-chunk steps.
 """
 
 import functools
@@ -64,6 +59,8 @@ from .config import kernel, scalar
 
 #: runs at least this long use run tiles; also the lane count of a feature's accumulator
 LONG_RUN = 64
+#: shorter run pieces never take the four-chunk steps of the sums (:func:`_run_sum`)
+STEP_RUN = 4 * LONG_RUN
 #: width of the rows of short-run tiles (when one outer slice is shorter than this)
 ROW_COLS = 1024
 #: target elements per tile: a tile stays in L2 between the two passes of the statistics
@@ -73,8 +70,7 @@ _SCALAR_RUN = 16
 #: elementwise kernels cut long runs into pieces this long (parallel work units)
 RUN_CHUNK = 1 << 14
 #: operands of runs at least FUSED_RUN long with at least FUSED_FEATURES features take
-#: the fused per-feature kernels (a shape rule, never a thread-count one: results stay
-#: the same)
+#: the fused per-feature kernels (a shape rule: results never depend on thread counts)
 FUSED_FEATURES = 8
 FUSED_RUN = _SCALAR_RUN
 
@@ -335,6 +331,13 @@ def _run_sum(x, base, n, a):
         for j in range(L):
             a[j] += _sum4(xs, j, L + j, 2 * L + j, 3 * L + j)
         k += 4 * L
+    _sum_tail(x, base, k, n, a)
+
+
+@scalar
+def _sum_tail(x, base, k, n, a):
+    """The rest of :func:`_run_sum` from ``k`` (all of a run shorter than STEP_RUN)."""
+    L = LONG_RUN
     while k < n:
         m = min(L, n - k)
         x0 = x[base + k : base + k + m]
@@ -353,6 +356,13 @@ def _run_m2(x, base, n, mu, a):
         for j in range(L):
             a[j] += _m2_4(xs, j, L + j, 2 * L + j, 3 * L + j, mu)
         k += 4 * L
+    _m2_tail(x, base, k, n, mu, a)
+
+
+@scalar
+def _m2_tail(x, base, k, n, mu, a):
+    """The rest of :func:`_run_m2` from ``k`` (as :func:`_sum_tail`)."""
+    L = LONG_RUN
     while k < n:
         m = min(L, n - k)
         x0 = x[base + k : base + k + m]
@@ -517,6 +527,13 @@ def _run_grad_sums(x, g, base, n, mu, ag, ac):
             ag[j] += sg
             ac[j] += sc
         k += 4 * L
+    _grad_sums_tail(x, g, base, k, n, mu, ag, ac)
+
+
+@scalar
+def _grad_sums_tail(x, g, base, k, n, mu, ag, ac):
+    """The rest of :func:`_run_grad_sums` from ``k`` (as :func:`_sum_tail`)."""
+    L = LONG_RUN
     while k < n:
         m = min(L, n - k)
         x0 = x[base + k : base + k + m]
@@ -770,27 +787,39 @@ def grad_operand(x, g, C, inner, plan, mean, mg, k, kc, out):
 # Fused per-feature kernels (runs of at least FUSED_RUN, many features)
 # ---------------------------------------------------------------------------------------
 
+#: the four-chunk steps in the fused kernels (False in :func:`_short_runs`' variants): a
+#: compile-time constant tested in the kernels, so Numba prunes before inlining helpers
+_STEPS = True
+
 
 @_tile_body
-def _train_features(c0, c1, x, C, inner, scale, offset, eps, out, stats):
+def _train_features(c0, c1, x, C, inner, scale, offset, eps, given, out, stats):
     """batch_norm_training's whole work for features [c0, c1), one at a time: sum,
     squared deviations about the mean (the spec's two-pass variance, no merge), the
     statistics rounded to the element type (stored into ``stats``, of x's type), then
-    the output. A feature's runs are read three times, the last two from cache."""
+    the output. A feature's runs are read three times, the last two from cache.
+    ``given``: read them from ``stats`` (inference: :func:`normalize`'s bits)."""
     L = LONG_RUN
     outer = x.size // (C * inner)
     cnt = outer * inner
     acc = np.empty(L)
     for c in range(c0, c1):
-        acc[:] = 0.0
-        for o in range(outer):
-            _run_sum(x, (o * C + c) * inner, inner, acc)
-        mu = _fold(acc, 0, L) / cnt
-        acc[:] = 0.0
-        for o in range(outer):
-            _run_m2(x, (o * C + c) * inner, inner, mu, acc)
-        stats[0, c] = mu  # (rounded once to the element type by the store)
-        stats[1, c] = _fold(acc, 0, L) / cnt
+        if not given:
+            acc[:] = 0.0
+            for o in range(outer):
+                if _STEPS:
+                    _run_sum(x, (o * C + c) * inner, inner, acc)
+                else:
+                    _sum_tail(x, (o * C + c) * inner, 0, inner, acc)
+            mu = _fold(acc, 0, L) / cnt
+            acc[:] = 0.0
+            for o in range(outer):
+                if _STEPS:
+                    _run_m2(x, (o * C + c) * inner, inner, mu, acc)
+                else:
+                    _m2_tail(x, (o * C + c) * inner, 0, inner, mu, acc)
+            stats[0, c] = mu  # (rounded once to the element type by the store)
+            stats[1, c] = _fold(acc, 0, L) / cnt
         m = np.float64(stats[0, c])
         a = scale[c] / np.sqrt(np.float64(stats[1, c]) + eps)
         for o in range(outer):
@@ -799,19 +828,22 @@ def _train_features(c0, c1, x, C, inner, scale, offset, eps, out, stats):
 
 
 @kernel
-def _train_features_loop(count, x, C, inner, scale, offset, eps, out, stats):
+def _train_features_loop(count, x, C, inner, scale, offset, eps, given, out, stats):
     """Output-parallel over features: iteration c reads feature c's runs and writes only
     its elements of out and ``stats[:, c]``."""
     for c in prange(count):
-        _train_features(np.int64(c), np.int64(c + 1), x, C, inner, scale, offset, eps, out, stats)
+        c0, c1 = np.int64(c), np.int64(c + 1)
+        _train_features(c0, c1, x, C, inner, scale, offset, eps, given, out, stats)
 
 
-def train_features(x, C, inner, scale, offset, eps, out, stats):
+def train_features(x, C, inner, scale, offset, eps, out, stats, given=False):
     """batch_norm_training for an operand of runs of at least FUSED_RUN elements and at
     least FUSED_FEATURES features, one feature at a time; ``stats[0]`` / ``stats[1]``
     receive the mean and biased variance in x's element type. Each feature's sums run in
-    one fixed order, so results do not depend on the thread count."""
-    _launch(C, _train_features, _train_features_loop, x, C, inner, scale, offset, eps, out, stats)
+    one fixed order, so results do not depend on the thread count. ``given``: stats
+    holds the mean and variance (batch_norm_inference: no kernel of its own to compile)."""
+    body, loop = _TRAIN_SHORT if inner < STEP_RUN else (_train_features, _train_features_loop)
+    _launch(C, body, loop, x, C, inner, scale, offset, eps, bool(given), out, stats)
 
 
 @_tile_body
@@ -829,7 +861,10 @@ def _grad_features(c0, c1, x, g, C, inner, mean, var, scale, eps, out, sums):
         acc_c[:] = 0.0
         mu = mean[c]
         for o in range(outer):
-            _run_grad_sums(x, g, (o * C + c) * inner, inner, mu, acc_g, acc_c)
+            if _STEPS:
+                _run_grad_sums(x, g, (o * C + c) * inner, inner, mu, acc_g, acc_c)
+            else:
+                _grad_sums_tail(x, g, (o * C + c) * inner, 0, inner, mu, acc_g, acc_c)
         sum_g = _fold(acc_g, 0, L)
         inv_std = 1.0 / np.sqrt(var[c] + eps)
         grad_scale = _fold(acc_c, 0, L) * inv_std  # sum(g * xhat)
@@ -857,6 +892,18 @@ def grad_features(x, g, C, inner, mean, var, scale, eps, out, sums):
     """batch_norm_grad for an operand of runs of at least FUSED_RUN elements and at
     least FUSED_FEATURES features, one feature at a time (float64 feature vectors; see
     _grad_features); each feature's sums run in one fixed order."""
-    _launch(
-        C, _grad_features, _grad_features_loop, x, g, C, inner, mean, var, scale, eps, out, sums
-    )
+    body, loop = _GRAD_SHORT if inner < STEP_RUN else (_grad_features, _grad_features_loop)
+    _launch(C, body, loop, x, g, C, inner, mean, var, scale, eps, out, sums)
+
+
+def _short_runs(body, loop):
+    """``(body, loop)`` of a fused kernel for runs shorter than STEP_RUN: ``_STEPS =
+    False`` prunes the steps that never run there (same results, 30-40% faster compile)."""
+    name = body.py_func.__name__
+    short = _tile_body(_config.renamed(body.py_func, name + "_short", {"_STEPS": False}))
+    loop_fn = loop.py_func
+    return short, kernel(_config.renamed(loop_fn, loop_fn.__name__ + "_short", {name: short}))
+
+
+_TRAIN_SHORT = _short_runs(_train_features, _train_features_loop)
+_GRAD_SHORT = _short_runs(_grad_features, _grad_features_loop)

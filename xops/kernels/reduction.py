@@ -25,17 +25,20 @@ with the loop vectorised across outputs. Over rows (the last dim): for floating-
 add/multiply, whose result depends on the order, each row folds as an in-order tree
 (:func:`_fold_tree`): passes of balanced trees of 8 neighbours, 64 elements at a time
 in LLVM vector instructions (:func:`_tree_groups`: shuffles pair neighbouring lanes, so
-no reassociation), the tails left to right; for the ops whose result does not depend on
-the order at all (integer ops, and/or, IEEE maximum/minimum) rows of at least _SHORT
-elements fold in _LANES = 32 interleaved lanes, 4 lane blocks per step
-(:func:`_fold_row`), which LLVM vectorises. Either order is written out element by
-element, so it is the same for every SIMD width (AVX2 or AVX-512) and every thread
-count. (A lane order for float sums is not a tree the spec allows, so xops does not use
+no reassociation), the tails left to right (integer add/multiply too: they wrap, exact
+in any order); for the other ops, whose result does not depend on the order at all
+(IEEE maximum/minimum, integer maximum/minimum, and/or) rows of at least _SHORT elements
+fold in _LANES = 32 interleaved lanes, 4 lane blocks per step (:func:`_fold_row`), which
+LLVM vectorises. Either order is written out element by element, so it is the same for
+every SIMD width (AVX2 or AVX-512) and every thread count. Rows of one length are taken
+_ROWS at a time, in step (more loads in flight from memory), each in its own order.
+(A lane order for float sums is not a tree the spec allows, so xops does not use
 it there.)
 
 **Compiled bodies.** :func:`program_fold` runs the generic reduce's pairwise tree (see
 xops.ops.reduction) with a body traced into a program of elementwise float ops
-(:data:`PROGRAM_OPS`), each instruction one loop over a block of pairs.
+(:data:`PROGRAM_OPS`), compiled into one generated loop per program
+(xops.kernels.programs).
 
 **Maximum/minimum in vector loops.** :func:`lane_combine` takes NumPy's maximum/minimum
 (NaN-propagating, vectorisable) and may pick either zero of a -0/+0 tie;
@@ -48,14 +51,13 @@ there: clear ``xops/kernels/__pycache__`` after changing them.
 
 import types as _pytypes
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
 from numba.extending import intrinsic, overload
 
-from .config import _OPTIONS, kernel, scalar
-from .transcendental import exp64
+from . import programs as _programs
+from .config import kernel, scalar
 
 ADD, MUL, MAX, MIN, AND, OR = range(6)
 OP_CODES = {"add": ADD, "multiply": MUL, "maximum": MAX, "minimum": MIN, "and": AND, "or": OR}
@@ -70,6 +72,8 @@ _STEP = 4 * _LANES  # elements each step of the row fold takes
 _SHORT = 2 * _STEP  # rows shorter than this fold left to right in one accumulator
 _SHORT_BLOCKS = 64  # likewise for the tree fold (float add/multiply)
 _GROUP = 16  # rows each parallel iteration of the row fold takes
+_ROWS = 4  # rows (of one length) the row folds take in step
+_LANES_IN_STEP = 1 << 21  # elements from which the lane fold takes rows in step
 
 
 def combine(a, b, op):
@@ -321,29 +325,18 @@ def _groups_pass(src, m, dst, op):
 
 
 @scalar
-def _fold_tree(row, scratch, op):
-    """Fold the 1-D array ``row`` (not empty) with float add or multiply (``op``) as a
-    tree whose in-order traversal is row[0], ..., row[n-1] (so a schedule the spec
-    allows for any body): each pass turns the values left of its tail (the last m % 64)
-    into the balanced trees of 8 neighbours (:func:`_tree_groups`, SIMD), the tail
-    folded left to right; passes repeat while 64 or more values are left, these fold
-    left to right, then combine with the tails, the latest pass's first (each tail is
-    the right neighbour of what the later passes covered). Rows shorter than
-    _SHORT_BLOCKS fold left to right. ``scratch``: 1-D, at least n // 8 + n // 64 + 16
-    elements."""
-    n = row.shape[0]  # (bounds from the shape itself: LLVM then drops index checks)
-    if n < _SHORT_BLOCKS:
-        return _fold_left(row, 0, n, op)
+def _tree_finish(scratch, n, tail, op):
+    """:func:`_fold_tree` of a row of n >= _SHORT_BLOCKS elements after its first pass,
+    which left its n // 8 values in ``scratch[:n // 8]`` and its tail's fold in ``tail``
+    (ignored when n % 64 == 0)."""
     h = n // 8
     a = scratch[:h]
     b = scratch[h : h + h // 8 + 8]
     tails = scratch[h + h // 8 + 8 :]
     nt = 0
     if n % 64:
-        tails[nt] = _groups_pass(row, n, a, op)
+        tails[nt] = tail
         nt += 1
-    else:
-        _groups_pass(row, n, a, op)
     m = 8 * (n // 64)
     flip = False
     while m >= 64:
@@ -362,31 +355,52 @@ def _fold_tree(row, scratch, op):
 
 
 @scalar
-def _fold_row(row, acc, op):
-    """Fold the 1-D array ``row`` (not empty) with ``op``. Rows shorter than _SHORT fold
-    left to right. Longer ones fold in _LANES lanes: with L = _LANES, lane j takes the
-    step tree (row[b+j] row[b+L+j]) (row[b+2L+j] row[b+3L+j]) of each step of _STEP
-    elements (from b): the first step's as its start value, the others combined into it
-    in step order. The lanes then combine as a balanced tree in lane order, and the tail
-    after the last whole step folds in left to right. The order is written out element
-    by element, so the result is the same whatever SIMD width the loop compiles to.
-    ``acc``: scratch of _LANES elements."""
-    n = row.shape[0]  # (bounds from the shape itself: LLVM then drops index checks)
-    steps = n // _STEP if n >= _SHORT else 0
+def _fold_tree(blk, scratch, vals, op):
+    """Fold each row of the 2-D C-contiguous ``blk`` (rows of n >= _SHORT_BLOCKS
+    elements) with float add or multiply (``op``) into ``vals``, as a tree whose in-order
+    traversal is row[0], ..., row[n-1] (so a schedule the spec allows for any body):
+    each pass turns the values left of its tail (the last m % 64) into the balanced trees
+    of 8 neighbours (:func:`_tree_groups`, SIMD), the tail folded left to right; passes
+    repeat while 64 or more values are left, these fold left to right, then combine with
+    the tails, the latest pass's first (each tail is the right neighbour of what the
+    later passes covered). The first pass (the one that reads the rows) takes the rows
+    in step: several streams from memory keep more loads in flight than one (a row at a
+    time was ~20% behind PyTorch on rows in DRAM). ``scratch``: per row of blk, at least
+    n // 8 + n // 64 + 16 elements."""
+    n = blk.shape[1]
+    q = n // 64
+    for c in range(q):
+        for j in range(blk.shape[0]):
+            if op == MUL:
+                _mul_groups(blk[j], 64 * c, scratch[j], 8 * c)
+            else:
+                _add_groups(blk[j], 64 * c, scratch[j], 8 * c)
+    for j in range(blk.shape[0]):
+        row = blk[j]
+        tail = _fold_left(row, 64 * q, n, op) if n > 64 * q else row[0]
+        vals[j] = _tree_finish(scratch[j], n, tail, op)
+
+
+@scalar
+def _lane_steps(row, acc, k, op):
+    """Step k of :func:`_fold_row` on ``row``: its step tree into lane accumulators."""
+    b = k * _STEP
+    x0 = row[b : b + _LANES]
+    x1 = row[b + _LANES : b + 2 * _LANES]
+    x2 = row[b + 2 * _LANES : b + 3 * _LANES]
+    x3 = row[b + 3 * _LANES : b + 4 * _LANES]
+    for j in range(_LANES):
+        step = lane_combine(lane_combine(x0[j], x1[j], op), lane_combine(x2[j], x3[j], op), op)
+        acc[j] = step if k == 0 else lane_combine(acc[j], step, op)
+
+
+@scalar
+def _lane_finish(row, acc, steps, op):
+    """:func:`_fold_row` after its ``steps`` lane steps: the lanes' tree, the tail."""
+    n = row.shape[0]
     v = row[0]
     tail = 1
     if steps:
-        for k in range(steps):
-            b = k * _STEP
-            x0 = row[b : b + _LANES]
-            x1 = row[b + _LANES : b + 2 * _LANES]
-            x2 = row[b + 2 * _LANES : b + 3 * _LANES]
-            x3 = row[b + 3 * _LANES : b + 4 * _LANES]
-            for j in range(_LANES):
-                step = lane_combine(
-                    lane_combine(x0[j], x1[j], op), lane_combine(x2[j], x3[j], op), op
-                )
-                acc[j] = step if k == 0 else lane_combine(acc[j], step, op)
         width = _LANES
         while width > 1:
             width //= 2
@@ -399,14 +413,41 @@ def _fold_row(row, acc, op):
     return fix_zero(v, row, op)
 
 
-def fold(x, out, init, with_init, blocked, chunk):
+@scalar
+def _fold_row(blk, acc, vals, op):
+    """Fold each row of the 2-D ``blk`` (rows of n >= _SHORT elements) with ``op`` into
+    ``vals``, in _LANES lanes: with L = _LANES, lane j takes the step tree (row[b+j]
+    row[b+L+j]) (row[b+2L+j] row[b+3L+j]) of each step of _STEP elements (from b): the
+    first step's as its start value, the others combined into it in step order. The
+    lanes then combine as a balanced tree in lane order, and the tail after the last
+    whole step folds in left to right. The order is written out element by element, so
+    the result is the same whatever SIMD width the loop compiles to. The rows' steps are
+    taken in step (as :func:`_fold_tree`). ``acc``: _LANES accumulators per row."""
+    steps = blk.shape[1] // _STEP
+    if blk.shape[0] == 1:  # (one row: its lanes stay in registers, ~30% faster in cache)
+        row = blk[0]
+        lanes = acc[0]
+        for k in range(steps):
+            _lane_steps(row, lanes, k, op)
+    else:
+        for k in range(steps):
+            for j in range(blk.shape[0]):
+                _lane_steps(blk[j], acc[j], k, op)
+    for j in range(blk.shape[0]):
+        vals[j] = _lane_finish(blk[j], acc[j], steps, op)
+
+
+def fold(x, out, init, with_init, chunk):
     """OP-fold of the 3-D array x (O, R, I) over R. Output-parallel either way:
 
     * I == 1 (rows): iteration t owns out[o, c], the fold of chunk c (``chunk``
       contiguous elements; the last may be shorter) of row o, combined as
-      combine(init, fold) when ``with_init``. ``blocked`` picks the tree schedule
-      (:func:`_fold_tree`: float add/multiply, whose result depends on the order) over
-      the lane one (:func:`_fold_row`: the ops whose result does not).
+      combine(init, fold) when ``with_init``. Add and multiply fold as the tree
+      (:func:`_fold_tree`: for floats the result depends on the order; integers wrap,
+      exact in any order), the other ops in lanes (:func:`_fold_row`: their results do
+      not depend on the order); rows shorter than those need fold left to right. A
+      group's rows are taken _ROWS at a time where they are chunks of one length (the
+      same arithmetic per row).
     * I > 1 (columns): iteration t owns out[o, lo:hi], ``chunk`` columns of output row
       o, folding x[o, :, lo:hi] into it left to right from the init value (the
       reference's order); the inner loop runs over contiguous columns.
@@ -416,22 +457,41 @@ def fold(x, out, init, with_init, blocked, chunk):
     r = x.shape[1]
     n_i = x.shape[2]
     if n_i == 1:
-        x2 = x.reshape((n_o, r))  # C-contiguous rows (a [o, lo:hi, 0] view is not)
         nc = out.shape[1]
-        width = min(r, chunk) // 8 + min(r, chunk) // 64 + 16 if blocked else _LANES
         n_t = n_o * nc
+        flat = x.reshape(n_o * r)  # C-contiguous rows (a [o, lo:hi, 0] view is not)
+        outs = out.reshape(n_t)  # (iteration t's output is outs[t])
+        span = min(r, chunk)
+        tree = OP == ADD or OP == MUL  # (a compile-time constant: one path compiles)
+        width = span // 8 + span // 64 + 16 if tree else _LANES
+        # chunks of one length, long enough for the lanes or trees: _ROWS in step (the
+        # lanes only from memory: in cache, one row at a time keeps its lanes in
+        # registers, measured ~30% faster on 64 x 4096 f32)
+        in_step = span >= (_SHORT_BLOCKS if tree else _SHORT) and r % span == 0
+        in_step = in_step and (tree or n_o * r >= _LANES_IN_STEP)
         group = max(1, min(_GROUP, n_t // 8))  # (few rows: one per iteration)
         for g in prange((n_t + group - 1) // group):
-            scratch = np.empty(width, x.dtype)  # (once per group of rows: measurably
-            for t in range(g * group, min(n_t, (g + 1) * group)):  # cheaper)
+            scratch = np.empty((_ROWS, width), x.dtype)  # (once per group of rows:
+            vals = np.empty(_ROWS, x.dtype)  # measurably cheaper)
+            t = g * group
+            end = min(n_t, (g + 1) * group)
+            while t < end:
                 o = t // nc
                 c = t - o * nc
                 lo = c * chunk
-                row = x2[o, lo : min(r, lo + chunk)]
-                v = _fold_tree(row, scratch, OP) if blocked else _fold_row(row, scratch, OP)
-                if with_init:
-                    v = combine(init, v, OP)
-                out[o, c] = v
+                hi = min(r, lo + chunk)
+                k = _ROWS if in_step and t + _ROWS <= end else 1
+                # (in step: chunks t, t+1, ... of one length lie one after another)
+                blk = flat[o * r + lo : o * r + lo + k * (hi - lo)].reshape((k, hi - lo))
+                if hi - lo < (_SHORT_BLOCKS if tree else _SHORT):  # (then k == 1)
+                    vals[0] = _fold_left(blk[0], 0, hi - lo, OP)
+                elif tree:
+                    _fold_tree(blk, scratch, vals, OP)
+                else:
+                    _fold_row(blk, scratch, vals, OP)
+                for j in range(k):
+                    outs[t + j] = combine(init, vals[j], OP) if with_init else vals[j]
+                t += k
         return
     nb = (n_i + chunk - 1) // chunk
     for t in prange(n_o * nb):
@@ -476,129 +536,29 @@ PROGRAM_OPS = {  # spec name -> (opcode, operand count)
     "log_plus_one": (P_LOG1P, 1),
     "sqrt": (P_SQRT, 1),
 }
-_BLOCK = 256  # elements each program instruction runs over at a time
-
-
-def same_exp(v):
-    """e^v as xops's exponential computes it for v's type (float32: exp64 rounded once,
-    as xops.kernels.transcendental's loop; float64: libm exp, as NumPy's loop on CPUs
-    without its AVX-512 one). Callable from Numba kernels only."""
-    raise NotImplementedError("same_exp is only callable from Numba kernels")
-
-
-@overload(same_exp)
-def _same_exp_typed(v):
-    if v == types.float32:
-        return lambda v: np.float32(exp64(np.float64(v)))
-    return lambda v: np.exp(v)
-
-
-@numba.njit(**_OPTIONS)  # (not inlined: compiled once, outside the parallel loop's IR)
-def _run_program(prog, regs, n):
-    """Run the body program on lanes [0, n) of the register file ``regs`` (registers 0
-    and 1: the body's operands; then its constants; then one per instruction). Each
-    instruction is one loop over the lanes: the plain ones vectorise, and every lane
-    computes exactly what the op computes on one element."""
-    for p in range(prog.shape[0]):
-        code = prog[p, 0]
-        d = regs[prog[p, 1]]
-        a = regs[prog[p, 2]]
-        b = regs[prog[p, 3]]
-        if code == P_ADD:
-            for i in range(n):
-                d[i] = a[i] + b[i]
-        elif code == P_SUB:
-            for i in range(n):
-                d[i] = a[i] - b[i]
-        elif code == P_MUL:
-            for i in range(n):
-                d[i] = a[i] * b[i]
-        elif code == P_DIV:
-            for i in range(n):
-                d[i] = a[i] / b[i]
-        elif code == P_MAX or code == P_MIN:
-            pick = MAX if code == P_MAX else MIN
-            for i in range(n):
-                d[i] = _float_pick(a[i], b[i], pick)
-        elif code == P_NEG:
-            for i in range(n):
-                d[i] = -a[i]
-        elif code == P_ABS:
-            for i in range(n):
-                d[i] = abs(a[i])
-        elif code == P_EXP:
-            for i in range(n):
-                d[i] = same_exp(a[i])
-        elif code == P_LOG1P:
-            for i in range(n):
-                d[i] = np.log1p(a[i])
-        else:
-            for i in range(n):
-                d[i] = np.sqrt(a[i])
+_PROGRAM_NAMES = {code: name for name, (code, _) in PROGRAM_OPS.items()}
 
 
 def program_fold(x, out, init, prog, consts, res):
-    """out[o] = the generic reduce's tree of row o of the 2-D C-contiguous x (at least
-    one column) with the body program ``prog`` (result register ``res``, constants
-    ``consts`` in registers 2, 3, ...): each level pairs neighbours (2i, 2i+1) and
-    leaves an odd element out waiting at its right end; the top of the tree then
-    combines with the waiting elements (the latest level's first), and the init value
-    comes in once, leftmost: body(init, tree), as xops.ops.reduction._reduce_generic.
-
-    Output-parallel: iteration g owns out[rows of group g], in an order fixed by the
-    shapes alone. A level is computed in place in the row's copy ``buf`` in blocks of
-    _BLOCK pairs, left to right: block k writes buf[kB : kB + n] after reading its
-    pairs, and every later block reads at 2kB + 2B or beyond."""
-    m = x.shape[0]
-    r = x.shape[1]
-    nreg = 2 + consts.shape[0] + prog.shape[0]
-    group = max(1, min(_GROUP, m // 8))
-    for g in prange((m + group - 1) // group):
-        regs = np.empty((nreg, _BLOCK), x.dtype)
-        for k in range(consts.shape[0]):
-            regs[2 + k, :] = consts[k]
-        left = regs[0]
-        right = regs[1]
-        result = regs[res]
-        buf = np.empty(r, x.dtype)
-        wait = np.empty(64, x.dtype)
-        for o in range(g * group, min(m, (g + 1) * group)):
-            buf[:] = x[o]
-            size = r  # values of the current level, buf[:size]
-            h = 0
-            lo = 0  # pairs of the level done
-            nw = 0
-            seq = -1  # after the levels: waiting elements left (then 0: the init value)
-            while True:  # (one call site of the program: it is compiled once)
-                if size > 1:  # a block of the level's pairs
-                    h = size // 2
-                    if lo == 0 and size % 2:
-                        wait[nw] = buf[size - 1]
-                        nw += 1
-                    n = min(_BLOCK, h - lo)
-                    for i in range(n):
-                        left[i] = buf[2 * (lo + i)]
-                        right[i] = buf[2 * (lo + i) + 1]
-                else:  # one pair: the top with a waiting element, or init with the top
-                    if seq < 0:
-                        seq = nw
-                    n = 1
-                    left[0] = buf[0] if seq > 0 else init
-                    right[0] = wait[seq - 1] if seq > 0 else buf[0]
-                _run_program(prog, regs, n)
-                if size > 1:
-                    for i in range(n):
-                        buf[lo + i] = result[i]
-                    lo += n
-                    if lo >= h:
-                        size = h
-                        lo = 0
-                elif seq == 0:
-                    out[o] = result[0]
-                    break
-                else:
-                    buf[0] = result[0]
-                    seq -= 1
+    """out[o] = the generic reduce's tree of row o of the 2-D C-contiguous float32 or
+    float64 x (at least one column) with the body program ``prog`` (result register
+    ``res``, constants ``consts`` in registers 2, 3, ...): each level pairs neighbours
+    (2i, 2i+1) and leaves an odd element out waiting at its right end; the top of the
+    tree then combines with the waiting elements (the latest level's first), and the
+    init value comes in once, leftmost: body(init, tree), as
+    xops.ops.reduction._reduce_generic. The program runs as one generated loop, compiled
+    once per program (xops.kernels.programs.tree_fold: output-parallel, in an order
+    fixed by the shapes alone)."""
+    _programs.fold_rows(x, out, init, prog, consts, res, _PROGRAM_NAMES)
 
 
-PROGRAM_FOLD = kernel(program_fold)
+class _ProgramFold:
+    """program_fold with a Kernel's calling convention: ``PROGRAM_FOLD(n, x, out, init,
+    prog, consts, res)`` (``n`` unused: the tree kernel's parallel variant runs every
+    size)."""
+
+    def __call__(self, n, *args):
+        program_fold(*args)
+
+
+PROGRAM_FOLD = _ProgramFold()

@@ -26,13 +26,12 @@ Race-free patterns:
   most one window, so these blocks are disjoint).
 """
 
-import types as _pytypes
-
 import numpy as np
 from numba import prange, types
 from numba.extending import overload
 
-from .config import _dispatcher, kernel, scalar
+from . import config as _config
+from .config import _dispatcher, kernel, renamed, scalar
 
 from .reduction import (
     MAX,
@@ -439,15 +438,36 @@ def select_scatter_tiles_task(x, source, out, k2, k3, init, lo, hi):
                     orow[c] = init
 
 
+class _Tasks:
+    """One variant of a kernel whose prange loop calls a compiled task over blocks of
+    rows ``[lo, hi)``: ``variant(n, *args)`` runs the kernel (see config.Kernel) for
+    ``n >= PARALLEL_THRESHOLD``, else the task itself, once, over every row. The rows
+    are independent and each is computed the same whatever block holds it, so the
+    results are the same, and a small operand never compiles the kernel's loop (the
+    serial select_scatter_tiles loop cost 0.6 s of the main job's first max-pool
+    gradient, for a loop that only calls the task)."""
+
+    __slots__ = ("kernel", "task", "rows")
+
+    def __init__(self, kernel, task, rows):
+        self.kernel, self.task, self.rows = kernel, task, rows
+
+    def __call__(self, n, *args):
+        if n < _config.PARALLEL_THRESHOLD:
+            return self.task(*args, 0, self.rows(*args))
+        return self.kernel(n, *args)
+
+
 class _TaskVariants(dict):
-    """{code: Kernel} (op codes) or {(select code, op code[, 2x2]): Kernel}, each built
+    """{code: _Tasks} (op codes) or {(select code, op code[, 2x2]): _Tasks}, each built
     on first use: kernel_fn whose ``_task`` is the variant's own compiled copy of task_fn
     (SEL and OP bound as in per_op, and TILES_22 to the key's third entry, False if
-    none; each under its own name, hence its own cache file)."""
+    none; each under its own name, hence its own cache file). ``rows(*args)``: the
+    number of rows the task's ``[lo, hi)`` ranges over, from the kernel's arguments."""
 
-    def __init__(self, kernel_fn, task_fn):
+    def __init__(self, kernel_fn, task_fn, rows):
         super().__init__()
-        self._fns = kernel_fn, task_fn
+        self._fns = kernel_fn, task_fn, rows
 
     def __missing__(self, key):
         sel, op, *tiles_22 = key if isinstance(key, tuple) else (None, key)
@@ -458,25 +478,17 @@ class _TaskVariants(dict):
             tag += "_" + {v: k for k, v in SELECT_CODES.items()}[sel].lower()
         if consts["TILES_22"]:
             tag += "_22"
-        kernel_fn, task_fn = self._fns
-        task = _dispatcher(_renamed(task_fn, f"{task_fn.__name__}_{tag}", consts), False)
+        kernel_fn, task_fn, rows = self._fns
+        task = _dispatcher(renamed(task_fn, f"{task_fn.__name__}_{tag}", consts), False)
         consts["_task"] = task
-        made = self[key] = kernel(_renamed(kernel_fn, f"{kernel_fn.__name__}_{tag}", consts))
-        return made
+        made = kernel(renamed(kernel_fn, f"{kernel_fn.__name__}_{tag}", consts))
+        self[key] = _Tasks(made, task, rows)
+        return self[key]
 
 
-def _renamed(fn, name, consts):
-    """A copy of fn named ``name`` whose globals add ``consts``."""
-    code = fn.__code__.replace(co_name=name)
-    if hasattr(code, "co_qualname"):  # Python >= 3.11
-        code = code.replace(co_qualname=name)
-    new = _pytypes.FunctionType(code, {**fn.__globals__, **consts}, name)
-    new.__qualname__ = name
-    new.__doc__ = fn.__doc__
-    return new
-
-
-REDUCE_WINDOW4 = _TaskVariants(reduce_window4, reduce_window4_task)
+REDUCE_WINDOW4 = _TaskVariants(
+    reduce_window4, reduce_window4_task, lambda x, xshape, out, *rest: out.shape[0]
+)
 REDUCE_WINDOW_TILES = per_op(reduce_window_tiles)
 
 
@@ -502,6 +514,12 @@ class _ByTileShape(dict):
 
 
 # one variant per (select code, scatter op code, 2x2 or not): compile-time constants
-SELECT_SCATTER_TILES = _ByTileShape(_TaskVariants(select_scatter_tiles, select_scatter_tiles_task))
+SELECT_SCATTER_TILES = _ByTileShape(
+    _TaskVariants(
+        select_scatter_tiles,
+        select_scatter_tiles_task,
+        lambda x, source, *rest: source.shape[0] * source.shape[1],
+    )
+)
 SELECT_WINDOWS4 = per_op(select_windows4, "SEL", SELECT_CODES)
 SCATTER_SELECTED4 = per_op(scatter_selected4)

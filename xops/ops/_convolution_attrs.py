@@ -468,9 +468,12 @@ def _frozen(v):
     if t in _SIMPLE:
         return (t, v)
     if t is tuple or t is list:  # (the common case: pairs of ints, lists of ints)
-        if all(type(x) is int for x in v):
+        for x in v:
+            if type(x) is not int:
+                break
+        else:
             return (t, tuple(v))
-        items = tuple(_frozen(x) for x in v)
+        items = tuple([_frozen(x) for x in v])
         return None if None in items else (t, items)
     if isinstance(v, _PLAIN):
         return (t, v)
@@ -491,7 +494,10 @@ def _frozen(v):
 
 def _attributes(op, lhs_dt, lhs_shape, rhs_dt, rhs_shape, *attributes):
     """``_validate`` with its results kept (see _VALIDATED)."""
-    key = _frozen((op, lhs_dt, tuple(lhs_shape), rhs_dt, tuple(rhs_shape), attributes))
+    # (op names and element types as they are: always a str and DTypes here)
+    frozen = [_frozen(tuple(lhs_shape)), _frozen(tuple(rhs_shape))]
+    frozen += [_frozen(v) for v in attributes]
+    key = None if None in frozen else (op, lhs_dt, rhs_dt, *frozen)
     a = _VALIDATED.get(key) if key is not None else None
     if a is None:
         a = _validate(op, lhs_dt, lhs_shape, rhs_dt, rhs_shape, *attributes)

@@ -339,19 +339,58 @@ def _body_plan(op, label, computation, xs):
     return dts, name, native
 
 
+def _memo_key(op, computation, groups_attr, channel_id, use_global_device_ids, xs):
+    """A hashable key for the context's memo of what ``_reduce`` derives from its
+    attributes, or None when they are not plain (rows of Python ints, an int channel id,
+    a bool): then it derives them every call."""
+    if groups_attr is None:
+        rows = ()
+    elif isinstance(groups_attr, (list, builtins.tuple)) and all(
+        isinstance(r, (list, builtins.tuple)) and all(type(v) is int for v in r)
+        for r in groups_attr
+    ):
+        rows = builtins.tuple(builtins.tuple(r) for r in groups_attr)
+    else:
+        return None
+    if (
+        not (channel_id is None or type(channel_id) is int)
+        or type(use_global_device_ids) is not bool
+    ):
+        return None
+    return (op, computation, rows, channel_id, use_global_device_ids, *[x._dtype for x in xs])
+
+
 def _reduce(op, labels, xs, groups_attr, channel_id, use_global_device_ids, computation):
     """The all_reduce of ``xs`` over the caller's process group (spec order fold)."""
-    try:
-        plan = _PLANS.get((computation, *[x._dtype for x in xs]))
-    except TypeError:  # an unhashable callable
-        plan = None
-    if plan is None:  # (a remembered op function passed this check)
-        check_arity(op, labels["body"], "computation", computation, 2)
-    strategy, _ = _strategy(op, labels["global"], channel_id, use_global_device_ids)
-    groups = _int_rows(op, labels["groups"], "replica_groups", groups_attr)
     ctx = _ctx()
-    pgs = process_groups(op, ctx, strategy, groups, labels["unique"], labels["range"])
-    dts, name, native = plan or _body_plan(op, labels["body"], computation, xs)
+    try:
+        memo = _memo_key(op, computation, groups_attr, channel_id, use_global_device_ids, xs)
+        hit = ctx.memo.get(memo) if memo is not None else None
+    except TypeError:  # an unhashable callable
+        memo = hit = None
+    if hit is not None:  # (a remembered body with these attributes passed every check)
+        pgs, key, (dts, name, native) = hit
+    else:
+        try:
+            plan = _PLANS.get((computation, *[x._dtype for x in xs]))
+        except TypeError:  # an unhashable callable
+            plan = None
+        if plan is None:  # (a remembered op function passed this check)
+            check_arity(op, labels["body"], "computation", computation, 2)
+        strategy, _ = _strategy(op, labels["global"], channel_id, use_global_device_ids)
+        groups = _int_rows(op, labels["groups"], "replica_groups", groups_attr)
+        pgs = process_groups(op, ctx, strategy, groups, labels["unique"], labels["range"])
+        dts, name, native = plan or _body_plan(op, labels["body"], computation, xs)
+        key = _key(
+            op,
+            groups=pgs,
+            body=name or getattr(computation, "__name__", "body"),
+            types=[dt.name for dt in dts],
+        )
+        if memo is not None and (computation, *[x._dtype for x in xs]) in _PLANS:
+            if len(ctx.memo) >= 256:
+                ctx.memo.clear()
+            ctx.memo[memo] = (pgs, key, (dts, name, native))
 
     def fold(members):
         from .conversion import convert
@@ -380,12 +419,6 @@ def _reduce(op, labels, xs, groups_attr, channel_id, use_global_device_ids, comp
                 outs.append(np.asarray(acc._value, order="C"))
         return outs
 
-    key = _key(
-        op,
-        groups=pgs,
-        body=name or getattr(computation, "__name__", "body"),
-        types=[dt.name for dt in dts],
-    )
     got = ctx.all_reduce(op, key, pgs, _arrays(xs), fold, native)
     return [_wrap(np.asarray(a), dt) for a, dt in zip(got, dts)], pgs, ctx
 

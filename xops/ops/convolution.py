@@ -523,6 +523,13 @@ def _words(src, word):
     in elements."""
     step = [s // src.itemsize for s in src.strides]
     span = sum((d - 1) * s for d, s in zip(src.shape, step)) + 1 if src.size else 0
+    if span == src.size:  # dense (C order, or channel-first as a convolution leaves it):
+        # the same words as a plain view, cheaper than as_strided (4.4 vs 6.5 us)
+        dense = src
+        if not src.flags.c_contiguous:
+            dense = np.transpose(src, sorted(range(src.ndim), key=lambda d: -step[d]))
+        if dense.flags.c_contiguous:
+            return dense.reshape(-1).view(word), step
     return np.lib.stride_tricks.as_strided(src, (span,), (src.itemsize,)).view(word), step
 
 

@@ -61,6 +61,7 @@ from ..autodiff import helpers as _H
 from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype, from_compute, to_compute
 from ..kernels import normalization as K
+from ..kernels import pool as _pool
 from ..tensor import Tensor
 from . import conversion as _C
 from . import elementwise as _E
@@ -168,13 +169,12 @@ def _epsilon(op, label, epsilon, dt):
     return float(to_compute(from_compute(e32, dt), dt))
 
 
-def _view(t, fi, fuse=True):
+def _view(t, fi):
     """``(x, plan, C, inner, n)``: the operand flat and C-contiguous in float32 or
-    float64, its kernel plan (None where ``fuse`` and :func:`_fused` take the operand
-    to the fused kernels), the feature
-    count, the run length (product of the dims after ``feature_index``) and the
-    elements per feature. Narrow floats widen exactly to float64 (one rounding at the
-    end, correct through the dtype layer's round-to-odd).
+    float64, its kernel plan (None where :func:`_fused` takes the operand to the fused
+    kernels), the feature count, the run length (product of the dims after
+    ``feature_index``) and the elements per feature. Narrow floats widen exactly to
+    float64 (one rounding at the end, correct through the dtype layer's round-to-odd).
     """
     shape = t.shape
     outer = math.prod(shape[:fi])
@@ -182,7 +182,7 @@ def _view(t, fi, fuse=True):
     inner = math.prod(shape[fi + 1 :])
     v = t._value
     v = v.astype(np.float64) if t._dtype.is_narrow else np.ascontiguousarray(v)
-    plan = None if fuse and _fused(t, C, inner) else K.plan(outer, C, inner)
+    plan = None if _fused(t, C, inner) else K.plan(outer, C, inner)
     return v.reshape(-1), plan, C, inner, outer * inner
 
 
@@ -367,7 +367,7 @@ def _batch_norm_training_vjp(g, out, operand, scale, offset, epsilon, feature_in
 def _batch_norm_training_impl(x, s, o, eps, fi):
     dt = x._dtype
     flat, plan, C, inner, _ = _view(x, fi)
-    out = np.empty_like(flat)
+    out = _pool.empty(flat.shape, flat.dtype)  # (recycled: no page faults)
     if plan is None:  # one kernel: statistics and output, feature by feature
         stats = np.empty((2, C), flat.dtype)
         with _quiet():
@@ -443,9 +443,13 @@ def batch_norm_inference(operand, scale, offset, mean, variance, epsilon, featur
     x, s, o, m, v, fi, eps = batch_norm_inference_checks(
         operand, scale, offset, mean, variance, epsilon, feature_index
     )
-    flat, plan, C, inner, _ = _view(x, fi, fuse=False)
-    out = np.empty_like(flat)
+    flat, plan, C, inner, _ = _view(x, fi)
+    out = _pool.empty(flat.shape, flat.dtype)  # (recycled: no page faults)
     with _quiet():
+        if plan is None:  # the training kernel, given the statistics (same bits)
+            stats = np.stack([m._value, v._value]).astype(flat.dtype, copy=False)
+            K.train_features(flat, C, inner, _vec64(s), _vec64(o), eps, out, stats, given=True)
+            return result(out.reshape(x.shape), x._dtype)
         a = _vec64(s) / np.sqrt(_vec64(v) + eps)
         K.normalize(flat, C, inner, plan, _vec64(m), a, _vec64(o), out)
     return result(out.reshape(x.shape), x._dtype)
@@ -657,7 +661,7 @@ def _batch_norm_grad_impl(x, s, m, v, g, eps, fi):
     flat, plan, C, inner, n = _view(x, fi)
     gflat = _view(g, fi)[0]
     mean = _vec64(m)
-    out = np.empty_like(flat)
+    out = _pool.empty(flat.shape, flat.dtype)  # (recycled: no page faults)
     if plan is None:  # one kernel: both sums and grad_operand, feature by feature
         sums = np.empty((2, C))
         with _quiet():

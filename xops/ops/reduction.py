@@ -82,7 +82,7 @@ from ..autodiff.helpers import broadcast_to as _bcast, needs as _needs, sum as _
 from ..autodiff.helpers import zeros as _zeros
 from ..autodiff.local import local_vjp
 from ..autodiff.tape import keep, no_grad, primitive
-from ..dtypes import as_dtype, wrap_int
+from ..dtypes import as_dtype, to_compute, wrap_int
 from ..kernels import config as _kconfig
 from ..kernels import reduction as KR
 from ..tensor import Tensor, _wrap
@@ -90,7 +90,8 @@ from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
 from ._bodies import binary_op_name, call, outputs, result_types, trace_program
-from ._core import as_tensor, attr_ints, check, check_arity, compute, operands, result, tstr
+from ._core import _fast_scalar, as_tensor, attr_ints, check, check_arity, compute, operands
+from ._core import result, tstr
 
 __all__ = ["reduce", "map"]
 
@@ -257,8 +258,10 @@ def _kernel_plan(dt, op_name):
 def _readonly(a):
     """A read-only view: kernel inputs are always read-only (a tensor's data is), so
     each kernel compiles one specialisation, not one per writeable flag."""
+    if not a.flags.writeable:  # (a tensor's own data already is)
+        return a
     v = a.view()
-    v.flags.writeable = False
+    v.setflags(False)
     return v
 
 
@@ -269,7 +272,14 @@ def _to_kernel(t, kdt):
 
 def _kernel_scalar(t, kdt):
     """A 0-d tensor's value as a NumPy scalar of kernel dtype kdt."""
-    return kdt.type(np.asarray(compute(t)).reshape(()).astype(kdt)[()])
+    return _kernel_value(t._value, t._dtype, kdt)
+
+
+def _kernel_value(v, dt, kdt):
+    """The 0-d holder array v (element type dt) as a NumPy scalar of kernel dtype kdt."""
+    if type(v) is np.ndarray and v.dtype == kdt:  # (f32, f64: the common case)
+        return v[()]
+    return kdt.type(np.asarray(to_compute(v, dt)).reshape(()).astype(kdt)[()])
 
 
 def _from_kernel(a, dt):
@@ -406,6 +416,79 @@ def reduce_checks(inputs, init_values, dimensions, body):
     return xs, inits, dims
 
 
+# reduce's dispatch fast path (xops.autodiff.tape.primitive): signatures that passed the
+# checks once -> their kernel plans. A signature is what the checks and plans read: the
+# element type, shape, init value kind, dimensions and body op (no values: none is read).
+_SIGNATURES = {}
+_SIGNATURES_MAX = 4096
+_FAST_TYPES = set()  # ids of the registered element types the kernels take as held
+_BODY_OPS = {}  # the xops op functions that are recognised bodies -> their names
+
+
+def _fast_reduce(args):
+    """``reduce(x, init, dims, body)`` for one plain CPU Tensor x (no gradient, an
+    element type held as computed), a recognised body and a validated signature: the
+    same kernels as the full path without re-checking; None for anything else (the full
+    path then runs every check). A new signature is checked here by reduce_checks
+    itself (its errors unchanged) before it is remembered."""
+    if len(args) != 4:
+        return None
+    x, init, dims, body = args
+    if type(x) is not Tensor or x.requires_grad or type(dims) not in (list, tuple):
+        return None
+    dt = x._dtype
+    if type(init) is Tensor:
+        if init._dtype is not dt or init.requires_grad:
+            return None
+        iv = init._value
+        ikind = iv.shape if type(iv) is np.ndarray else None
+    else:
+        iv = _fast_scalar(init, dt)
+        ikind = type(init)
+    try:
+        name = _BODY_OPS.get(body)
+    except TypeError:  # an unhashable callable
+        return None
+    if iv is None or ikind is None or type(x._value) is not np.ndarray:
+        return None
+    for d in dims:  # (True == 1 and 1.0 == 1: the key alone would not tell them apart)
+        if type(d) is not int:
+            return None
+    if name is None:
+        name = binary_op_name(body)  # (remembered by _bodies, rebinding noticed)
+        if name is None:
+            return None
+    key = (id(dt), x._value.shape, ikind, tuple(dims), name)
+    sig = _SIGNATURES.get(key)
+    if sig is None:
+        if not _FAST_TYPES:
+            _fast_setup()
+        if id(dt) not in _FAST_TYPES:
+            return None
+        _, _, dl = reduce_checks(x, init, dims, body)  # (raises as the full path would)
+        kernel_plan = _kernel_plan(dt, name)
+        sig = (_fold_plan(x._value.shape, tuple(dl)), *kernel_plan) if kernel_plan else ()
+        if len(_SIGNATURES) >= _SIGNATURES_MAX:
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = sig
+    return _run_fold(x, iv, *sig) if sig else None
+
+
+def _fast_setup():
+    from ..dtypes import all_dtypes
+
+    _FAST_TYPES.update(
+        id(d)
+        for d in all_dtypes()
+        if d.kind in ("float", "si", "ui", "bool") and d.compute == d.np and not d.quantized
+    )
+    ops = (_E.add, _E.multiply, _E.maximum, _E.minimum, _E.and_, _E.or_)
+    _BODY_OPS.update({fn: binary_op_name(fn) for fn in ops})
+
+
+reduce._fast = _fast_reduce
+
+
 @reduce.defvjp
 def _reduce_vjp(g, out, inputs, init_values, dimensions, body):
     """add: g broadcast back over the reduced dims; the init value (combined once per
@@ -517,40 +600,81 @@ def _reduce_layout(shape, dims):
     return o, classes[k][1], i
 
 
+_PLANS = {}  # (shape, dims) -> _fold_plan's answer (a function of those two only)
+_PLANS_MAX = 4096
+
+
+def _fold_plan(shape, dims):
+    """How the fold kernels reduce a C-contiguous array of ``shape`` over ``dims``:
+    ``(out_shape, empty, perm, swap, layout, steps)``. ``empty``: the result is the init
+    value (nothing to reduce, or nothing to reduce to); ``perm``: a transpose gathering
+    the reduced dims last (one copy) where they are not one block, else None; ``swap``:
+    (O, R, I) with few columns I, copied as (O, I, R) (rows are faster; the copy keeps
+    each row in order), else None; ``layout``: (O, R, I) the kernels view the array as,
+    reduced over R; ``steps``: the kernel calls, each (chunk, result columns: None for
+    the last call, which combines the init value in)."""
+    key = (shape, dims)
+    plan = _PLANS.get(key)
+    if plan is not None:
+        return plan
+    dl = list(dims)
+    kept, out_shape, r, m = _reduce_sizes(shape, dl)
+    perm, swap, layout, steps = None, None, None, ()
+    if r and m:
+        layout = _reduce_layout(shape, set(dl))
+        if layout is None:  # reduced dims apart: gather them last (one copy), in order
+            perm = kept + sorted(dl)
+            layout = (m, r, 1)
+        o, r, i = layout
+        if 1 < i < 8:
+            swap, layout = layout, (o * i, r, 1)
+        elif i > 1:
+            steps = ((i if o >= 16 else builtins.max(1024, -(-i // 8)), None),)
+        if layout[2] == 1:
+            # rows: longer than _ROW_CHUNK, they fold chunk by chunk (in parallel), then
+            # the chunk results in order (a tree the spec allows)
+            nc = -(-r // _ROW_CHUNK)
+            steps = ((_ROW_CHUNK, None),) if nc == 1 else ((_ROW_CHUNK, nc), (nc, None))
+    plan = (out_shape, not (r and m), perm, swap, layout, steps)
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
 def _reduce_fast(x, init, dims, kdt, code):
     """One input, recognised body: the fold kernels (xops.kernels.reduction)."""
+    return _run_fold(x, init._value, _fold_plan(x.shape, tuple(dims)), kdt, code)
+
+
+def _run_fold(x, init, plan, kdt, code):
+    """The fold kernels' result for ``x`` along ``plan`` (:func:`_fold_plan`), with the
+    init value given as the holder array ``init`` (0-d, x's element type)."""
     dt = x._dtype
-    kept, out_shape, r, m = _reduce_sizes(x.shape, dims)
-    iv = _kernel_scalar(init, kdt)
-    if r == 0 or m == 0:
-        return _wrap(_full(out_shape, init), dt)
+    out_shape, empty, perm, swap, layout, steps = plan
+    if empty:
+        return _wrap(_full(out_shape, _wrap(init, dt)), dt)
+    iv = _kernel_value(init, dt, kdt)
     a = _to_kernel(x, kdt)
-    layout = _reduce_layout(a.shape, set(dims))
-    if layout is None:  # reduced dims apart: gather them last (one copy), in order
-        a = _readonly(_contig(a.transpose(kept + sorted(dims))))
-        layout = (m, r, 1)
+    if perm is not None:
+        a = _readonly(_contig(a.transpose(perm)))
+    if swap is not None:
+        a = _readonly(_contig(a.reshape(swap).transpose(0, 2, 1)))
     o, r, i = layout
-    if 1 < i < 8:  # few columns: rows are faster; the copy keeps each row in order
-        a = _readonly(_contig(a.reshape(o, r, i).transpose(0, 2, 1)))
-        o, i = o * i, 1
     kern = KR.FOLD[code]
     a = a.reshape(o, r, i)
     if i > 1:
         out = np.empty((o, i), kdt)
-        chunk = i if o >= 16 else builtins.max(1024, -(-i // 8))
-        kern(a.size, a, out, iv, True, False, chunk)
+        kern(a.size, a, out, iv, True, steps[0][0])
         return _from_kernel(out.reshape(out_shape), dt)
-    # rows: longer than _ROW_CHUNK, they fold chunk by chunk (in parallel), then the
-    # chunk results in order (a tree the spec allows)
-    blocked = kdt.kind == "f" and code in (KR.ADD, KR.MUL)
-    nc = -(-r // _ROW_CHUNK)
     out = np.empty((o, 1), kdt)
-    if nc == 1:
-        kern(a.size, a, out, iv, True, blocked, _ROW_CHUNK)
+    if len(steps) == 1:
+        kern(a.size, a, out, iv, True, steps[0][0])
     else:
+        (chunk, nc), (last, _) = steps
         part = np.empty((o, nc), kdt)
-        kern(a.size, a, part, iv, False, blocked, _ROW_CHUNK)
-        kern(part.size, _readonly(part.reshape(o, nc, 1)), out, iv, True, blocked, nc)
+        kern(a.size, a, part, iv, False, chunk)
+        kern(part.size, _readonly(part.reshape(o, nc, 1)), out, iv, True, last)
     return _from_kernel(out.reshape(out_shape), dt)
 
 

@@ -45,6 +45,7 @@ OPS = (
     "clamp",
     "collapse",
     "compare",
+    "complex",
     "concatenate",
     "conv",
     "conv_with_general_padding",
@@ -61,6 +62,7 @@ OPS = (
     "exponential_minus_one",
     "floor",
     "gather",
+    "imag",
     "iota",
     "is_finite",
     "log",
@@ -75,6 +77,7 @@ OPS = (
     "pad",
     "popcnt",
     "power",
+    "real",
     "reduce",
     "reduce_window",
     "remainder",
@@ -122,10 +125,15 @@ GPU_VERIFIED = frozenset(
 
 # Ops run by CUDA tests added after that GPU run (tests/test_cuda_narrow.py: bf16/f16 and
 # dot_general's preferred_element_type; tests/test_cuda_grad.py: the device gradients of
-# scatter and sort), which so far ran on the simulator only: recorded by running those two
-# modules under the simulator with tests/cuda_record.py. Empty it after a GPU run passes them.
+# scatter and sort; tests/test_cuda_narrow_reduce.py: bf16/f16 reduce, window, batch norm
+# and convolution kernels, reduce's multiply body; tests/test_cuda_complex.py: c64/c128
+# elementwise ops and c128 data movement), which so far ran on the simulator only: recorded
+# by running those modules under the simulator with tests/cuda_record.py. Empty it after a
+# GPU run passes them.
 SIMULATOR_SINCE = frozenset(
     (
+        "batch_norm_grad batch_norm_inference batch_norm_training conv "
+        "conv_with_general_padding convolution negate reduce_window select_and_scatter "
         "abs add and atan2 autodiff.local.alias broadcast_in_dim ceil clamp compare convert "
         "cosine divide dot_general erf exponential exponential_minus_one floor gather iota "
         "is_finite log log_plus_one logistic maximum minimum multiply negate power reduce "
@@ -154,9 +162,10 @@ def register():
     install()  # the caching allocator, before numba makes its CUDA context
     from . import convolution, elementwise, linalg, movement, normalization, reduction
     from . import indexing, rng, sorting, windows
+    from . import complex as complex_ops
 
     modules = (elementwise, movement, reduction, linalg, convolution, rng, sorting, windows)
-    for module in modules + (normalization, indexing):
+    for module in modules + (normalization, indexing, complex_ops):
         for name, impl in module.KERNELS.items():
             registry.set_kernel(name, "cuda", impl)
     _state["registered"] = True

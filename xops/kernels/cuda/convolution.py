@@ -32,7 +32,11 @@ result's width: bit-exact with the CPU. i1 is OR of ANDs. Float sums accumulate 
 result type in the fixed order above: they differ from the CPU's BLAS by rounding order
 only (``|dev - cpu| <= 2 * n * eps * sum |lhs| |rhs|`` with n the number of terms).
 ``precision_config`` is checked and has no effect (full precision of the result type).
-Narrow floats, f16 and complex raise the seam's "no cuda kernel" SpecError.
+bf16 and f16 run as on the CPU: operands converted to the result type first (a
+``preferred_element_type`` of another type; :func:`.elementwise.convert`), a bf16 / f16
+result computed by the float32 kernel on the operands decoded to float32 (exact) and
+rounded once (:mod:`.narrow`). Other narrow floats and complex raise the seam's "no cuda
+kernel" SpecError.
 """
 
 import math
@@ -45,7 +49,9 @@ from ...limits import check_nbytes
 from ...ops._convolution_attrs import _attributes
 from ...ops._core import operands
 from ._storage import device_empty, device_table, flat, from_holder, jit, on_device
+from .elementwise import convert
 from .movement import c_strides
+from .narrow import encode, is_narrow, to_f32
 
 __all__ = ["KERNELS", "MAX_SPATIAL"]
 
@@ -289,6 +295,8 @@ def convolution(op, lhs, rhs, *attributes):
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
     a = _attributes(op, x._dtype, x.shape, y._dtype, y.shape, *attributes)
     in_dt, out_dt = x._dtype, a.out_dt
+    if is_narrow(in_dt) or is_narrow(out_dt):
+        return _narrow(op, x, y, out_dt, attributes)
     if in_dt.quantized or in_dt.np not in _OK or out_dt.np not in _OK or out_dt.quantized:
         raise SpecError(
             op,
@@ -402,6 +410,28 @@ def convolution(op, lhs, rhs, *attributes):
         flat(out),
     )
     return from_holder(out, out_dt)
+
+
+def _narrow(op, x, y, out_dt, attributes):
+    """bf16 / f16 operands or result (checked): each operand converted to the result type
+    (rounded once where it is narrower), a narrow result computed in float32 from the
+    decoded operands and rounded once, as the CPU computes it."""
+    ok = out_dt.kind == "float" and (is_narrow(out_dt) or out_dt.np in _OK)
+    if not ok or not (is_narrow(x._dtype) or x._dtype.np in _OK):
+        raise SpecError(
+            op,
+            "device",
+            f"has no cuda kernel for {x._dtype.name} operands with a {out_dt.name} result "
+            f"(i1, si8-64, ui8-64, bf16, f16, f32, f64)",
+        )
+    on_device(op, x, "lhs")
+    on_device(op, y, "rhs")
+    if x._dtype is not out_dt:
+        x, y = convert(x, out_dt), convert(y, out_dt)
+    plain = tuple(attributes[:-1]) + (None,)  # preferred_element_type: now the operands'
+    if not is_narrow(out_dt):
+        return convolution(op, x, y, *plain)
+    return encode(convolution(op, to_f32(x), to_f32(y), *plain), out_dt)
 
 
 KERNELS = {"convolution": convolution}

@@ -31,6 +31,7 @@ from ...registry import get as _get_op
 from ...tensor import Tensor, _wrap
 from numba import cuda
 
+from ._complex_math import functions as _complex_functions
 from ._storage import device_empty, flat, from_holder, jit, launch_1d, storage_dtype
 from .narrow import encode, from_int, is_narrow, to_f32
 
@@ -372,6 +373,8 @@ def _binary_op(name, kinds, by_kind, bits=False):
         x, y = B._binary(name, lhs, rhs, kinds)
         if is_narrow(x._dtype):
             return _narrow(name, by_kind["float"], (x, y), x._dtype)
+        if x._dtype.kind == "complex":
+            return complex_op(name, x, y)
         _supported(name, x)
         fn = by_kind.get(x._dtype.kind)
         if fn is None:
@@ -390,6 +393,8 @@ def _unary_op(name, kinds, by_kind, bits=False, out_kind=None):
         x = B._unary(name, operand, kinds)
         if is_narrow(x._dtype):
             return _narrow(name, by_kind["float"], (x,), x._dtype, out_kind == "bool")
+        if x._dtype.kind == "complex":
+            return complex_op(name, x)
         _supported(name, x)
         fn = by_kind.get(x._dtype.kind)
         if fn is None:
@@ -424,6 +429,32 @@ def _narrow(name, fn, ts, dt, boolean=False):
     return r if boolean else encode(r, dt)
 
 
+_C64, _C128 = as_dtype("c64"), as_dtype("c128")
+_PART = {_C64: _F32, _C128: _F64}  # a complex type's part type
+_COMPLEX = {"add": _add, "subtract": _sub, "multiply": _mul, "negate": _neg}  # (operators)
+_REAL_RESULT = ("abs", "real", "imag")
+
+
+def complex_op(name, *ts):
+    """Op ``name`` on c64 / c128 device operands ``ts`` (checked): one map kernel over the
+    device function of :mod:`._complex_math` (or an operator); abs, real and imag give
+    the part type."""
+    dt = ts[0]._dtype
+    fn = (_COMPLEX.get(name) or _complex_functions(dt.np).get(name)) if dt in _PART else None
+    if fn is None:
+        raise SpecError(
+            name,
+            "device",
+            f"has no cuda kernel for element type {dt.name} (complex kernels: add, subtract, "
+            f"multiply, divide, negate, abs, exponential, log, sqrt, real, imag, compare "
+            f"EQ/NE, select, convert)",
+        )
+    out_dt = _PART[dt] if name in _REAL_RESULT else dt
+    if len(ts) == 1:
+        return _run1(name, fn, ts[0], out_dt)
+    return _run2(name, fn, ts[0], ts[1], out_dt)
+
+
 def _bits16(t):
     """A bf16 / f16 tensor as its ui16 bit patterns (a view: device or 0-d CPU)."""
     v = t._value
@@ -453,8 +484,10 @@ def compare(lhs, rhs, comparison_direction, compare_type=None):
     )
     if is_narrow(x._dtype):  # (exact in float32)
         x, y = to_f32(x), to_f32(y)
-    _supported("compare", x)
     direction = str(comparison_direction).upper()
+    if x._dtype.kind == "complex" and direction in ("EQ", "NE"):  # (both parts)
+        return _run2("compare", _CMP[direction], x, y, r._dtype)
+    _supported("compare", x)
     ctype = compare_type and str(compare_type).upper()
     if ctype == "TOTALORDER":
         raise SpecError("compare", "device", "has no cuda kernel for compare_type TOTALORDER")
@@ -500,7 +533,8 @@ def select(pred, on_true, on_false):
     if is_narrow(tb._dtype):  # a choice of bit patterns
         r = _run3("select", _select1, (p, _bits16(t), _bits16(f)), _UI16, tb.shape)
         return from_holder(r._value.view(storage_dtype(tb._dtype.np)), tb._dtype)
-    _supported("select", tb)
+    if tb._dtype not in _PART:  # (c64, c128: a choice of values, as the other types)
+        _supported("select", tb)
     return _run3("select", _select1, (p, t, f), tb._dtype, tb.shape)
 
 
@@ -524,6 +558,8 @@ def _to_bool(a):
 def convert(operand, dtype):
     (x,) = operands("convert", operand, names=["operand"])
     dst = _result_dtype("convert", dtype)
+    if x._dtype.kind == "complex" or dst.kind == "complex":
+        return _convert_complex(x, dst)
     if is_narrow(x._dtype) or is_narrow(dst):
         return _convert_narrow(x, dst)
     _supported("convert", x, _zero_d(dst))
@@ -539,6 +575,23 @@ def convert(operand, dtype):
     else:
         fn = _to_float  # integer wrap / float rounding by the store, as the CPU's astype
     return _run1("convert", fn, x, dst)
+
+
+def _convert_complex(x, dst):
+    """convert from or to c64 / c128, as the CPU: complex -> complex rounds each part
+    once (the store); complex -> other drops the imaginary part, then converts the real
+    part; other -> complex converts to the part type (one rounding), imaginary part +0."""
+    src = x._dtype
+    if src is dst:
+        return from_holder(x._value, dst)
+    if src.kind == "complex" and dst.kind == "complex":  # (c64 <-> c128)
+        return _run1("convert", _to_float, x, dst)
+    if src.kind == "complex":
+        return convert(complex_op("real", x), dst)
+    if dst not in _PART:
+        raise SpecError("convert", "device", f"has no cuda kernel for {src.name} -> {dst.name}")
+    part = _PART[dst]
+    return _run1("convert", _to_float, x if src is part else convert(x, part), dst)
 
 
 def _convert_narrow(x, dst):

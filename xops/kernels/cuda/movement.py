@@ -35,7 +35,8 @@ from .elementwise import _dev, _stand_in
 
 __all__ = ["KERNELS", "c_strides", "copy_into", "strided_copy", "fill"]
 
-_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+# element size -> the type moved (c128: as itself, a 16-byte load and store of its bits)
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.complex128}
 
 
 def _copy(src, soff, sst, dst, doff, dstr, shape):

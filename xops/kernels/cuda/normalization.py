@@ -1,5 +1,5 @@
 """CUDA kernels of the batch norm ops: batch_norm_training, batch_norm_inference and
-batch_norm_grad (f32 and f64 operands).
+batch_norm_grad (f32 and f64 operands; bf16 and f16 through float64, see the end).
 
 Each kernel function runs the CPU op's own constraint checks first
 (``batch_norm_*_checks`` of :mod:`xops.ops.normalization`: they read only types, shapes
@@ -33,8 +33,14 @@ few units in the last place of the element type (the tests allow rtol 1e-5 for f
 larger than the standard deviation, f64 outputs differ more, as the data's conditioning
 says: the means agree within a few float64 ulp of |mean|, which the normalisation
 magnifies to about ``|scale| ulp(|mean|) / stddev`` (tested too). An empty batch (N = 0)
-gives NaN statistics and zero gradient sums, as on the CPU. Other float types (f16,
-bf16, f8) raise the device seam's SpecError naming the op and the type.
+gives NaN statistics and zero gradient sums, as on the CPU.
+
+bf16 and f16 run as the CPU runs them: every operand widened exactly to float64 on the
+device (:mod:`.narrow`, then :func:`.elementwise.convert`), the float64 kernels, each
+result rounded once to the narrow type; epsilon is the CPU's (rounded to f32, then to the
+operand's type). batch_norm_training rounds its statistics to the narrow type first and
+normalises with those rounded values, as the CPU does (the spec's composition). Other
+float types (f8) raise the device seam's SpecError naming the op and the type.
 """
 
 import math
@@ -48,7 +54,10 @@ from ...ops.normalization import (
     batch_norm_inference_checks,
     batch_norm_training_checks,
 )
+from ...dtypes import as_dtype
 from ._storage import device_empty, from_holder, jit, launch_1d, on_device
+from .elementwise import convert
+from .narrow import encode, is_narrow, to_f32
 
 __all__ = ["KERNELS", "T"]
 
@@ -192,26 +201,47 @@ def _checked(op, checks, args):
     the device (a NumPy array or a list becomes a CPU tensor: it is not moved silently)."""
     *ts, fi, eps = checks(*args)
     x = ts[0]
-    if x._dtype.np not in _TYPES:
+    if x._dtype.np not in _TYPES and not is_narrow(x._dtype):
         raise SpecError(
             op,
             "device",
             f"has no cuda kernel for element type {x._dtype.name} (the CUDA kernels of "
-            f"the batch norm ops take f32 and f64; convert first, or run it on the CPU)",
+            f"the batch norm ops take bf16, f16, f32 and f64; convert first, or run it on "
+            f"the CPU)",
         )
     arrays = []
     for t in ts:
         v = on_device(op, t, f"a {t.type} operand")
+        if is_narrow(t._dtype):  # (exact)
+            v = _wide(t)
         arrays.append(v.reshape(v.size) if v.ndim != 1 else v)
     C = x.shape[fi]
     inner = math.prod(x.shape[fi + 1 :])
     return x, eps, arrays, (C, max(inner, 1), x.size // C if C else 0)
 
 
+_F64 = as_dtype("f64")
+
+
+def _wide(t):
+    """bf16 / f16 device tensor ``t``'s values as a float64 device array (exact)."""
+    return convert(to_f32(t), _F64)._value
+
+
+def _work(dt):
+    """The element type the kernels compute and store in: float64 for bf16 / f16."""
+    return _F64 if is_narrow(dt) else dt
+
+
+def _result(arr, dt):
+    """Kernel array ``arr`` as a tensor of element type ``dt`` (rounded once if narrow)."""
+    return encode(from_holder(arr, _F64), dt) if is_narrow(dt) else from_holder(arr, dt)
+
+
 def _normalize_into(x, xv, C, inner, mean, var, scale, offset, eps):
-    out = device_empty((x.size,), x._dtype.np)
+    out = device_empty((x.size,), _work(x._dtype).np)
     launch_1d(_normalize, x.size, xv, C, inner, mean, var, scale, offset, eps, out)
-    return from_holder(out.reshape(x.shape), x._dtype)
+    return _result(out.reshape(x.shape), x._dtype)
 
 
 def batch_norm_training(operand, scale, offset, epsilon, feature_index):
@@ -221,12 +251,15 @@ def batch_norm_training(operand, scale, offset, epsilon, feature_index):
         "batch_norm_training", batch_norm_training_checks, args
     )
     dt = x._dtype
-    mean = device_empty((C,), dt.np)
-    var = device_empty((C,), dt.np)
+    mean = device_empty((C,), _work(dt).np)
+    var = device_empty((C,), _work(dt).np)
     if C:
         _moments[C, _threads(n)](xv, C, inner, n, mean, var)
+    mean_t, var_t = _result(mean, dt), _result(var, dt)
+    if is_narrow(dt):  # normalised with the statistics rounded to dt (the CPU's)
+        mean, var = _wide(mean_t), _wide(var_t)
     out = _normalize_into(x, xv, C, inner, mean, var, sv, ov, eps)
-    return out, from_holder(mean, dt), from_holder(var, dt)
+    return out, mean_t, var_t
 
 
 def batch_norm_inference(operand, scale, offset, mean, variance, epsilon, feature_index):
@@ -245,19 +278,15 @@ def batch_norm_grad(operand, scale, mean, variance, grad_output, epsilon, featur
         "batch_norm_grad", batch_norm_grad_checks, args
     )
     dt = x._dtype
-    grad_scale = device_empty((C,), dt.np)
-    grad_offset = device_empty((C,), dt.np)
-    out = device_empty((x.size,), dt.np)
+    grad_scale = device_empty((C,), _work(dt).np)
+    grad_offset = device_empty((C,), _work(dt).np)
+    out = device_empty((x.size,), _work(dt).np)
     if C:
         coef = device_empty((3, C), np.float64)
         nt = _threads(n)
         _grad_sums[C, nt](xv, gv, C, inner, n, mv, vv, sv, eps, grad_scale, grad_offset, coef)
         launch_1d(_grad_operand, x.size, xv, gv, C, inner, mv, coef, out)
-    return (
-        from_holder(out.reshape(x.shape), dt),
-        from_holder(grad_scale, dt),
-        from_holder(grad_offset, dt),
-    )
+    return (_result(out.reshape(x.shape), dt), _result(grad_scale, dt), _result(grad_offset, dt))
 
 
 KERNELS = {

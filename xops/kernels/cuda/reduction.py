@@ -1,18 +1,22 @@
-"""CUDA kernel of ``reduce`` with an add, maximum or minimum body (one input).
+"""CUDA kernel of ``reduce`` with an add, multiply, maximum or minimum body (one input).
 
 The CPU op's checks (:func:`xops.ops.reduction.reduce_checks`) read only types and
 shapes; nothing is computed on the host. On the device one block folds one result element
 (or, for few results over many elements, one fixed chunk of it, and a second launch
 folds the chunks' partials): each thread folds a fixed strided share of the reduced
-elements, starting from the body's identity (-0.0 / 0 for add, -inf / the type's minimum
-for maximum, +inf / the maximum for minimum), a shared-memory tree combines the threads'
-partials in a fixed order, and the init value is combined once, last. Element positions
+elements, starting from the body's identity (-0.0 / 0 for add, 1 for multiply, -inf / the
+type's minimum for maximum, +inf / the maximum for minimum), a shared-memory tree combines
+the threads' partials in a fixed order, and the init value is combined once, last. Element positions
 are computed in the kernel from the kept and reduced dims' shapes and strides (small
 tuples passed by value, adjacent dims merged). So a result is deterministic run to run.
 Integer and i1 results are bit-exact with the CPU (wrapping arithmetic is order-free);
-float sums differ from the CPU's by rounding order only (the accumulator is the element
-type); maximum and minimum are exact. Other bodies, and several inputs, raise the seam's
-"no cuda kernel" error.
+float sums and products differ from the CPU's by rounding order only (the accumulator is
+the element type); maximum and minimum are exact. bf16 and f16 inputs are reduced as the
+CPU reduces them: decoded to float32 (exact), folded in float32 with the init value in
+float32, the result rounded once (:mod:`.narrow`); maximum and minimum are bit-exact, sums
+and products within the float32 rounding-order difference before that one rounding.
+Other bodies, other narrow types, and several inputs, raise the seam's "no cuda kernel"
+error.
 """
 
 import math
@@ -26,7 +30,8 @@ from ...ops.reduction import reduce_checks
 from ...autodiff.tape import keep
 
 from ._storage import device_empty, flat, from_holder, jit
-from .elementwise import _OK, _add, _and, _dev, _fmax, _fmin, _imax, _imin, _or
+from .elementwise import _OK, _add, _and, _dev, _fmax, _fmin, _imax, _imin, _mul, _or
+from .narrow import encode, is_narrow, to_f32
 
 __all__ = ["KERNELS"]
 
@@ -113,6 +118,7 @@ def _merge(shape, strides):
 
 _BODIES = {
     "add": {"bool": _or, "si": _add, "ui": _add, "float": _add},
+    "multiply": {"bool": _and, "si": _mul, "ui": _mul, "float": _mul},
     "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax},
     "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin},
 }
@@ -132,9 +138,11 @@ def _identity(name, np_dtype):
 def _identity_of(name, np_dtype):
     t = np_dtype.type
     if np_dtype.kind == "b":
-        return t(name == "minimum")
+        return t(name in ("minimum", "multiply"))
     if name == "add":
         return t(-0.0) if np_dtype.kind == "f" else t(0)
+    if name == "multiply":
+        return t(1)
     if np_dtype.kind == "f":
         return t(-np.inf if name == "maximum" else np.inf)
     info = np.iinfo(np_dtype)
@@ -148,14 +156,16 @@ def reduce(inputs, init_values, dimensions, body):
     x, init_t = xs[0], inits[0]
     dt = x._dtype
     fn = _BODIES.get(name, {}).get(dt.kind)
-    if fn is None or dt.np not in _OK or len(xs) != 1:
+    if fn is None or (dt.np not in _OK and not is_narrow(dt)) or len(xs) != 1:
         raise SpecError(
             "reduce",
             "device",
             f"has no cuda kernel for body {name or body!r} "
-            f"on {len(xs)} input(s) of element type {dt.name} (one input; add, maximum "
-            f"and minimum bodies of i1, si, ui, f32, f64)",
+            f"on {len(xs)} input(s) of element type {dt.name} (one input; add, multiply, "
+            f"maximum and minimum bodies of i1, si, ui, bf16, f16, f32, f64)",
         )
+    if is_narrow(dt):  # in float32 (exact), the init value too, rounded once (the CPU's)
+        return encode(reduce([to_f32(x)], [to_f32(init_t)], dims, body), dt)
     kept = [d for d in range(x.ndim) if d not in dims]
     red = sorted(dims)
     st, s = [0] * x.ndim, 1

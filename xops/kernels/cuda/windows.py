@@ -32,8 +32,11 @@ Bodies (recognised as :func:`xops.ops._bodies.binary_op_name` and
 :func:`xops.ops._bodies.comparison_direction` read them): reduce / scatter add, multiply,
 maximum, minimum (and, or for integers and i1; i1 add and maximum are or, multiply and
 minimum are and, as on the CPU), select ``compare(a, b, DIR)`` with DIR one of GE, GT,
-LE, LT, EQ, NE. Element types: i1, si8-64, ui8-64, f32, f64. Anything else (other bodies,
-variadic inputs, other types) raises ``SpecError(op, "device", ...)`` naming it.
+LE, LT, EQ, NE. Element types: i1, si8-64, ui8-64, f32, f64, and bf16 / f16 as the CPU
+computes them: decoded to float32 (exact; the init value too), the float32 kernel, each
+result rounded once (:mod:`.narrow`). The CPU's kernels fold narrow types in float32 in the
+same order and round once, so these results are bit-identical too. Anything else (other
+bodies, variadic inputs, other types) raises ``SpecError(op, "device", ...)`` naming it.
 """
 
 import math
@@ -65,6 +68,7 @@ from .elementwise import (
     _or,
     _supported,
 )
+from .narrow import encode, is_narrow, to_f32
 
 __all__ = ["KERNELS", "MAX_RANK", "reduce_window_kernel", "select_and_scatter_kernel"]
 
@@ -304,6 +308,10 @@ def reduce_window(*args, **kwargs):
         )
     (x,), (init,) = xs, inits
     dt = x._dtype
+    if is_narrow(dt):  # in float32, rounded once (as the CPU)
+        _combine_for(op, a["body"], dt)
+        a["inputs"], a["init_values"] = [to_f32(x)], [to_f32(init)]
+        return encode(reduce_window(**a), dt)
     _supported(op, x)
     fn = _combine_for(op, a["body"], dt)
     wd, ws, bd, wdl, pad = window
@@ -329,6 +337,10 @@ def select_and_scatter(*args, **kwargs):
     x, src, init, (wd, ws, pad), direction = select_and_scatter_checks(*a.values())
     select, scatter = a["select"], a["scatter"]
     dt = x._dtype
+    if is_narrow(dt):  # in float32 (selection exact), rounded once (as the CPU)
+        _combine_for(op, scatter, dt, "scatter")
+        a["operand"], a["source"], a["init_value"] = to_f32(x), to_f32(src), to_f32(init)
+        return encode(select_and_scatter(**a), dt)
     _supported(op, x)
     if direction not in _KEEPS:
         raise SpecError(

@@ -97,6 +97,8 @@ def _shift_fast(kern):
             or not (a.flags.c_contiguous and b.flags.c_contiguous)
         ):
             return None
+        if a.ndim == 1 and a.dtype.type is word:  # no views: ~1 of 4 us at 1K (issue 15)
+            return _wrap(_shift_words(kern, a, b, x._dtype.bits), x._dtype)
         out = _shift_words(kern, words(a, word), words(b, word), x._dtype.bits)
         return _wrap(out.reshape(a.shape).view(a.dtype), x._dtype)
 

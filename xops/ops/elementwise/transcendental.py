@@ -143,7 +143,7 @@ def log_plus_one(operand):
     xo.tensor([  0., -inf], f32[2])
     """
     x = _unary("log_plus_one", operand, _FC)
-    return _same(x, _complex_log1p if x._dtype.kind == _C else np.log1p)
+    return _f32_or("log1p", x, _complex_log1p if x._dtype.kind == _C else np.log1p)
 
 
 @log_plus_one.defvjp

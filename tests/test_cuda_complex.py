@@ -1,0 +1,161 @@
+"""c64 and c128 elementwise ops on the device (xops/kernels/cuda: elementwise, complex,
+_complex_math), each compared with the CPU op.
+
+Bit for bit: add, subtract, negate, real, imag, complex, compare EQ/NE, select and every
+convert (moves, or one rounding per part). Within a stated tolerance (NumPy's formulas,
+computed in the part type; a GPU may contract a multiply-add, and libdevice's float
+functions differ from the CPU's by an ulp): multiply, divide, abs, exponential, log and
+sqrt, |dev - cpu| <= tol * (|cpu| + 1) with tol 2e-6 for c64 and 1e-14 for c128, on
+finite values of moderate size. Tiny shapes: the simulator runs a Python thread per
+CUDA thread.
+"""
+
+import numpy as np
+import pytest
+from cuda_support import cu, needs_cuda
+
+import xops as xo
+
+pytestmark = needs_cuda
+
+_rng = np.random.default_rng(41)
+_TOL = {"c64": 2e-6, "c128": 1e-14, "f32": 2e-6, "f64": 1e-14}
+COMPLEX = ("c64", "c128")
+
+
+def _z(dt, n=8):
+    v = _rng.standard_normal(n) * 2 + 1j * _rng.standard_normal(n) * 2
+    v[:4] = [1.5 + 0j, -2.0 + 0j, 0.0 - 3.0j, -0.5 - 0.25j]  # real, negative real, axes
+    return v.astype(np.complex64 if dt == "c64" else np.complex128)
+
+
+def _exact(dev, ref):
+    assert dev.device == "cuda:0" and ref.device == "cpu"
+    assert dev.dtype == ref.dtype and dev.shape == ref.shape, (dev, ref)
+    a, b = dev.numpy(), ref.numpy()
+    if a.dtype.kind in "fc":  # bits (NaN payloads included)
+        a, b = (
+            a.view(f"u{a.dtype.itemsize // (2 if a.dtype.kind == 'c' else 1)}"),
+            b.view(f"u{b.dtype.itemsize // (2 if b.dtype.kind == 'c' else 1)}"),
+        )
+    np.testing.assert_array_equal(a, b)
+
+
+def _close(dev, ref):
+    assert dev.device == "cuda:0" and ref.device == "cpu"
+    assert dev.dtype == ref.dtype and dev.shape == ref.shape, (dev, ref)
+    tol = _TOL[ref.dtype.name]
+    np.testing.assert_allclose(dev.numpy(), ref.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_arithmetic(dt):
+    a, b = _z(dt), _z(dt)[::-1].copy()
+    ha, hb = xo.tensor(a), xo.tensor(b)
+    da, db = ha.to("cuda"), hb.to("cuda")
+    for op in (xo.add, xo.subtract):
+        _exact(op(da, db), op(ha, hb))
+    _exact(xo.negate(da), xo.negate(ha))
+    for op in (xo.multiply, xo.divide):
+        _close(op(da, db), op(ha, hb))
+    # weak Python scalars and a 0-d operand, both sides
+    _exact(da + 2.0, ha + 2.0)
+    _close(1j * da, 1j * ha)
+    _close(xo.divide(2.5 - 1j, da), xo.divide(2.5 - 1j, ha))
+    s = xo.tensor(np.array(0.5 - 2j, a.dtype))
+    _close(da / s.to("cuda"), ha / s)  # (the operator broadcasts: a c128 move too)
+    _exact(xo.broadcast_in_dim(s.to("cuda"), [], [3]), xo.broadcast_in_dim(s, [], [3]))
+
+
+def test_division_scales_large_and_small_divisors():
+    """Smith's division: |divisor| near the type's limits does not overflow."""
+    a = np.array([1 + 1j, 3 - 2j, -1e30 + 1e30j], np.complex64)
+    b = np.array([1e30 + 1e30j, 1e-30 - 2e-30j, 1e30 - 0j], np.complex64)
+    _close(xo.divide(cu(a), cu(b)), xo.divide(xo.tensor(a), xo.tensor(b)))
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_unary_functions(dt):
+    z = _z(dt)
+    h = xo.tensor(z)
+    d = h.to("cuda")
+    for op in (xo.abs, xo.exponential, xo.log, xo.sqrt):
+        _close(op(d), op(h))
+    assert xo.abs(d).dtype.name == ("f32" if dt == "c64" else "f64")
+    for op in (xo.real, xo.imag):
+        _exact(op(d), op(h))
+    # sqrt's branch: negative reals give +i sqrt(|x|); -0 imaginary parts keep their sign
+    w = np.array([-4 + 0j, -4 - 0j, 0j, 9 + 0j], z.dtype)
+    w.imag[1] = -0.0
+    _exact(xo.sqrt(cu(w)), xo.sqrt(xo.tensor(w)))
+
+
+def test_real_and_imag_of_real_operands():
+    for dt in ("f32", "f64", "bf16"):
+        h = xo.convert(xo.tensor(np.array([1.5, -2.0, -0.0], np.float32)), dt)
+        d = h.to("cuda")
+        _exact(xo.real(d), xo.real(h))
+        _exact(xo.imag(d), xo.imag(h))
+
+
+def test_complex_from_parts():
+    re = np.array([1.0, -0.0, np.inf, 2.5], np.float32)
+    im = np.array([np.nan, 3.0, -1.0, -0.0], np.float32)
+    for dt in (np.float32, np.float64):
+        r, i = re.astype(dt), im.astype(dt)
+        _exact(xo.complex(cu(r), cu(i)), xo.complex(xo.tensor(r), xo.tensor(i)))
+        _exact(xo.complex(cu(r), 0.5), xo.complex(xo.tensor(r), 0.5))
+    b = xo.convert(xo.tensor(re), "bf16").to("cuda")
+    with pytest.raises(xo.SpecError, match=r"complex \(I1\): lhs must be a tensor of f32 or f64"):
+        xo.complex(b, b)
+    with pytest.raises(xo.SpecError, match=r"complex \(device\): operands live on different"):
+        xo.complex(cu(re), xo.tensor(im))
+
+
+def test_compare_and_select():
+    a = np.array([1 + 2j, 1 + 2j, np.nan + 0j, 3 - 1j, -0.0 + 0j], np.complex64)
+    b = np.array([1 + 2j, 1 - 2j, np.nan + 0j, 3 - 1j, 0.0 + 0j], np.complex64)
+    ha, hb = xo.tensor(a), xo.tensor(b)
+    for direction in ("EQ", "NE"):
+        _exact(xo.compare(ha.to("cuda"), hb.to("cuda"), direction), xo.compare(ha, hb, direction))
+    p = xo.tensor(np.array([True, False, True, False, True]))
+    for t in (ha, xo.convert(ha, "c128")):
+        f = xo.negate(t)
+        _exact(xo.select(p.to("cuda"), t.to("cuda"), f.to("cuda")), xo.select(p, t, f))
+    with pytest.raises(xo.SpecError, match=r"compare \(device\): has no cuda kernel"):
+        xo.compare(ha.to("cuda"), hb.to("cuda"), "LT", "FLOAT")
+
+
+def test_convert():
+    z = _z("c128")
+    z[5] = 1e300 + 1e-300j  # overflows / underflows the c64 parts
+    h = xo.tensor(z)
+    d = h.to("cuda")
+    for dst in ("c64", "c128", "f32", "f64", "i1", "bf16", "f16"):
+        _exact(xo.convert(d, dst), xo.convert(h, dst))
+    h64 = xo.convert(h, "c64")
+    _exact(xo.convert(h64.to("cuda"), "c128"), xo.convert(h64, "c128"))
+    x = np.array([0.1, -2.0, 1e-40, 3e38, -0.0], np.float64)
+    for src in ("f64", "f32", "i32", "i1", "bf16", "ui8"):
+        t = xo.convert(xo.tensor(x * 7), src)
+        for dst in COMPLEX:
+            _exact(xo.convert(t.to("cuda"), dst), xo.convert(t, dst))
+    with pytest.raises(
+        xo.SpecError, match=r"convert \(device\): has no cuda kernel for f64 -> i32"
+    ):
+        xo.convert(d, "i32")  # (the real part, then float -> integer: no kernel)
+
+
+def test_ops_without_a_complex_kernel_raise_naming_the_type():
+    d = cu(_z("c64"))
+    for op in (xo.tanh, xo.sign, xo.sine):
+        with pytest.raises(
+            xo.SpecError, match=r"\(device\): has no cuda kernel for element type c64"
+        ):
+            op(d)
+    with pytest.raises(
+        xo.SpecError, match=r"power \(device\): has no cuda kernel for element type c64"
+    ):
+        xo.power(d, d)
+    with pytest.raises(xo.SpecError, match=r"add \(device\): operands live on different devices"):
+        xo.add(d, xo.tensor(_z("c64")))
