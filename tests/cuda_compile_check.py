@@ -273,6 +273,26 @@ for c, f in (("c8", "f4"), ("c16", "f8")):
         check(f"complex convert {src}->{c}", E._kernel1(E._to_float).py_func, (arr(src), arr(c)))
 tup = types.UniTuple(i64, 2)
 check("copy c16", M._copy, (arr("c16"), i64, tup, arr("c16"), i64, tup, tup))
+# f8 (xops/kernels/cuda/f8.py) and i2 / i4 / ui2 / ui4 (subbyte.py): decode, encode, widen,
+# wrap, and the u1 select / int8 bit-width maps the sub-byte ops use
+from xops.kernels.cuda import f8 as F8, subbyte as SB  # noqa: E402
+
+checkd("f8 round", F8._round.py_func, (i64,) * 8)
+checkd("f8 decode", F8._decode.py_func, (i64,) * 5)
+check("f8 decode", F8._decode_k, (arr("u1"),) + (i64,) * 4 + (arr("u4"),))
+check("f8 encode32", F8._encode32_k, (arr("u4"),) + (i64,) * 4 + (arr("u1"),))
+check("f8 encode64", F8._encode64_k, (arr("i8"),) + (i64,) * 4 + (arr("u1"),))
+for dt in ("i1", "u1"):
+    check(f"subbyte widen {dt}", SB._widen_k, (arr("u1"), i64, i64, arr(dt)))
+for dt in ("u1", "i2", "u2", "i4", "u4", "i8"):  # (bytes and 64-bit ints come as u1 / i8)
+    check(f"subbyte wrap {dt}", SB._wrap_k, (arr(dt), i64, arr("u1")))
+check(
+    "map3 u1",
+    E._kernel3(E._select1).py_func,
+    (arr("?"), arr("u1"), arr("u1")) + (i64,) * 3 + (arr("u1"),),
+)
+for fn in (E._popcnt, E._clz):
+    check("map1p i1", E._kernel1p(fn).py_func, (arr("i1"), i64, arr("i1")))
 print(len(fails), "failures")
 for f in fails:
     print(f)

@@ -700,27 +700,73 @@ class _Assignments:
 
 
 _assignments = _Assignments()
-# id(Tensor) -> (weak reference, [epoch of each assignment], [weak reference to the
-# Tensor holding the value before it, or None]); keyed by identity (a
-# WeakKeyDictionary would compare tensors with ==, which is elementwise)
+# id(Tensor) -> its _History; keyed by identity (a WeakKeyDictionary would compare
+# tensors with ==, which is elementwise)
 _assigned = {}
 _assign_lock = threading.Lock()
+_KEEP = 32  # a history longer than this drops its oldest assignments with no held value
+
+
+class _History:
+    """The rebindings of one Tensor object: ``epochs`` (ascending) and ``previous``
+    (a weak reference to the Tensor holding the value before each, or None) of the
+    recent ones, and ``dropped`` older ones, the last of them at epoch ``floor``.
+
+    An assignment whose previous value is gone (``assign_`` and ``no_grad`` rebindings
+    keep none) can only make a node older than it raise, so a prefix of such
+    assignments is counted, not kept: a parameter updated every step holds a bounded
+    record instead of one entry per step (a slow leak over long training runs)."""
+
+    __slots__ = ("ref", "epochs", "previous", "dropped", "floor")
+
+    def __init__(self, ref):
+        self.ref, self.epochs, self.previous, self.dropped, self.floor = ref, [], [], 0, 0
+
+    def last(self):
+        return self.epochs[-1] if self.epochs else self.floor
+
+    def count(self):
+        return self.dropped + len(self.epochs)
+
+    def add(self, epoch, previous):
+        self.epochs.append(epoch)
+        self.previous.append(previous)
+        if len(self.epochs) > _KEEP:
+            k = 0
+            for r in self.previous:
+                if r is not None and r() is not None:
+                    break
+                k += 1
+            k = min(k, len(self.epochs) - 1)  # (the newest stays: last() reads it)
+            if k:
+                self.dropped, self.floor = self.dropped + k, self.epochs[k - 1]
+                del self.epochs[:k], self.previous[:k]
+
+    def held_after(self, epoch):
+        """The Tensor holding the value this one had at ``epoch`` (None where it is
+        gone or was never kept), for an epoch before last()."""
+        if epoch < self.floor:  # the first assignment after it was dropped: none held
+            return None
+        ref = self.previous[bisect.bisect_right(self.epochs, epoch)]
+        return ref() if ref is not None else None
+
+    def saved(self, epoch):
+        """The version at ``epoch``, as text: "at version 3", or "before version 992"
+        where the assignments after it were dropped."""
+        if epoch < self.floor:
+            return f"before version {self.dropped}"
+        return f"at version {self.dropped + bisect.bisect_right(self.epochs, epoch)}"
 
 
 def _forget(ref, key):
     entry = _assigned.get(key)
-    if entry is not None and entry[0] is ref:
+    if entry is not None and entry.ref is ref:
         del _assigned[key]
 
 
 def _entry(t):
     entry = _assigned.get(id(t))
-    return entry if entry is not None and entry[0]() is t else None
-
-
-def _epochs(t):
-    entry = _entry(t)
-    return entry[1] if entry is not None else None
+    return entry if entry is not None and entry.ref() is t else None
 
 
 def bump_version(t, previous=None):
@@ -730,15 +776,15 @@ def bump_version(t, previous=None):
         _assignments.epoch += 1
         entry = _entry(t)
         if entry is None:
-            entry = (weakref.ref(t, functools.partial(_forget, key=id(t))), [], [])
+            entry = _History(weakref.ref(t, functools.partial(_forget, key=id(t))))
             _assigned[id(t)] = entry
-        entry[1].append(_assignments.epoch)
-        entry[2].append(weakref.ref(previous) if previous is not None else None)
+        entry.add(_assignments.epoch, weakref.ref(previous) if previous is not None else None)
 
 
 def version(t):
     """How many times Tensor object ``t`` was rebound (PyTorch's ``t._version``)."""
-    return len(_epochs(t) or ())
+    entry = _entry(t)
+    return entry.count() if entry is not None else 0
 
 
 def _fix_versions(node):
@@ -747,16 +793,14 @@ def _fix_versions(node):
 
     def swap(a):
         entry = _entry(a)
-        if entry is None or entry[1][-1] <= node.epoch:
+        if entry is None or entry.last() <= node.epoch:
             return a
-        i = bisect.bisect_right(entry[1], node.epoch)  # the first assignment after it
-        ref = entry[2][i]
-        held = ref() if ref is not None else None
+        held = entry.held_after(node.epoch)
         return a if held is None else held
 
     def stale(a):  # rebound after the node ran (swap leaves every other argument)
         entry = _entry(a)
-        return entry is not None and entry[1][-1] > node.epoch
+        return entry is not None and entry.last() > node.epoch
 
     if any(stale(a) for a in node.inputs):
         node.args = _restructure(node.args, swap)
@@ -765,16 +809,15 @@ def _fix_versions(node):
 
 def _check_versions(node):
     for t in node.inputs + node.flat:
-        epochs = _epochs(t)
-        if epochs and epochs[-1] > node.epoch:
-            saved = sum(1 for e in epochs if e <= node.epoch)
+        entry = _entry(t)
+        if entry is not None and entry.last() > node.epoch:
             raise SpecError(
                 "backward",
                 "",
                 f"one of the tensors needed for gradient "
                 f"computation has been modified by an assignment: "
-                f"{node.op} saved {t.type} at version {saved}, now "
-                f"version {len(epochs)}. Compute the gradient "
+                f"{node.op} saved {t.type} {entry.saved(node.epoch)}, now "
+                f"version {entry.count()}. Compute the gradient "
                 f"before assigning (t[...] = v, assign_), or use "
                 f"t.at[...].set(v), which returns a new tensor",
             )

@@ -310,6 +310,30 @@ def float_minimum(x, y, out):
 
 
 @kernel
+def extremum_grad(g, a, b, res, half, out):
+    """Output-parallel. The cotangent of operand ``a`` of maximum/minimum (result
+    ``res``, other operand ``b``): g where ``a`` equals the result and ``b`` does not,
+    g * half (0.5, ``g``'s type) where both do (a tie, -0 vs +0 included), 0 elsewhere
+    (a NaN result equals neither). Selects, not branches: the loop vectorises (random
+    signs under a relu mispredict a branch half the time: 3.3 ms against 0.13 ms for
+    1.6M f32 on one core)."""
+    for i in prange(out.size):
+        v = res[i]
+        t = g[i] * half if b[i] == v else g[i]
+        out[i] = t if a[i] == v else 0.0
+
+
+@kernel
+def extremum_grad_scalar(g, a, b, res, half, out):
+    """Output-parallel. extremum_grad with a scalar ``b`` (a weak operand, the 0.0 of a
+    relu)."""
+    for i in prange(out.size):
+        v = res[i]
+        t = g[i] * half if b == v else g[i]
+        out[i] = t if a[i] == v else 0.0
+
+
+@kernel
 def round_nearest_afz(x, out):
     """Output-parallel. Round half away from zero, keeping the sign of zero."""
     for i in prange(out.size):

@@ -127,7 +127,8 @@ GPU_VERIFIED = frozenset(
 # dot_general's preferred_element_type; tests/test_cuda_grad.py: the device gradients of
 # scatter and sort; tests/test_cuda_narrow_reduce.py: bf16/f16 reduce, window, batch norm
 # and convolution kernels, reduce's multiply body; tests/test_cuda_complex.py: c64/c128
-# elementwise ops and c128 data movement), which so far ran on the simulator only: recorded
+# elementwise ops and c128 data movement; tests/test_cuda_f8.py: the f8 types and i2/i4/
+# ui2/ui4 in the elementwise ops), which so far ran on the simulator only: recorded
 # by running those modules under the simulator with tests/cuda_record.py. Empty it after a
 # GPU run passes them.
 SIMULATOR_SINCE = frozenset(
@@ -138,7 +139,8 @@ SIMULATOR_SINCE = frozenset(
         "cosine divide dot_general erf exponential exponential_minus_one floor gather iota "
         "is_finite log log_plus_one logistic maximum minimum multiply negate power reduce "
         "remainder reshape round_nearest_afz round_nearest_even rsqrt scatter select sign sine "
-        "slice sort sqrt subtract tan tanh transpose"
+        "slice sort sqrt subtract tan tanh transpose "
+        "count_leading_zeros not or popcnt shift_left shift_right_arithmetic xor"
     ).split()
 )
 

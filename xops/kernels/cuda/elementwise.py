@@ -9,10 +9,12 @@ launches a map kernel, one thread per element, 256 threads to a block (``launch_
 :mod:`._storage`; the map kernels are generated from one table, ``_MAPS``). A weak Python scalar
 operand is read at every index from a one-element device array that is cached by value,
 so a call copies nothing to the device. Element
-types: i1, si8-64, ui8-64, f32, f64, and bf16 / f16 computed in float32 as on the CPU
-(decoded exactly, rounded once; :mod:`.narrow`); others (f8, int4, complex) raise a
-SpecError naming the op, the type and the device. Integer results are bit-exact with the
-CPU; float results follow CUDA's libdevice (within a few ULP of the CPU's NumPy).
+types: i1, si8-64, ui8-64, f32, f64; bf16 / f16 and the f8 types computed in float32 as
+on the CPU (decoded exactly, rounded once; :mod:`.narrow`, :mod:`.f8`); i2 / i4 / ui2 /
+ui4 in int8 / uint8, wrapped to their width (:mod:`.subbyte`); c64 / c128
+(:mod:`.complex`); others (f8E8M0FNU, f4 / f6) raise a SpecError naming the op, the type
+and the device. Integer results are bit-exact with the CPU; float results follow CUDA's
+libdevice (within a few ULP of the CPU's NumPy).
 """
 
 import math
@@ -34,6 +36,7 @@ from numba import cuda
 from ._complex_math import functions as _complex_functions
 from ._storage import device_empty, flat, from_holder, jit, launch_1d, storage_dtype
 from .narrow import encode, from_int, is_narrow, to_f32
+from .subbyte import is_sub, wide_type, widen, wrap
 
 __all__ = ["KERNELS"]
 
@@ -373,6 +376,8 @@ def _binary_op(name, kinds, by_kind, bits=False):
         x, y = B._binary(name, lhs, rhs, kinds)
         if is_narrow(x._dtype):
             return _narrow(name, by_kind["float"], (x, y), x._dtype)
+        if is_sub(x._dtype):
+            return _sub_byte(name, by_kind, (x, y), x._dtype, bits)
         if x._dtype.kind == "complex":
             return complex_op(name, x, y)
         _supported(name, x)
@@ -393,6 +398,8 @@ def _unary_op(name, kinds, by_kind, bits=False, out_kind=None):
         x = B._unary(name, operand, kinds)
         if is_narrow(x._dtype):
             return _narrow(name, by_kind["float"], (x,), x._dtype, out_kind == "bool")
+        if is_sub(x._dtype):
+            return _sub_byte(name, by_kind, (x,), x._dtype, bits)
         if x._dtype.kind == "complex":
             return complex_op(name, x)
         _supported(name, x)
@@ -411,7 +418,7 @@ def _unary_op(name, kinds, by_kind, bits=False, out_kind=None):
 
 
 _I = ("si", "ui")
-_F32, _F64, _UI16 = as_dtype("f32"), as_dtype("f64"), as_dtype("ui16")
+_F32, _F64, _UI16, _UI8 = as_dtype("f32"), as_dtype("f64"), as_dtype("ui16"), as_dtype("ui8")
 
 
 def _narrow(name, fn, ts, dt, boolean=False):
@@ -427,6 +434,24 @@ def _narrow(name, fn, ts, dt, boolean=False):
     else:
         r = _run3(name, fn, fs, out_dt, max(fs, key=lambda t: t.ndim).shape)
     return r if boolean else encode(r, dt)
+
+
+def _sub_byte(name, by_kind, ts, dt, bits=False):
+    """Op ``name`` on i2 / i4 / ui2 / ui4 operands ``ts`` (of type ``dt``) as the CPU
+    computes it: in int8 / uint8 (widened), the result wrapped to ``dt``'s width (given
+    to the device function as the width if ``bits``; :mod:`.subbyte`)."""
+    fn = by_kind.get(dt.kind)
+    if fn is None:
+        raise SpecError(name, "device", f"has no cuda kernel for element type {dt.name}")
+    ws = [widen(t) for t in ts]
+    if len(ws) == 2:
+        r = _run2(name, fn, ws[0], ws[1], param=dt.bits if bits else None)
+    elif bits:
+        r = from_holder(device_empty(ws[0].shape, ws[0]._dtype.np), ws[0]._dtype)
+        launch_1d(_kernel1p(fn), r.size, _dev(name, ws[0]), dt.bits, flat(r._value))
+    else:
+        r = _run1(name, fn, ws[0])
+    return wrap(r, dt)
 
 
 _C64, _C128 = as_dtype("c64"), as_dtype("c128")
@@ -455,10 +480,11 @@ def complex_op(name, *ts):
     return _run2(name, fn, ts[0], ts[1], out_dt)
 
 
-def _bits16(t):
-    """A bf16 / f16 tensor as its ui16 bit patterns (a view: device or 0-d CPU)."""
+def _bits(t):
+    """A narrow tensor as its ui16 / ui8 bit patterns (a view: device or 0-d CPU)."""
     v = t._value
-    return _wrap(v.view(np.uint16), _UI16)
+    dt = _UI16 if v.dtype.itemsize == 2 else _UI8
+    return _wrap(v.view(dt.np), dt)
 
 
 def _stand_in(t):
@@ -484,6 +510,8 @@ def compare(lhs, rhs, comparison_direction, compare_type=None):
     )
     if is_narrow(x._dtype):  # (exact in float32)
         x, y = to_f32(x), to_f32(y)
+    elif is_sub(x._dtype):  # (exact in int8 / uint8)
+        x, y = widen(x), widen(y)
     direction = str(comparison_direction).upper()
     if x._dtype.kind == "complex" and direction in ("EQ", "NE"):  # (both parts)
         return _run2("compare", _CMP[direction], x, y, r._dtype)
@@ -530,8 +558,9 @@ def _run3(name, fn, ts, out_dt, shape):
 def select(pred, on_true, on_false):
     p, tb, fb = select_checks(pred, on_true, on_false)  # (a weak branch comes broadcast)
     t, f = operands("select", on_true, on_false)
-    if is_narrow(tb._dtype):  # a choice of bit patterns
-        r = _run3("select", _select1, (p, _bits16(t), _bits16(f)), _UI16, tb.shape)
+    if is_narrow(tb._dtype) or is_sub(tb._dtype):  # a choice of bit patterns
+        bt, bf = _bits(t), _bits(f)
+        r = _run3("select", _select1, (p, bt, bf), bt._dtype, tb.shape)
         return from_holder(r._value.view(storage_dtype(tb._dtype.np)), tb._dtype)
     if tb._dtype not in _PART:  # (c64, c128: a choice of values, as the other types)
         _supported("select", tb)
@@ -542,6 +571,9 @@ def clamp(min, operand, max):  # noqa: A002  (the op's own parameter names)
     x, lo, hi = clamp_checks(min, operand, max)
     if is_narrow(x._dtype):
         return _narrow("clamp", _fclamp1, (lo, x, hi), x._dtype)
+    if is_sub(x._dtype):  # (in range: nothing to wrap)
+        ws = tuple(widen(t) for t in (lo, x, hi))
+        return wrap(_run3("clamp", _clamp1, ws, wide_type(x._dtype), x.shape), x._dtype)
     _supported("clamp", x)
     fn = _fclamp1 if x._dtype.kind == "float" else _clamp1
     return _run3("clamp", fn, (lo, x, hi), x._dtype, x.shape)
@@ -560,6 +592,8 @@ def convert(operand, dtype):
     dst = _result_dtype("convert", dtype)
     if x._dtype.kind == "complex" or dst.kind == "complex":
         return _convert_complex(x, dst)
+    if is_sub(x._dtype) or is_sub(dst):
+        return _convert_sub(x, dst)
     if is_narrow(x._dtype) or is_narrow(dst):
         return _convert_narrow(x, dst)
     _supported("convert", x, _zero_d(dst))
@@ -592,6 +626,26 @@ def _convert_complex(x, dst):
         raise SpecError("convert", "device", f"has no cuda kernel for {src.name} -> {dst.name}")
     part = _PART[dst]
     return _run1("convert", _to_float, x if src is part else convert(x, part), dst)
+
+
+def _convert_sub(x, dst):
+    """convert from or to i2 / i4 / ui2 / ui4 (:mod:`.subbyte`): from them widened to
+    int8 / uint8 (exact); to them from an integer or i1 wrapped to the width (the CPU's
+    wrap)."""
+    src = x._dtype
+    if src is dst:
+        return from_holder(x._value, dst)
+    if is_sub(src):
+        x = widen(x)
+        if not is_sub(dst):
+            return convert(x, dst)
+    elif src.kind not in ("bool", *_I):
+        raise SpecError(
+            "convert",
+            "device",
+            f"has no cuda kernel for {src.name} -> {dst.name} (float to integer saturation)",
+        )
+    return wrap(x, dst)
 
 
 def _convert_narrow(x, dst):

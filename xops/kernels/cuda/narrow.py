@@ -20,7 +20,8 @@ need no bit-cast intrinsic. They reproduce the CPU's conversions bit for bit:
 * integers -> bf16 / f16: 64-bit values that float64 cannot hold exactly are first
   reduced to a float64 with a sticky bit (as the CPU does), so they round once.
 
-f8, int4 and the other sub-byte types, and complex, have no device kernels.
+The f8 types (but f8E8M0FNU) are narrow types too: :mod:`.f8` decodes and encodes them.
+int4 and the other sub-byte types, and complex, are not (see :mod:`.complex`).
 """
 
 import numpy as np
@@ -28,11 +29,12 @@ from numba import cuda
 
 from ...dtypes import as_dtype
 from ...tensor import _wrap
+from . import f8 as _f8
 from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d
 
 __all__ = ["NARROW", "is_narrow", "to_f32", "encode", "from_int"]
 
-NARROW = ("bf16", "f16")
+NARROW = ("bf16", "f16", *_f8.F8)
 _F32 = as_dtype("f32")
 _F64 = as_dtype("f64")
 # per format: (exponent bits, significand bits, NaN rule: 0 canonical quiet NaN, 1 payload)
@@ -82,17 +84,7 @@ def _round_pack(sign, mag, es, ms, ed, md, nan_payload):
     if q < 1 - bias_d:
         q = 1 - bias_d
     q = q - md
-    shift = q - ex
-    if shift <= 0:
-        r = sig << (0 - shift)
-    elif shift > 60:  # far below half the smallest quantum
-        r = sig - sig
-    else:
-        r = sig >> shift
-        rem = sig - (r << shift)
-        half = 1 << (shift - 1)
-        if rem > half or (rem == half and (r & 1) == 1):
-            r += 1
+    r = _f8.round_quantum(sig, ex, q)
     bits = ((q + md + bias_d - 1) << md) + r  # (a carry out of the significand is right)
     if bits >= inf:
         bits = inf
@@ -180,6 +172,8 @@ def to_f32(t):
     """A bf16 / f16 tensor's values as float32 (exact): a device tensor for a device
     tensor, a 0-d CPU tensor for a 0-d CPU one (a weak scalar operand)."""
     v = t._value
+    if t._dtype.name in _f8.F8:
+        return _f8.to_f32(t)
     if not hasattr(v, "copy_to_host"):
         return _wrap(np.asarray(v, np.float32), _F32)
     out = device_empty(t.shape, np.float32)
@@ -190,7 +184,9 @@ def to_f32(t):
 
 
 def encode(t, dt):
-    """Device tensor ``t`` (f32 or f64) rounded to narrow type ``dt`` (bf16, f16)."""
+    """Device tensor ``t`` (f32 or f64) rounded to narrow type ``dt`` (bf16, f16, f8)."""
+    if dt.name in _f8.F8:
+        return _f8.encode(t, dt)
     ed, md, nan_payload = _FORMAT[dt.name]
     out = device_empty(t.shape, dt.np)
     if t._dtype.np == np.float32:

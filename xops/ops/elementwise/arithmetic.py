@@ -10,11 +10,11 @@ import builtins
 import numpy as np
 
 from ...autodiff.helpers import broadcast_to as _broadcast_to, sum_to as _sum_to
-from ...autodiff.tape import primitive
+from ...autodiff.tape import is_grad_enabled, primitive
 from ...dtypes import as_dtype
 from ...kernels import elementwise as K
-from ...tensor import _wrap
-from .._core import SpecError, check, compute, fast_binary, operands, result, tstr
+from ...tensor import Tensor, _wrap
+from .._core import SpecError, as_tensor, check, compute, fast_binary, operands, result, tstr
 from ._base import _ANY, _B, _C, _F, _FC, _INT, _NUM, _SI, _UI  # the element type classes
 from ._base import _binary, _complex64_in_double, _fast2, _float_kernel2, _int_kernel, _is_weak
 from ._base import _like, _narrow_bits2, _needs, _part_dtype, _quiet, _same, _same2, _unary, _zeros
@@ -55,6 +55,9 @@ def _minmax_vjp(g, out, lhs, rhs):
     """maximum/minimum: g goes to the operand equal to the result; where both are
     (a tie, -0 vs +0 included) each gets g/2, as jax.lax.max/min do. A NaN result
     (either operand NaN) sends nothing back."""
+    fast = _minmax_vjp_cpu(g, out, lhs, rhs)
+    if fast is not None:
+        return fast
     x, y = _like(lhs, out), _like(rhs, out)
     at_x, at_y = compare(x, out, "EQ"), compare(y, out, "EQ")
     z, half = _zeros(g), multiply(g, 0.5)
@@ -62,6 +65,45 @@ def _minmax_vjp(g, out, lhs, rhs):
         select(at_x, select(at_y, half, g), z) if _needs(lhs) else None,
         select(at_y, select(at_x, half, g), z) if _needs(rhs) else None,
     )
+
+
+_MINMAX_FAST = (np.dtype(np.float32), np.dtype(np.float64))  # f32, f64 on the CPU
+
+
+def _minmax_vjp_cpu(g, out, lhs, rhs):
+    """_minmax_vjp's cotangents in one kernel pass each (``K.extremum_grad``), the same
+    bits, for f32/f64 NumPy-held operands outside create_graph; None elsewhere (the
+    composite rule). A weak scalar operand stays one element (issue 15: the relu of the
+    spec training step, xo.maximum(h, 0.0), took two compares, a multiply and two
+    selects per layer)."""
+    r = out._value
+    if is_grad_enabled() or type(r) is not np.ndarray or r.dtype not in _MINMAX_FAST:
+        return None
+    dt = out._dtype
+    gv = g._value
+    if dt.quantized or type(gv) is not np.ndarray or (gv.dtype, gv.shape) != (r.dtype, r.shape):
+        return None
+    flat = []
+    for a in (lhs, rhs):
+        v = (a if isinstance(a, Tensor) else as_tensor(a, dt))._value
+        if type(v) is not np.ndarray or v.dtype != r.dtype or v.shape not in (r.shape, ()):
+            return None
+        flat.append(np.ascontiguousarray(v).reshape(-1))
+    res, gv = np.ascontiguousarray(r).reshape(-1), np.ascontiguousarray(gv).reshape(-1)
+    half = r.dtype.type(0.5)
+
+    def grad(a, b):
+        ga = np.empty(res.size, r.dtype)
+        if b.size == res.size:
+            K.extremum_grad(ga.size, gv, a, b, res, half, ga)
+        else:  # a weak scalar: one element, never an array of it
+            K.extremum_grad_scalar(ga.size, gv, a, b[0], res, half, ga)
+        return _wrap(ga.reshape(r.shape), dt)
+
+    x, y = flat
+    if (_needs(lhs) and x.size != res.size) or (_needs(rhs) and y.size != res.size):
+        return None
+    return (grad(x, y) if _needs(lhs) else None, grad(y, x) if _needs(rhs) else None)
 
 
 def _piecewise_constant_vjp(g, out, operand):
