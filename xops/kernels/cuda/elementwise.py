@@ -65,8 +65,9 @@ def _supported(op, *ts):
                 op,
                 "device",
                 f"has no cuda kernel for element type "
-                f"{t._dtype.name} (CUDA kernels take i1, si8-64, "
-                f"ui8-64, f32 and f64)",
+                f"{t._dtype.name} (CUDA kernels take i1, si2-64, "
+                f"ui2-64, f32, f64, bf16, f16, c64, c128 and the f8 types "
+                f"but f8E8M0FNU)",
             )
 
 
