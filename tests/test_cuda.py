@@ -226,8 +226,8 @@ def test_dot_general_kernel_matches_the_cpu():
         )
     with pytest.raises(xo.SpecError, match=r"dot_general \(device\): has no cuda kernel"):
         xo.dot_general(
-            _cu(f, "f8E4M3FN"),
-            _cu(g, "f8E4M3FN"),
+            _cu(f, "f8E8M0FNU"),
+            _cu(g, "f8E8M0FNU"),
             preferred_element_type="f32",
             lhs_contracting_dimensions=[1],
             rhs_contracting_dimensions=[0],

@@ -283,11 +283,11 @@ def test_device_errors():
     with pytest.raises(xo.SpecError, match=r"convolution \(device\): operands live on differ"):
         xo.convolution(cu(x), w)  # a NumPy array is a CPU operand
     with pytest.raises(
-        xo.SpecError, match=r"convolution \(device\): has no cuda kernel for f8E5M2"
+        xo.SpecError, match=r"convolution \(device\): has no cuda kernel for f8E8M0FNU"
     ):
-        xo.convolution(cu(x, "f8E5M2"), cu(w, "f8E5M2"))  # (bf16, f16: test_cuda_narrow_reduce)
-    with pytest.raises(xo.SpecError, match=r"no cuda kernel for f32 operands with a f8E5M2"):
-        xo.convolution(cu(x), cu(w), preferred_element_type="f8E5M2")
+        xo.convolution(cu(x, "f8E8M0FNU"), cu(w, "f8E8M0FNU"))  # (bf16, f16, f8: kernels)
+    with pytest.raises(xo.SpecError, match=r"no cuda kernel for f32 operands with a f8E8M0FNU"):
+        xo.convolution(cu(x), cu(w), preferred_element_type="f8E8M0FNU")
 
 
 # -- autodiff: both cotangents are convolutions, so backward runs on the device ------------
