@@ -608,7 +608,7 @@ def narrow_exp(x, out, fmt):
     against the span's 0.97 ms and float32 exp's 0.66 ms; the same bits)."""
     table = _EXP_TABLES.get(fmt)
     if table is None:
-        every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+        every = np.arange(1 << 16, dtype=np.uint16)
         table = np.empty(1 << 16, np.uint16)
         _narrow_exp_span(every, table, np.int64(fmt), np.int64(0), np.int64(every.size))
         _EXP_TABLES[fmt] = table

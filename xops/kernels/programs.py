@@ -31,7 +31,6 @@ import importlib.util
 import os
 import sys
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
@@ -237,11 +236,11 @@ def _load(source):
             spec.loader.exec_module(module)
             # (importable by name: Numba's cached code looks its module up when loaded)
             sys.modules[f"xops_{name}"] = module
-        return module.level, True
+        return module.level
     except OSError:
         namespace = {}
         exec(compile(source, f"<xops body {name}>", "exec"), namespace)
-        return namespace["level"], False
+        return namespace["level"]
 
 
 def level_entry(prog, consts, res, names):
@@ -253,12 +252,8 @@ def level_entry(prog, consts, res, names):
     entry = _ENTRIES.get(key)
     if entry is None:
         src, carried = level_source(prog, res, names, consts.dtype)
-        level, in_file = _load(_module_source(src, consts))
-        if in_file:
-            compiled = config.cfunc(ENTRY_SIGNATURE, level)
-        else:
-            compiled = numba.cfunc(ENTRY_SIGNATURE, **config._OPTIONS)(level)
-        entry = (compiled, carried)
+        # (config.cfunc compiles in memory where the loop has no file Numba can cache by)
+        entry = (config.cfunc(ENTRY_SIGNATURE, _load(_module_source(src, consts))), carried)
         if len(_ENTRIES) >= _ENTRIES_MAX:
             _ENTRIES.clear()
         _ENTRIES[key] = entry

@@ -550,15 +550,3 @@ def program_fold(x, out, init, prog, consts, res):
     once per program (xops.kernels.programs.tree_fold: output-parallel, in an order
     fixed by the shapes alone)."""
     _programs.fold_rows(x, out, init, prog, consts, res, _PROGRAM_NAMES)
-
-
-class _ProgramFold:
-    """program_fold with a Kernel's calling convention: ``PROGRAM_FOLD(n, x, out, init,
-    prog, consts, res)`` (``n`` unused: the tree kernel's parallel variant runs every
-    size)."""
-
-    def __call__(self, n, *args):
-        program_fold(*args)
-
-
-PROGRAM_FOLD = _ProgramFold()

@@ -83,7 +83,6 @@ from ..autodiff.helpers import zeros as _zeros
 from ..autodiff.local import local_vjp
 from ..autodiff.tape import keep, no_grad, primitive
 from ..dtypes import as_dtype, to_compute, wrap_int
-from ..kernels import config as _kconfig
 from ..kernels import reduction as KR
 from ..tensor import Tensor, _wrap
 from . import conversion as _C
@@ -730,10 +729,7 @@ def _program_fold(x2, init, program):
     xops.kernels.reduction.program_fold)."""
     prog, consts, res = program
     out = np.empty(x2.shape[0], x2.dtype)
-    x2 = _readonly(_contig(x2))
-    # (the parallel variant for every size: one compilation per element type)
-    n = builtins.max(x2.size, _kconfig.PARALLEL_THRESHOLD)
-    KR.PROGRAM_FOLD(n, x2, out, x2.dtype.type(init), prog, consts, res)
+    KR.program_fold(_readonly(_contig(x2)), out, init, prog, consts, res)
     return out
 
 

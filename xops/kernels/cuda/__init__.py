@@ -134,7 +134,7 @@ GPU_VERIFIED = frozenset(
 SIMULATOR_SINCE = frozenset(
     (
         "batch_norm_grad batch_norm_inference batch_norm_training conv "
-        "conv_with_general_padding convolution negate reduce_window select_and_scatter "
+        "conv_with_general_padding convolution reduce_window select_and_scatter "
         "abs add and atan2 autodiff.local.alias broadcast_in_dim ceil clamp compare convert "
         "cosine divide dot_general erf exponential exponential_minus_one floor gather iota "
         "is_finite log log_plus_one logistic maximum minimum multiply negate power reduce "

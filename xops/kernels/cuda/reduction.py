@@ -11,12 +11,12 @@ are computed in the kernel from the kept and reduced dims' shapes and strides (s
 tuples passed by value, adjacent dims merged). So a result is deterministic run to run.
 Integer and i1 results are bit-exact with the CPU (wrapping arithmetic is order-free);
 float sums and products differ from the CPU's by rounding order only (the accumulator is
-the element type); maximum and minimum are exact. bf16 and f16 inputs are reduced as the
-CPU reduces them: decoded to float32 (exact), folded in float32 with the init value in
+the element type); maximum and minimum are exact. bf16, f16 and f8 inputs are reduced as
+the CPU reduces them: decoded to float32 (exact), folded in float32 with the init value in
 float32, the result rounded once (:mod:`.narrow`); maximum and minimum are bit-exact, sums
 and products within the float32 rounding-order difference before that one rounding.
-Other bodies, other narrow types, and several inputs, raise the seam's "no cuda kernel"
-error.
+Other bodies, f8E8M0FNU and the other sub-byte floats, and several inputs, raise the
+seam's "no cuda kernel" error.
 """
 
 import math
@@ -162,7 +162,7 @@ def reduce(inputs, init_values, dimensions, body):
             "device",
             f"has no cuda kernel for body {name or body!r} "
             f"on {len(xs)} input(s) of element type {dt.name} (one input; add, multiply, "
-            f"maximum and minimum bodies of i1, si, ui, bf16, f16, f32, f64)",
+            f"maximum and minimum bodies of i1, si, ui, bf16, f16, f8, f32, f64)",
         )
     if is_narrow(dt):  # in float32 (exact), the init value too, rounded once (the CPU's)
         return encode(reduce([to_f32(x)], [to_f32(init_t)], dims, body), dt)

@@ -32,8 +32,8 @@ Bodies (recognised as :func:`xops.ops._bodies.binary_op_name` and
 :func:`xops.ops._bodies.comparison_direction` read them): reduce / scatter add, multiply,
 maximum, minimum (and, or for integers and i1; i1 add and maximum are or, multiply and
 minimum are and, as on the CPU), select ``compare(a, b, DIR)`` with DIR one of GE, GT,
-LE, LT, EQ, NE. Element types: i1, si8-64, ui8-64, f32, f64, and bf16 / f16 as the CPU
-computes them: decoded to float32 (exact; the init value too), the float32 kernel, each
+LE, LT, EQ, NE. Element types: i1, si8-64, ui8-64, f32, f64, and bf16 / f16 / f8 as the
+CPU computes them: decoded to float32 (exact; the init value too), the float32 kernel, each
 result rounded once (:mod:`.narrow`). The CPU's kernels fold narrow types in float32 in the
 same order and round once, so these results are bit-identical too. Anything else (other
 bodies, variadic inputs, other types) raises ``SpecError(op, "device", ...)`` naming it.
