@@ -12,8 +12,8 @@ The MPI figures need two processes, so they run on their own::
   + ``Iallreduce``, overlapped on repeated calls) against raw mpi4py reading the same
   buffer (the tensor's memory) into a fixed result buffer: the blocking ``Allreduce`` and
   ``Iallreduce`` tested in a loop. Blocks of 5 calls of one variant (4 timed: a training
-  loop's repeated call), the variants in a shuffled order, 40 rounds: median (and min)
-  of 160 calls each, the slower rank's time per call;
+  loop's repeated call), the variants in a shuffled order, 120 rounds: median (and min)
+  of 480 calls each, the slower rank's time per call;
 * one data-parallel training step of the digits CNN (global batch 32, 16 per rank:
   forward, backward with synchronised batch norm and one gradient ``all_reduce``, Adam)
   beside the same step in one process on the whole batch of 32.
@@ -136,7 +136,7 @@ def _train_steps(xo, dist, rounds):
 
 def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
-    rounds = 40
+    rounds = 120
     if args and args[0] == "--rank-part":
         _rank_part(int(args[1]) if len(args) > 1 else rounds)
         return 0
