@@ -293,6 +293,45 @@ check(
 )
 for fn in (E._popcnt, E._clz):
     check("map1p i1", E._kernel1p(fn).py_func, (arr("i1"), i64, arr("i1")))
+# rng / rng_uniform / rng_normal / rng_bernoulli (the stream's words), top_k, cholesky,
+# triangular_solve (xops/kernels/cuda/rng.py, sorting.py, solve.py)
+from xops.kernels.cuda import solve as SV  # noqa: E402
+
+f8t, key3 = types.float64, (u64, u64, u64, i64)
+checkd("rng words", RG._philox_words.py_func, (u64, u64, u64, i64))
+for dt in FL:
+    sig = key3 + (f8t,) * 3 + (b1, f8t, f8t, b1, arr(dt))
+    check(f"rng uniform {dt}", RG._uniform_k, sig)
+    check(f"rng normal {dt}", RG._normal_k, key3 + (f8t, f8t, arr(dt)))
+for dt in FL + ["c8", "c16"]:
+    check(f"cholesky {dt}", SV._cholesky_k, (arr(dt), i64, b1, arr(dt)))
+    sig = (arr(dt),) * 2 + (i64,) * 4 + (b1,) * 4 + (arr(dt),)
+    check(f"triangular_solve {dt}", SV._trsm_k, sig)
+for dt in UI:
+    check(f"rng uniform int {dt}", RG._uniform_int_k, key3 + (u64,) * 3 + (arr(dt),))
+    check(
+        f"top_k gather {dt}", SO._top_k_gather, (arr(dt), arr("i8"), i64, i64, arr(dt), arr("i4"))
+    )
+for dt in ("u1", "u2"):
+    check(f"rng clamp {dt}", RG._clamp_bits_k, (arr("f4"), f8t, f8t, sc(dt), sc(dt), arr(dt)))
+check("rng bernoulli", RG._bernoulli_k, key3 + (f8t, arr("u4")))
+# shift_right_logical, unsigned shift_right_arithmetic, cbrt (xops/kernels/cuda/_cbrt.py),
+# reduce_precision and bitcast_convert (conversion.py); f4 / f6 / f8E8M0FNU run through
+# the f8 decode / encode kernels above (the same functions, other format parameters)
+from xops.kernels.cuda import conversion as CVT  # noqa: E402
+
+for fname, dts in {"_shr": SI, "_shr_u": UI, "_sar_u": UI}.items():
+    for dt in dts:
+        checkd(fname, getattr(E, fname), (sc(dt), sc(dt), types.int64))
+check("map2p shr", E._kernel2p(E._shr_u).py_func, (arr("u8"), arr("u8"), i64, i64, i64, arr("u8")))
+for dt in FL:
+    check(f"map1 cbrt {dt}", E._kernel1(E._cbrt).py_func, (arr(dt), arr(dt)))
+checkd("reduce_precision", CVT._reduce.py_func, (i64,) * 10)
+check("reduce_precision 32", CVT._reduce32_k, (arr("u4"),) + (i64,) * 6 + (arr("u4"),))
+check("reduce_precision 64", CVT._reduce64_k, (arr("i8"),) + (i64,) * 6 + (arr("i8"),))
+for a_t in ("u1", "u2", "u4", "i8"):
+    for o_t in ("u1", "u2", "u4", "i8"):
+        check(f"bitcast {a_t}->{o_t}", CVT._bitcast_k, (arr(a_t), i64, i64, arr(o_t)))
 print(len(fails), "failures")
 for f in fails:
     print(f)

@@ -1,9 +1,10 @@
-"""CUDA kernel of sort (xops/kernels/cuda/sorting.py), each result compared with the CPU
+"""CUDA kernels of sort and top_k (xops/kernels/cuda/sorting.py), each result compared with the CPU
 op's bit for bit (NaN payloads and the order of equal keys included): every recognised
 comparator (default, LT / GT with FLOAT or TOTALORDER compare), NaNs of both signs and
 signed zeros, integer extremes and ties, 1-byte key types (table keys), passengers of
 other types, dims first / middle / last, rows long enough for several merge levels, and
-the same SpecError labels for bad input. Tiny shapes: the simulator runs a Python thread
+the same SpecError labels for bad input; top_k over the same keys (totalOrder, both
+orders, ties in index order). Tiny shapes: the simulator runs a Python thread
 per CUDA thread."""
 
 import numpy as np
@@ -215,3 +216,67 @@ def test_gradient_on_cuda_tensors():  # (more cases: tests/test_cuda_grad.py)
     g = xo.grad(loss)(cu([3.0, 1.0, 2.0]))
     assert g.device == "cuda:0"
     np.testing.assert_array_equal(g.numpy(), xo.grad(loss)(xo.tensor([3.0, 1.0, 2.0])).numpy())
+
+
+# -- top_k (the same key and merge kernels, then the first k of each row) ----------------
+
+
+def _top_k_both(x, k, largest):
+    dev = xo.top_k(x.to("cuda"), k, largest)
+    ref = xo.top_k(x, k, largest)
+    for d, r in zip(dev, ref):
+        _exact(d, r)
+    return ref
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "bf16", "f8E5M2"])
+def test_top_k_float_keys_nans_signed_zeros_ties(dtype):
+    for shape in ((14,), (3, 2, 14), (2, 37)):
+        x = _floats(shape, dtype)
+        for k in (0, 1, 5, shape[-1]):
+            for largest in (True, False):
+                _top_k_both(x, k, largest)
+
+
+@pytest.mark.parametrize("dtype", ["i1", "i8", "ui8", "i32", "ui64", "i4"])
+def test_top_k_integer_keys_ties_and_extremes(dtype):
+    info = xo.tensor(0, dtype).dtype
+    lo, hi = (0, 1) if dtype == "i1" else (int(info.min), int(info.max))
+    v = rng.integers(lo, hi, (3, 11), endpoint=True, dtype=np.int64 if lo < 0 else np.uint64)
+    v[0, :3] = lo
+    v[1, -3:] = hi
+    x = xo.tensor(v.astype(bool) if dtype == "i1" else v, dtype)
+    for k in (1, 4, 11):
+        _top_k_both(x, k, True)
+        _top_k_both(x, k, False)
+    ref = _top_k_both(xo.tensor([[5, 1, 5, 7, 5]], dtype if dtype != "i1" else "i8"), 3, True)
+    assert ref[1].tolist() == [[3, 0, 2]]  # equal values in index order
+
+
+def test_top_k_sizes_and_errors_match_the_cpu():
+    for shape, k in (((1,), 1), ((4, 1), 0), ((0, 3), 2), ((2, 0), 0)):
+        x = xo.tensor(np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape))
+        _top_k_both(x, k, True)
+    x = cu([[1.0, 2.0, 3.0]])
+    for label, args in (
+        ("I1", (cu(1.0), 1, True)),
+        ("I2", (x, 4, True)),
+        ("I2", (x, -1, True)),
+        ("I3", (x, 1, "yes")),
+        ("I1", (cu([1 + 1j, 0j], "c64"), 1, True)),
+    ):
+        with raises_spec("top_k", label):
+            xo.top_k(*args)
+        with raises_spec("top_k", label):
+            xo.top_k(args[0].to("cpu"), *args[1:])
+
+
+def test_top_k_gradient_on_cuda_tensors():
+    def loss(t):
+        w = xo.tensor([[1.0, 2.0], [3.0, 4.0]]).to(t.device)
+        return xo.reduce(xo.top_k(t, 2)[0] * w, 0.0, [0, 1], xo.add)
+
+    x = [[3.0, 1.0, 2.0], [0.5, 4.0, 4.0]]
+    g = xo.grad(loss)(cu(x))
+    assert g.device == "cuda:0"
+    np.testing.assert_array_equal(g.numpy(), xo.grad(loss)(xo.tensor(x)).numpy())

@@ -9,6 +9,7 @@ import xops as xo
 import xops.numpy as xnp
 from xops.kernels import elementwise as K
 from xops.kernels import transcendental as T
+from xops.tensor import _wrap
 
 OPS = [(xo.add, np.add), (xo.subtract, np.subtract), (xo.multiply, np.multiply)]
 
@@ -263,3 +264,131 @@ def test_quiet_error_state_leaves_the_callers_alone_and_is_thread_safe():
     for t in threads:
         t.join()
     assert not errors and len(results) == 80 and all(results)
+
+
+def test_dot_general_validated_signatures_same_results_and_errors():
+    from xops.ops import linalg
+
+    rng = np.random.default_rng(12)
+    a = xo.tensor(rng.standard_normal((2, 3, 4)), "f32")
+    b = xo.tensor(rng.standard_normal((2, 4, 5)), "f32")
+    dims = dict(
+        lhs_batching_dimensions=[0],
+        rhs_batching_dimensions=[0],
+        lhs_contracting_dimensions=[2],
+        rhs_contracting_dimensions=[1],
+    )
+    want = np.matmul(np.asarray(a), np.asarray(b))
+    first = xo.dot_general(a, b, **dims)  # checks run, the signature is kept
+    again = xo.dot_general(a, b, **dims)  # a kept signature: the same bits
+    np.testing.assert_array_equal(np.asarray(first), want)
+    _same_tensor(first, again)
+    assert any(k[2:4] == ((2, 3, 4), (2, 4, 5)) for k in linalg._CHECKED)
+    # the same shapes with another element type, or bad attributes: checked, as before
+    with pytest.raises(xo.SpecError, match=r"dot_general \(C13\)"):
+        xo.dot_general(a, xo.tensor(np.asarray(b), "f64"), **dims)
+    with pytest.raises(xo.SpecError, match=r"dot_general \(C10\)"):
+        xo.dot_general(a, b, **dict(dims, rhs_contracting_dimensions=[2]))
+    i = xo.tensor(np.arange(24).reshape(2, 3, 4), "i32")
+    j = xo.tensor(np.arange(40).reshape(2, 4, 5), "i32")
+    assert xo.dot_general(i, j, **dims).dtype.name == "i32"
+    np.testing.assert_array_equal(
+        np.asarray(xo.dot_general(i, j, **dims)), np.matmul(np.asarray(i), np.asarray(j))
+    )
+    # the tape keeps its own attribute lists: a rule changing them changes no later call
+    w = xo.tensor(np.asarray(b), "f32", requires_grad=True)
+    out = xo.dot_general(a, w, **dims)
+    out._node.args[5].append(0)  # (rhs_contracting_dimensions)
+    _same_tensor(xo.dot_general(a, b, **dims), first)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i8", "i32", "ui64", "c64", "f16"])
+def test_select_plain_path_matches_the_full_path(dt, monkeypatch):
+    from xops.ops.elementwise import arithmetic
+
+    rng = np.random.default_rng(13)
+    shape = (4, 8, 9, 10)  # above _SELECT_KERNEL_MIN elements
+    np_dt = xo.as_dtype(dt).np
+    if dt[0] in "iu":
+        a = rng.integers(0, 100, shape).astype(np_dt)
+    else:
+        a = (rng.standard_normal(shape) * 5).astype(np_dt)
+        flat = a.reshape(-1)
+        flat[:3] = [np.nan, -0.0, np.inf]
+    b = a[::-1].copy()
+    p = xo.tensor(rng.random(shape) < 0.5)
+    x, y = xo.tensor(a, dt), xo.tensor(b, dt)
+    calls = [(p, x, y), (p, 0, x), (p, x, 0), (p, y, y)]
+    if dt[0] in "fc":
+        calls.append((p, x, 1.5))
+    calls += [(p, _wrap(np.asfortranarray(a), x.dtype), y)]  # not C-contiguous
+    got = [(xo.select(*c), arithmetic._select_fast(c) is not None) for c in calls]
+    plain = dt != "f16"  # (f16 is computed in f32: the full path)
+    weak = plain and dt != "c64"  # (a weak scalar for c64: the full path converts it)
+    want = [plain, weak, weak, plain] + ([weak] if dt[0] in "fc" else []) + [False]
+    assert [answered for _, answered in got] == want
+    monkeypatch.setattr(arithmetic, "_select_plain", lambda *a: None)
+    for (fast, _), c in zip(got, calls):
+        _same_tensor(fast, _full(xo.select, *c))
+    # gradients are recorded through the plain path too
+    w = xo.tensor(a.astype(np.float64) if dt[0] == "f" else np.ones(shape), requires_grad=True)
+    out = xo.select(p, 0.0, w)
+    assert out._node is not None and out._node.op == "select"
+    xo.reduce(out, 0.0, [0, 1, 2, 3], xo.add).backward()
+    np.testing.assert_array_equal(np.asarray(w.grad), np.where(np.asarray(p), 0.0, 1.0))
+
+
+def test_select_plain_path_leaves_errors_and_small_calls_alone():
+    from xops.ops.elementwise import arithmetic
+
+    x = xo.tensor(np.ones((50, 50), np.float32))
+    p = xo.tensor(np.ones((50, 50), bool))
+    assert arithmetic._select_fast((p, x, 0)) is not None
+    assert arithmetic._select_fast((p[:10], x[:10], 0)) is None  # small: np.where
+    assert arithmetic._select_fast((p, x, 2**40)) is None  # not exact in f32: full path
+    with pytest.raises(xo.SpecError, match=r"select \(C2\)"):
+        xo.select(p, x, xo.tensor(np.ones((50, 50)), "f64"))
+    with pytest.raises(xo.SpecError, match=r"select \(C1\)"):
+        xo.select(xo.tensor(np.ones((50, 49), bool)), x, x)
+    with pytest.raises(xo.SpecError, match=r"select \(I1\)"):
+        xo.select(xo.tensor(np.ones((50, 50), np.int32)), x, x)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i8", "ui32", "c64"])
+def test_compare_fast_path_matches_the_full_path(dt):
+    rng = np.random.default_rng(14)
+    np_dt = xo.as_dtype(dt).np
+    if dt[0] in "iu":
+        a = rng.integers(0, 5, 40).astype(np_dt)
+    else:
+        a = rng.integers(-2, 3, 40).astype(np_dt)
+        a[:4] = [np.nan, -0.0, 0.0, np.inf]
+    x, y = xo.tensor(a, dt), xo.tensor(a[::-1].copy(), dt)
+    for direction in ["EQ", "NE", "GE", "GT", "LE", "LT"]:
+        if dt == "c64" and direction not in ("EQ", "NE"):
+            continue
+        for rhs in (y, 0, 2):
+            answered = xo.compare._fast((x, rhs, direction)) is not None
+            assert answered or (dt == "c64" and rhs is not y)  # (c64: weak scalars convert)
+            fast, full = xo.compare(x, rhs, direction), _full(xo.compare, x, rhs, direction)
+            assert fast.dtype.name == "i1"
+            _same_tensor(fast, full)
+    w = xo.tensor(np.arange(5.0) - 2, "f32", requires_grad=True)
+    out = xo.compare(w, 0, "LE")  # a gradient input: the i1 result is never recorded
+    assert xo.compare._fast((w, 0, "LE")) is not None and out._node is None
+    assert not out.requires_grad
+
+
+def test_compare_fast_path_leaves_other_calls_and_errors_alone():
+    x = xo.tensor(np.arange(4.0), "f32")
+    assert xo.compare._fast((x, 1.0, "le")) is None  # spelled otherwise: the full path
+    np.testing.assert_array_equal(np.asarray(xo.compare(x, 1.0, "le")), [1, 1, 0, 0])
+    assert xo.compare._fast((x, 2**40, "LE")) is None  # not exact in f32
+    assert xo.compare._fast((x, x, "LE", "TOTALORDER")) is None
+    assert xo.compare._fast((xo.tensor(np.ones(4), "bf16"), 1.0, "LE")) is None
+    with pytest.raises(xo.SpecError, match=r"compare \(C1\)"):
+        xo.compare(x, xo.tensor(np.arange(4.0), "f64"), "LE")
+    with pytest.raises(xo.SpecError, match=r"compare \(C2\)"):
+        xo.compare(x, xo.tensor(np.arange(3.0), "f32"), "LE")
+    with pytest.raises(xo.SpecError, match=r"compare \(I3\)"):
+        xo.compare(x, x, "LTE")

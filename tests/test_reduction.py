@@ -701,6 +701,69 @@ def test_float_row_fold_is_the_documented_tree(n, dtype, serial_kernels):
         np.testing.assert_array_equal(got.view(np.uint8), np.array(want, dtype).view(np.uint8))
 
 
+@pytest.mark.parametrize(
+    "shape,dims,body,kernel",
+    [
+        ((32, 10), [0], xo.add, "FOLD_LEFT"),  # columns
+        ((32,), [0], xo.add, "FOLD_LEFT"),  # rows shorter than the tree needs
+        ((3, 63), [1], xo.multiply, "FOLD_LEFT"),
+        ((3, 64), [1], xo.add, "FOLD_ROWS"),  # rows of one tree block
+        ((3, 255), [1], xo.maximum, "FOLD_LEFT"),  # shorter than the lanes need
+        ((3, 256), [1], xo.minimum, "FOLD_ROWS"),
+    ],
+    ids=str,
+)
+def test_left_folds_compile_apart(shape, dims, body, kernel, monkeypatch, serial_kernels):
+    """Columns, and rows whose chunks are all too short for the tree or lane folds, run
+    xops.kernels.reduction.fold_left (the small reductions of the main job compile no
+    tree or lane loop); longer rows run fold_rows. Short rows fold left to right, then
+    combine(init, fold), bit for bit."""
+    seen = []
+    for name in ("FOLD_LEFT", "FOLD_ROWS"):
+        spies = {}
+        for code, k in getattr(KR, name).items():
+
+            def spy(*args, k=k, name=name):
+                seen.append(name)
+                return k(*args)
+
+            spies[code] = spy
+        monkeypatch.setattr(KR, name, spies)
+    rng = np.random.default_rng(5)
+    v = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(np.float32)
+    if body is xo.multiply:
+        v = (1 + v * 1e-3).astype(np.float32)
+    got = np.asarray(xo.reduce(xo.tensor(v), 0.75, dims, body))
+    assert seen == [kernel]
+    if kernel == "FOLD_LEFT" and len(shape) == 2 and dims == [1]:
+        op = {xo.multiply: np.multiply, xo.maximum: np.maximum}[body]
+        want = []
+        for row in v:
+            acc = row[0]
+            for e in row[1:]:
+                acc = op(acc, e)
+            want.append(op(np.float32(0.75), acc))
+        np.testing.assert_array_equal(got.view(np.uint8), np.array(want).view(np.uint8))
+
+
+def test_row_kernel_short_chunks_match_left_folds():
+    """fold_rows folds a chunk too short for its tree or lanes (a row's last chunk) as
+    fold_left folds short rows: the same bits for every op."""
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((5, 40, 1)) * 10.0 ** rng.integers(-3, 4, (5, 40, 1))).astype(
+        np.float32
+    )
+    x[1, 7, 0] = np.nan
+    x[2] = -0.0
+    for code in (KR.ADD, KR.MUL, KR.MAX, KR.MIN):
+        outs = []
+        for table in (KR.FOLD_LEFT, KR.FOLD_ROWS):
+            out = np.empty((5, 3), np.float32)
+            table[code].serial(x, out, np.float32(0.5), True, 16)  # chunks 16, 16, 8
+            outs.append(out)
+        np.testing.assert_array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8))
+
+
 # ---------------------------------------------------------------------------------------
 # compiled bodies (issue 15): the generic tree with the body run as a program
 # ---------------------------------------------------------------------------------------

@@ -232,3 +232,62 @@ def test_batch_norm_running_statistics_host_update_is_bit_identical(dtype, monke
     for v in xs:
         mean = 0.7 * mean + 0.3 * v.mean(axis=(0, 2, 3))
     np.testing.assert_allclose(host[0], mean, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ps: optim.Adam(ps, lr=0.1),
+        lambda ps: optim.Adam(ps, lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.02),
+        lambda ps: optim.AdamW(ps, lr=0.05, weight_decay=0.1),
+    ],
+    ids=["adam", "adam-l2", "adamw"],
+)
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_adam_host_update_is_bit_identical_to_the_ops(make, dtype, monkeypatch):
+    rng = np.random.default_rng(10)
+    p0 = rng.standard_normal((2, 3)) * 3
+    grads = [rng.standard_normal((2, 3)) * 10.0**k for k in (-3, 0, 2, 0)]
+
+    def run(restart_at=None):
+        p = xo.tensor(p0, dtype, requires_grad=True)
+        opt = make([p])
+        for i, g in enumerate(grads):
+            if i == restart_at:  # state saved and loaded into a new optimizer
+                saved = opt.state_dict()
+                opt = make([p])
+                opt.load_state_dict(saved)
+            p.grad = xo.tensor(g, dtype)
+            opt.step()
+        st = opt.state[id(p)]
+        return [np.asarray(v).copy() for v in (p, st["exp_avg"], st["exp_avg_sq"])], st["step"]
+
+    host, steps = run()
+    assert steps == len(grads)
+    assert run(restart_at=2)[0][0].tobytes() == host[0].tobytes()
+    monkeypatch.setattr(_optimizer, "host_floats", lambda *ts: None)
+    ops, _ = run()
+    for a, b in zip(host, ops):
+        assert a.dtype == b.dtype == xo.as_dtype(dtype).np and a.tobytes() == b.tobytes()
+    # and the first step is Adam's: p - lr * sign(g) (up to eps) for bias-corrected m, v
+    p = xo.tensor(p0, "f64", requires_grad=True)
+    p.grad = xo.tensor(grads[1], "f64")
+    optim.Adam([p], lr=0.1, eps=0.0).step()
+    np.testing.assert_allclose(np.asarray(p), p0 - 0.1 * np.sign(grads[1]), rtol=1e-12)
+
+
+def test_adam_host_update_keeps_states_immutable_and_skips_bf16():
+    p = xo.tensor(np.ones(3, np.float32), requires_grad=True)
+    opt = optim.Adam([p], lr=0.1)
+    p.grad = xo.tensor(np.ones(3, np.float32))
+    opt.step()
+    saved = opt.state_dict()
+    m = np.asarray(saved["state"][0]["exp_avg"]).copy()
+    opt.step()
+    assert np.asarray(saved["state"][0]["exp_avg"]).tobytes() == m.tobytes()  # a snapshot
+    with pytest.raises(ValueError):
+        np.asarray(saved["state"][0]["exp_avg"])[0] = 5.0  # read-only
+    q = xo.tensor(np.ones(3), "bf16", requires_grad=True)  # through the ops
+    q.grad = xo.tensor(np.full(3, 0.5), "bf16")
+    optim.Adam([q], lr=0.25).step()
+    assert q.dtype.name == "bf16" and np.asarray(q, np.float32).tolist() == [0.75] * 3

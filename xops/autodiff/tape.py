@@ -122,20 +122,30 @@ class Node:
 
     def __init__(self, op, rule, args, outputs, multi):
         self.op, self.rule, self.args, self.multi = op, rule, args, multi
-        self._flat = []  # per output, in _leaves order: a _Held, or the Tensor itself
-
-        def hold(t):  # outputs without a gradient never refer to the node: kept as is
-            self._flat.append(_Held(t) if _differentiable(t) else t)
-            return self._flat[-1]
-
-        self._outputs = hold(outputs) if type(outputs) is Tensor else _restructure(outputs, hold)
+        if type(outputs) is Tensor:  # (the common case: no walk over the outputs)
+            held = _hold(outputs)
+            self._flat = [held]  # per output, in _leaves order: a _Held, or the Tensor
+            self._outputs = held
+        else:
+            self._flat = []
+            self._outputs = _restructure(outputs, self._hold_output)
         self.where = _user_frame()  # (file, line) that called the op: for error messages
         self.epoch = _assignments.epoch  # see "Assignment" below: the version check
+
+    def _hold_output(self, t):
+        held = _hold(t)
+        self._flat.append(held)
+        return held
 
     @property
     def outputs(self):
         """The op's result (a Tensor or a tuple of them), as the rule gets it."""
-        return _restructure(self._outputs, lambda h: h.get(self), _Held)
+        out = self._outputs
+        if type(out) is _Held:
+            return out.get(self)
+        if type(out) is Tensor:
+            return out
+        return _restructure(out, lambda h: h.get(self), _Held)
 
     @property
     def flat(self):
@@ -147,6 +157,12 @@ class Node:
 
     def parents(self):
         return [t for t in self.inputs if t.requires_grad]
+
+
+def _hold(t):
+    """How a node keeps output ``t``: weakly when it is differentiable (it refers back
+    to the node), else as it is (it never refers to the node)."""
+    return _Held(t) if _differentiable(t) else t
 
 
 _PLAIN, _GRAD, _QUANTIZED = 0, 1, 2
@@ -411,9 +427,11 @@ def _topological(roots):
         stack.append((node, True))
         if node.epoch != _assignments.epoch:  # something was assigned since it ran
             _fix_versions(node)
-        for p in node.parents():
-            if p._node is not None and id(p._node) not in seen:
-                stack.append((p._node, False))
+        for p in node.inputs:  # (node.parents(), inlined)
+            if p.requires_grad:
+                up = p._node
+                if up is not None and id(up) not in seen:
+                    stack.append((up, False))
     return order[::-1]  # consumers first
 
 
@@ -436,8 +454,9 @@ def _accumulate(grads, keep, t, g):
         keep[k] = t
 
 
-def _run_rule(node, cts):
-    """Apply the node's rule to the cotangents of its (flattened) outputs."""
+def _run_rule(node, cts, flat=None):
+    """Apply the node's rule to the cotangents of its (flattened) outputs (``flat``:
+    ``node.flat`` where the caller has it)."""
     if node.rule is None:
         raise SpecError(
             node.op,
@@ -450,12 +469,11 @@ def _run_rule(node, cts):
             filled = iter(
                 [
                     c if c is not None else (_zeros_like(o) if _differentiable(o) else None)
-                    for c, o in zip(cts, node.flat)
+                    for c, o in zip(cts, node.flat if flat is None else flat)
                 ]
             )
-            res = node.rule(
-                _restructure(node.outputs, lambda t: next(filled)), node.outputs, *node.args
-            )
+            outputs = node.outputs
+            res = node.rule(_restructure(outputs, lambda t: next(filled)), outputs, *node.args)
         else:
             res = node.rule(cts[0], node.outputs, *node.args)
     except Exception as e:
@@ -496,12 +514,19 @@ def _backprop(roots, cotangents, create_graph):
         _accumulate(grads, keep, r, c)
     with enable_grad() if create_graph else no_grad():
         for node in _topological(roots):
-            cts = [grads.get(id(o)) for o in node.flat]
+            flat = node.flat
+            cts = [grads.get(id(o)) for o in flat]
             if all(c is None for c in cts):
                 continue
             if node.epoch != _assignments.epoch:  # something was assigned since it ran
-                _check_versions(node)
-            for arg, g in zip(node.args, _run_rule(node, cts)):
+                _check_versions(node, flat)
+            for arg, g in zip(node.args, _run_rule(node, cts, flat)):
+                if g is None:
+                    continue
+                if type(arg) is Tensor:  # (the common case: no walk)
+                    if arg.requires_grad:
+                        _accumulate(grads, keep, arg, g)
+                    continue
                 for a, ga in _pairs(arg, g):
                     if a.requires_grad:
                         _accumulate(grads, keep, a, ga)
@@ -807,8 +832,8 @@ def _fix_versions(node):
         node.inputs = _leaves(node.args)
 
 
-def _check_versions(node):
-    for t in node.inputs + node.flat:
+def _check_versions(node, flat=None):
+    for t in node.inputs + (node.flat if flat is None else flat):
         entry = _entry(t)
         if entry is not None and entry.last() > node.epoch:
             raise SpecError(

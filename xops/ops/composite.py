@@ -75,7 +75,7 @@ def composite_call(computation, *operands, name, composite_attributes=None, vers
     )
 
 
-@primitive("rng_bernoulli", spec="xla")
+@primitive("rng_bernoulli", spec="xla", creation=True)
 def rng_bernoulli(mean, shape):
     """XLA RngBernoulli: a ui32 tensor of ``shape`` whose elements are 1 with probability
     ``mean`` (a 0-d floating-point tensor in [0, 1], F32 in XLA) and 0 otherwise. Draws
@@ -85,8 +85,19 @@ def rng_bernoulli(mean, shape):
     >>> xo.random_seed(0); xo.rng_bernoulli(xo.tensor(0.5), [8])   # ui32 0s and 1s
     xo.tensor([0, 0, 1, 1, 1, 1, 1, 1], ui32[8])
     """
+    from .rng import _unit_uniform
+
+    p, dims = rng_bernoulli_checks(mean, shape)
+    n = int(np.prod(dims, dtype=np.int64))
+    u = _unit_uniform(n)
+    return _wrap((u < p).astype(np.uint32).reshape(dims), as_dtype("ui32"))
+
+
+def rng_bernoulli_checks(mean, shape):
+    """rng_bernoulli's checks (the CUDA kernel runs them too, on a host copy of the 0-d
+    mean): ``(mean as a Python float, output dims)``."""
     from ..limits import check_nbytes
-    from .rng import _shape_operand, _unit_uniform
+    from .rng import _shape_operand
 
     op = "rng_bernoulli"
     m = as_tensor(mean, "f32", op, "mean")
@@ -101,6 +112,4 @@ def rng_bernoulli(mean, shape):
     dims = _shape_operand(op, "I2", shape)
     check_nbytes(op, dims, as_dtype("ui32"))
     check_nbytes(op, dims, 8, "temporary (random float64 values)")
-    n = int(np.prod(dims, dtype=np.int64))
-    u = _unit_uniform(n)
-    return _wrap((u < p).astype(np.uint32).reshape(dims), as_dtype("ui32"))
+    return p, dims

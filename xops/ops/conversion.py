@@ -178,8 +178,15 @@ def bitcast_convert(operand, dtype):
     >>> xo.bitcast_convert(x, "ui16")   # [0xCDEF, 0x89AB, 0x4567, 0x0123]
     xo.tensor([52719, 35243, 17767,   291], ui16[4])
     """
+    (x,) = operands("bitcast_convert", operand, names=["operand"])
+    src, dst, out_shape = bitcast_convert_checks(x, dtype)
+    return _wrap(_bitcast_array(x._value, src, dst, out_shape), dst)
+
+
+def bitcast_convert_checks(x, dtype):
+    """bitcast_convert's constraints (C1, C2) on operand ``x`` (a Tensor on any device:
+    only its type is read) and the result type; returns ``(src, dst, result shape)``."""
     op = "bitcast_convert"
-    (x,) = operands(op, operand, names=["operand"])
     src, dst = x._dtype, _result_dtype(op, dtype)
     check(
         src.is_complex == dst.is_complex,
@@ -190,7 +197,7 @@ def bitcast_convert(operand, dtype):
         ),
     )
     w, w2 = _bit_width(src), _bit_width(dst)
-    shape = x.shape
+    shape = tuple(x.shape)
     if w2 == w:
         out_shape = shape
     elif w2 < w:
@@ -224,7 +231,7 @@ def bitcast_convert(operand, dtype):
             ),
         )
         out_shape = shape[:-1]
-    return _wrap(_bitcast_array(x._value, src, dst, out_shape), dst)
+    return src, dst, out_shape
 
 
 def _byte_aligned(dt):
@@ -323,21 +330,9 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
     >>> xo.reduce_precision(x, 5, 10)   # [inf, nan, 0, 0, 65504, inf]
     xo.tensor([   inf,    nan,     0.,     0., 65504.,    inf], f64[6])
     """
-    op = "reduce_precision"
-    (x,) = operands(op, operand, names=["operand"])
+    (x,) = operands("reduce_precision", operand, names=["operand"])
     dt = x._dtype
-    check(
-        dt.is_float,
-        op,
-        "I1",
-        lambda: f"operand must be a tensor of floating-point type, got {tstr(x)}",
-    )
-    e = attr_int(op, "I2", "exponent_bits", exponent_bits)
-    m = attr_int(op, "I3", "mantissa_bits", mantissa_bits)
-    check(-(2**31) <= e < 2**31, op, "I2", lambda: f"exponent_bits must fit si32, got {e}")
-    check(-(2**31) <= m < 2**31, op, "I3", lambda: f"mantissa_bits must fit si32, got {m}")
-    check(e >= 1, op, "C2", lambda: f"exponent_bits must be >= 1, got {e}")
-    check(m >= 0, op, "C3", lambda: f"mantissa_bits must be >= 0, got {m}")
+    e, m = reduce_precision_checks(x, exponent_bits, mantissa_bits)
     nexp, nmant, minexp = _float_format(dt)
     round_mantissa = m < nmant
     clamp = e < nexp
@@ -354,6 +349,26 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
             v.size, v, out, min(m, nmant), round_mantissa, minexp, clamp, smallest, overflow
         )
         return result(out.reshape(x.shape), dt)
+
+
+def reduce_precision_checks(x, exponent_bits, mantissa_bits):
+    """reduce_precision's constraints (I1-I3, C2, C3) on operand ``x`` (a Tensor on any
+    device: only its type is read) and the attributes; returns ``(exponent_bits,
+    mantissa_bits)`` as ints."""
+    op = "reduce_precision"
+    check(
+        x._dtype.is_float,
+        op,
+        "I1",
+        lambda: f"operand must be a tensor of floating-point type, got {tstr(x)}",
+    )
+    e = attr_int(op, "I2", "exponent_bits", exponent_bits)
+    m = attr_int(op, "I3", "mantissa_bits", mantissa_bits)
+    check(-(2**31) <= e < 2**31, op, "I2", lambda: f"exponent_bits must fit si32, got {e}")
+    check(-(2**31) <= m < 2**31, op, "I3", lambda: f"mantissa_bits must fit si32, got {m}")
+    check(e >= 1, op, "C2", lambda: f"exponent_bits must be >= 1, got {e}")
+    check(m >= 0, op, "C3", lambda: f"mantissa_bits must be >= 0, got {m}")
+    return e, m
 
 
 @reduce_precision.defvjp

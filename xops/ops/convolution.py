@@ -57,6 +57,7 @@ from ..kernels import convolution as K
 from ..limits import check_nbytes
 from ..registry import declare
 from ..tensor import Tensor, typestr
+from . import _blas
 from ._convolution_attrs import (
     ConvDimensionNumbers,
     _attribute_values,
@@ -68,7 +69,15 @@ from ._convolution_attrs import (
     _spatial_ints,
 )
 from ._convolution_reference import convolution_reference  # noqa: F401 (re-exported: the oracle)
-from ._convolution_tables import _affine_table, _geometry_2d, _row_taps_table, _window_table
+from ._convolution_tables import (
+    _affine_table,
+    _geometry_2d,
+    _per_chan,
+    _row_taps_table,
+    _window_table,
+    _words,
+    _words_ok,
+)
 from ._core import check, operands, result
 
 
@@ -199,6 +208,13 @@ _WINDOW_SUM_WORK_PER_UNIT = 64
 # as much as this many GEMM flops (calibrated on the 2-core machine: with it the model
 # picks the faster strategy for all six benchmarks/wl_convolution.py convolutions).
 _FLOPS_PER_ELEMENT = 64
+
+
+# The kernel gradient's im2row runs one GEMM per input feature (see _per_chan) where
+# each product's result (output features x rows) has at most this many elements: thin
+# products, where a second BLAS thread gains little and one GEMM over all features
+# reads rows far apart. Larger results keep one multi-threaded GEMM.
+_PER_CHAN_RESULT = 4096
 
 
 def _abs_max(v):
@@ -513,26 +529,6 @@ def _copy_rows(lhs_c, buf, a, work, batch, chan):
     return True
 
 
-def _words_ok(src, work):
-    """Whether the 2-D kernels can read ``src`` in place: work type, unit last stride."""
-    return src.dtype == work and src.strides[-1] == work.itemsize and min(src.strides) >= 0
-
-
-def _words(src, word):
-    """``src`` (N, C, H, W) as one flat array of ``word`` spanning it, and its strides
-    in elements."""
-    step = [s // src.itemsize for s in src.strides]
-    span = sum((d - 1) * s for d, s in zip(src.shape, step)) + 1 if src.size else 0
-    if span == src.size:  # dense (C order, or channel-first as a convolution leaves it):
-        # the same words as a plain view, cheaper than as_strided (4.4 vs 6.5 us)
-        dense = src
-        if not src.flags.c_contiguous:
-            dense = np.transpose(src, sorted(range(src.ndim), key=lambda d: -step[d]))
-        if dense.flags.c_contiguous:
-            return dense.reshape(-1).view(word), step
-    return np.lib.stride_tricks.as_strided(src, (span,), (src.itemsize,)).view(word), step
-
-
 # -- the two-dimensional fast path (1-D runs as 2-D with one row) ----------------------
 
 # Tests set this to False to run the general packings everywhere.
@@ -546,14 +542,16 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
 
     * im2col: columns (C*K, N*P), then W (O, C*K) @ columns per group;
     * im2row (the kernel gradient's shape: a kernel wider than the output, no groups):
-      rows (B*P, C*K) written as the forward im2col with the roles swapped.
+      rows (B*P, C*K) written as the forward im2col with the roles swapped, or one
+      (B*P, K) block per input feature for thin products (``_per_chan``).
 
     window_sum has its own 2-D kernel (``window_sum_rows``, see _window_sum_matmul).
 
-    Always one GEMM over all images (per group), never one per image: each BLAS call is
-    a synchronisation point of its threads, which costs whole scheduler ticks when other
-    processes compete for the cores (measured under load: 16 per-image GEMMs of the mid
-    layer took 0.9 s against 51 ms for one).
+    Otherwise one GEMM over all images (per group), never one per image: each BLAS call
+    with several threads is a synchronisation point of its threads, which costs whole
+    scheduler ticks when other processes compete for the cores (measured under load: 16
+    per-image GEMMs of the mid layer took 0.9 s against 51 ms for one). The per-feature
+    GEMMs of ``_per_chan`` run on one BLAS thread for that reason.
     """
     n = len(a.in_spatial)
     if not _FAST_2D or n not in (1, 2) or work == np.complex128 or strategy == "window_sum":
@@ -577,11 +575,17 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
         rows, band, runs = _geometry_2d(in_hw, k_hw, out_hw, strides, pads, ldil, rdil)
         cols = np.empty((groups, c_k, batch * out_pos), work)
         img, ch, s_n, s_c, d_n, d_r = batch, chan, step[0], step[1], out_pos, batch * out_pos
-        ow = out_hw[1]
+        ow, per_chan = out_hw[1], None
     else:  # im2row: image/channel roles swapped; taps run over the output, positions over k
         rows, band, runs = _geometry_2d(in_hw, out_hw, k_hw, rdil, pads, ldil, strides)
-        cols = np.empty((batch * out_pos, chan * k_taps), work)
-        img, ch, s_n, s_c, d_n, d_r = chan, batch, step[1], step[0], k_taps, chan * k_taps
+        per_chan = _per_chan(w, chan, batch * out_pos, _PER_CHAN_RESULT)
+        if per_chan is None:  # rows (B*P, C*K)
+            cols = np.empty((batch * out_pos, chan * k_taps), work)
+            d_n, d_r = k_taps, chan * k_taps
+        else:  # one (B*P, K) block of rows per input feature: (C, B*P, K)
+            cols = np.empty((chan, batch * out_pos, k_taps), work)
+            d_n, d_r = batch * out_pos * k_taps, k_taps
+        img, ch, s_n, s_c = chan, batch, step[1], step[0]
         ow = k_hw[1]
     K.im2col_2d(
         cols.size // _IM2COL_WORK_PER_UNIT,
@@ -600,7 +604,10 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
         ow,
     )
     with np.errstate(all="ignore"):
-        if strategy == "im2row":
+        if per_chan is not None:  # (C, O, K) @ (C, K, B*P), the parts added in order
+            with _blas.one_thread():  # many small products (see _blas)
+                out = np.add.reduce(np.matmul(per_chan, cols.transpose(0, 2, 1)), axis=0)
+        elif strategy == "im2row":
             out = np.matmul(w.reshape(n_out, chan * k_taps), cols.T)  # (O, B*P)
         else:  # (G, O/G, C*K/G) @ (G, C*K/G, N*P)
             out = np.matmul(w.reshape(groups, n_out // groups, c_k), cols)

@@ -16,6 +16,9 @@ over that operand's free dims, transposed back into the operand's dim order; wit
 the cotangent converted back to the operand's type. Integer dots have no gradient.
 """
 
+import functools
+import math
+
 import numpy as np
 
 from ..autodiff.tape import keep, primitive
@@ -67,24 +70,47 @@ def dot_general(
     """
     op = "dot_general"
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
-    lb, rb, lc, rc, out_dt = dot_general_checks(
-        x,
-        y,
+    attrs = (
         lhs_batching_dimensions,
         rhs_batching_dimensions,
         lhs_contracting_dimensions,
         rhs_contracting_dimensions,
-        precision_config,
-        preferred_element_type,
     )
+    key = _signature(x, y, attrs, precision_config, preferred_element_type)
+    hit = _CHECKED.get(key) if key is not None else None
+    if hit is not None and hit[0] is x._dtype and hit[1] is y._dtype:
+        lb, rb, lc, rc, out_dt = hit[2]
+    else:
+        checked = dot_general_checks(x, y, *attrs, precision_config, preferred_element_type)
+        if key is not None and len(_CHECKED) < _CHECKED_MAX:
+            _CHECKED[key] = (x._dtype, y._dtype, checked)  # (holds the types: ids stay)
+        lb, rb, lc, rc, out_dt = checked
     keep(
         op,
-        lhs_batching_dimensions=lb,
-        rhs_batching_dimensions=rb,
-        lhs_contracting_dimensions=lc,
-        rhs_contracting_dimensions=rc,
+        lhs_batching_dimensions=list(lb),
+        rhs_batching_dimensions=list(rb),
+        lhs_contracting_dimensions=list(lc),
+        rhs_contracting_dimensions=list(rc),
     )
     return result(_dot_general_impl(x, y, lb, rb, lc, rc, out_dt), out_dt)
+
+
+# Validated signatures: dot_general's checks read only the operands' shapes and element
+# types and the attributes, so a signature that passed them once passes again; its
+# parsed attributes are reused (a training step repeats three or four signatures).
+# Only the common spelling is keyed (lists of ints, no precision_config or
+# preferred_element_type); anything else, and every failing call, runs the checks.
+_CHECKED = {}
+_CHECKED_MAX = 1024
+
+
+def _signature(x, y, attrs, precision_config, preferred_element_type):
+    if precision_config is not None or preferred_element_type is not None:
+        return None
+    for a in attrs:
+        if type(a) not in (list, tuple) or not all(type(v) is int for v in a):
+            return None
+    return (id(x._dtype), id(y._dtype), x.shape, y.shape, *(tuple(a) for a in attrs))
 
 
 def dot_general_checks(x, y, lb, rb, lc, rc, precision_config, preferred_element_type):
@@ -242,28 +268,41 @@ def _to_order(t, src):
     return t if perm == list(range(len(src))) else transpose(t, perm)
 
 
+@functools.lru_cache(maxsize=1024)
+def _layout(xshape, yshape, lb, rb, lc, rc):
+    """(a's axes, a's (batch, m, k), b's axes, b's (batch, k, n), result shape) of the
+    matmul that computes a dot_general of operands of these shapes (attributes as
+    tuples: the result is cached per signature)."""
+    lf = [d for d in range(len(xshape)) if d not in lb and d not in lc]
+    rf = [d for d in range(len(yshape)) if d not in rb and d not in rc]
+    bshape = [xshape[d] for d in lb]
+    m = math.prod(xshape[d] for d in lf)
+    n = math.prod(yshape[d] for d in rf)
+    k = math.prod(xshape[d] for d in lc)
+    nb = math.prod(bshape)
+    out_shape = tuple(bshape + [xshape[d] for d in lf] + [yshape[d] for d in rf])
+    return (*lb, *lf, *lc), (nb, m, k), (*rb, *rc, *rf), (nb, k, n), out_shape
+
+
 def _dot_general_impl(x, y, lb, rb, lc, rc, out_dt):
     """Transpose to (batch, free, contracting) x (batch, contracting, free), matmul."""
-    lf = [d for d in range(x.ndim) if d not in lb and d not in lc]
-    rf = [d for d in range(y.ndim) if d not in rb and d not in rc]
+    a_axes, a_shape, b_axes, b_shape, out_shape = _layout(
+        x.shape, y.shape, tuple(lb), tuple(rb), tuple(lc), tuple(rc)
+    )
+    k = a_shape[2]
     acc = _accumulation_dtype(out_dt)
-    check_nbytes("dot_general", [x.shape[d] for d in lb + lf] + [y.shape[d] for d in rf], acc)
+    check_nbytes("dot_general", out_shape, acc)
     a = _to_accumulation(x, out_dt, acc)
     b = _to_accumulation(y, out_dt, acc)
-    bshape = [x.shape[d] for d in lb]
-    m = int(np.prod([x.shape[d] for d in lf], dtype=np.int64))
-    n = int(np.prod([y.shape[d] for d in rf], dtype=np.int64))
-    k = int(np.prod([x.shape[d] for d in lc], dtype=np.int64))
-    nb = int(np.prod(bshape, dtype=np.int64))
-    a = np.transpose(a, lb + lf + lc).reshape(nb, m, k)
-    b = np.transpose(b, rb + rc + rf).reshape(nb, k, n)
+    a = np.transpose(a, a_axes).reshape(a_shape)
+    b = np.transpose(b, b_axes).reshape(b_shape)
     with np.errstate(all="ignore"):
         if acc.kind in "iu" and _abs_max(a) * _abs_max(b) * k < 2**53:
             # exact in float64 BLAS: every partial sum is an integer below 2**53
             out = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(acc)
         else:
             out = np.matmul(a, b)
-    return out.reshape(bshape + [x.shape[d] for d in lf] + [y.shape[d] for d in rf])
+    return out.reshape(out_shape)
 
 
 def _to_accumulation(t, out_dt, acc):

@@ -223,14 +223,7 @@ def _single_or_tuple(ts):
 # -- kernel element types ----------------------------------------------------------------
 
 _FLOAT_OPS = ("add", "multiply", "maximum", "minimum")
-_BOOL_OP = {
-    "add": "or",
-    "multiply": "and",
-    "maximum": "or",
-    "minimum": "and",
-    "and": "and",
-    "or": "or",
-}
+_BOOL_OP = dict(add="or", multiply="and", maximum="or", minimum="and", **{"and": "and", "or": "or"})
 
 
 def _kernel_plan(dt, op_name):
@@ -242,10 +235,7 @@ def _kernel_plan(dt, op_name):
     if dt.kind == "float":
         if op_name not in _FLOAT_OPS:
             return None
-        return (
-            np.dtype(np.float64) if dt.np == np.float64 else np.dtype(np.float32),
-            KR.OP_CODES[op_name],
-        )
+        return np.dtype(np.float64 if dt.np == np.float64 else np.float32), KR.OP_CODES[op_name]
     if dt.kind in ("si", "ui"):
         wide = np.uint64 if dt.kind == "ui" and dt.bits == 64 else np.int64
         return np.dtype(wide), KR.OP_CODES[op_name]
@@ -660,20 +650,19 @@ def _run_fold(x, init, plan, kdt, code):
     if swap is not None:
         a = _readonly(_contig(a.reshape(swap).transpose(0, 2, 1)))
     o, r, i = layout
-    kern = KR.FOLD[code]
     a = a.reshape(o, r, i)
     if i > 1:
         out = np.empty((o, i), kdt)
-        kern(a.size, a, out, iv, True, steps[0][0])
+        KR.fold(code, a.size, a, out, iv, True, steps[0][0])
         return _from_kernel(out.reshape(out_shape), dt)
     out = np.empty((o, 1), kdt)
     if len(steps) == 1:
-        kern(a.size, a, out, iv, True, steps[0][0])
+        KR.fold(code, a.size, a, out, iv, True, steps[0][0])
     else:
         (chunk, nc), (last, _) = steps
         part = np.empty((o, nc), kdt)
-        kern(a.size, a, part, iv, False, chunk)
-        kern(part.size, _readonly(part.reshape(o, nc, 1)), out, iv, True, last)
+        KR.fold(code, a.size, a, part, iv, False, chunk)
+        KR.fold(code, part.size, _readonly(part.reshape(o, nc, 1)), out, iv, True, last)
     return _from_kernel(out.reshape(out_shape), dt)
 
 
@@ -836,16 +825,7 @@ def map(inputs, dimensions, computation):
                [12, 21]], i64[2,2])
     """
     op = "map"
-    xs = _variadic(op, inputs)
-    _check_shapes(op, ("C2", "C1"), xs)
-    dims = attr_ints(op, "I2", "dimensions", dimensions)
-    check(
-        dims == list(range(xs[0].ndim)),
-        op,
-        "C3",
-        lambda: f"dimensions must be {list(range(xs[0].ndim))} (all dims in order), got {dims}",
-    )
-    check_arity(op, "C4", "computation", computation, len(xs))
+    xs = map_checks(inputs, dimensions, computation)
     (out,) = outputs(op, "C4", "computation", computation(*xs), 1)
     if out.shape != xs[0].shape:
         check(
@@ -860,6 +840,22 @@ def map(inputs, dimensions, computation):
             else _wrap(_full(xs[0].shape, out), out._dtype)
         )  # (recorded: a closure's gradient)
     return out
+
+
+def map_checks(inputs, dimensions, computation):
+    """map's checks (the CUDA kernel runs them too): the input tensors."""
+    op = "map"
+    xs = _variadic(op, inputs)
+    _check_shapes(op, ("C2", "C1"), xs)
+    dims = attr_ints(op, "I2", "dimensions", dimensions)
+    check(
+        dims == list(range(xs[0].ndim)),
+        op,
+        "C3",
+        lambda: f"dimensions must be {list(range(xs[0].ndim))} (all dims in order), got {dims}",
+    )
+    check_arity(op, "C4", "computation", computation, len(xs))
+    return xs
 
 
 @map.defvjp

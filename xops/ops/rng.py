@@ -26,7 +26,10 @@ state. xops draws from one module-level Philox stream: ``xo.random_seed(n)`` res
 to key ``n``, counter 0 (the stream starts seeded with 0 at import). Every ``rng`` call
 consumes counter blocks, so a program that seeds once gives the same numbers on every
 run and every machine (independent of NumPy's generators and of the thread count).
-The stream is shared by all threads (calls are serialised by a lock).
+The stream is shared by all threads (calls are serialised by a lock). These ops are
+creation ops: with no tensor operand they make their result on the default device
+(``xo.default_device``), with CUDA operands on the GPU, where the kernels draw the same
+words from the same stream (:mod:`xops.kernels.cuda.rng`).
 """
 
 import threading
@@ -263,10 +266,16 @@ class _Stream:
 
     def bits64(self, n):
         """n fresh uint64 values (PhiloxRngBit64's layout), advancing the counter."""
+        key, counter = self.reserve(n)
+        return philox_bits(key, counter, (n,), 64)[0]
+
+    def reserve(self, n):
+        """(key, counter) of the next n uint64 values, the counter advanced past them (a
+        device kernel draws the same values from these two numbers)."""
         with self.lock:
-            out, m = philox_bits(self.key, self.counter, (n,), 64)
-            self.counter = (self.counter + m) & ((1 << 128) - 1)
-        return out
+            key, counter = self.key, self.counter
+            self.counter = (counter + -(-n // 2)) & ((1 << 128) - 1)
+        return key, counter
 
 
 _STREAM = _Stream(0)
@@ -368,7 +377,9 @@ def _normal(mu, sigma, shape, dt):
     return (from_compute(v, dt) if dt.np != np.float64 else v).reshape(shape)
 
 
-def _rng(op, a, b, shape, rng_distribution, names):
+def rng_checks(op, a, b, shape, rng_distribution, names):
+    """The checks of rng / rng_uniform / rng_normal (the CUDA kernels run them too, on
+    host copies of the two 0-d parameters): ``(a, b, dims, element type, distribution)``."""
     x, y = operands(op, a, b, names=names)
     dist = str(rng_distribution).upper()
     check(
@@ -415,14 +426,20 @@ def _rng(op, a, b, shape, rng_distribution, names):
                 f"NORMAL needs {names[1]} >= 0 (the spec leaves a "
                 f"negative standard deviation undefined), got {sd}",
             )
-        return _wrap(_normal(x, y, dims, dt), dt)
-    if not compute(x) < compute(y):
+    elif not compute(x) < compute(y):
         raise SpecError(
             op,
             "I2",
             f"UNIFORM needs {names[0]} < {names[1]} (the spec leaves "
             f"a >= b undefined), got {x.item()} and {y.item()}",
         )
+    return x, y, dims, dt, dist
+
+
+def _rng(op, a, b, shape, rng_distribution, names):
+    x, y, dims, dt, dist = rng_checks(op, a, b, shape, rng_distribution, names)
+    if dist == "NORMAL":
+        return _wrap(_normal(x, y, dims, dt), dt)
     if dt.kind == "float":
         return _wrap(_uniform_float(x, y, dims, dt), dt)
     if dt.kind == "bool":  # [False, True) holds only False
@@ -430,7 +447,7 @@ def _rng(op, a, b, shape, rng_distribution, names):
     return _wrap(_uniform_int(x, y, dims, dt), dt)
 
 
-@primitive("rng")
+@primitive("rng", creation=True)
 def rng(a, b, shape, rng_distribution):
     """stablehlo.rng: a tensor of ``shape`` with random numbers of a's element type:
     ``"UNIFORM"`` on [a, b) (integers: each value in [a, b) equally likely),
@@ -451,7 +468,7 @@ def rng(a, b, shape, rng_distribution):
     return _rng("rng", a, b, shape, rng_distribution, ["a", "b"])
 
 
-@primitive("rng_uniform", spec="xla")
+@primitive("rng_uniform", spec="xla", creation=True)
 def rng_uniform(a, b, shape):
     """XLA RngUniform: ``rng(a, b, shape, "UNIFORM")`` — uniform on [a, b).
 
@@ -461,7 +478,7 @@ def rng_uniform(a, b, shape):
     return _rng("rng_uniform", a, b, shape, "UNIFORM", ["a", "b"])
 
 
-@primitive("rng_normal", spec="xla")
+@primitive("rng_normal", spec="xla", creation=True)
 def rng_normal(mu, sigma, shape):
     """XLA RngNormal: ``rng(mu, sigma, shape, "NORMAL")`` — normal with mean ``mu`` and
     standard deviation ``sigma`` (floating-point types).

@@ -59,20 +59,26 @@ def cholesky(a, lower=False):
                [2., 4., 0.],
                [3., 5., 6.]], f32[3,3])
     """
+    x, low = cholesky_checks(a, lower)
+    v = compute(x)
+    out = _cholesky_impl(v, low)
+    return _wrap(from_compute(out, x._dtype), x._dtype)
+
+
+def cholesky_checks(a, lower):
+    """cholesky's checks, on types only (the CUDA kernel runs them too): ``(a, lower)``."""
     op = "cholesky"
     (x,) = operands(op, a, names=["a"])
     low = attr_bool(op, "I2", "lower", lower)
     _inexact(op, "I1", x, "a")
     check(x.ndim >= 2, op, "C2", lambda: f"a must have rank >= 2, got {tstr(x)}")
     check(
-        x.shape[-1] == x.shape[-2],
+        tuple(x.shape)[-2:] == tuple(x.shape)[-1:] * 2,
         op,
         "C3",
         lambda: f"a's last two dims must be equal (square matrices), got {tstr(x)}",
     )
-    v = compute(x)
-    out = _cholesky_impl(v, low)
-    return _wrap(from_compute(out, x._dtype), x._dtype)
+    return x, low
 
 
 def _cholesky_impl(v, low):
@@ -139,6 +145,16 @@ def triangular_solve(a, b, left_side, lower, unit_diagonal, transpose_a):
                [0., 2., 0.],
                [0., 0., 2.]], f32[3,3])
     """
+    x, y, left, low, unit, mode = triangular_solve_checks(
+        a, b, left_side, lower, unit_diagonal, transpose_a
+    )
+    out = _triangular_solve_impl(compute(x), compute(y), left, low, unit, mode)
+    return _wrap(from_compute(out, y._dtype), y._dtype)
+
+
+def triangular_solve_checks(a, b, left_side, lower, unit_diagonal, transpose_a):
+    """triangular_solve's checks, on types only (the CUDA kernel runs them too):
+    ``(a, b, left_side, lower, unit_diagonal, transpose_a)`` parsed."""
     op = "triangular_solve"
     x, y = operands(op, a, b, names=["a", "b"])
     left = attr_bool(op, "I3", "left_side", left_side)
@@ -173,9 +189,10 @@ def triangular_solve(a, b, left_side, lower, unit_diagonal, transpose_a):
             f"a and b must have the same batch dims (no broadcasting), got {tstr(x)} and {tstr(y)}"
         ),
     )
-    k = y.shape[-2] if left else y.shape[-1]
+    sx, sy = tuple(x.shape), tuple(y.shape)  # (a CUDA simulator shape refuses index -1)
+    k = sy[-2] if left else sy[-1]
     check(
-        x.shape[-1] == x.shape[-2] == k,
+        sx[-1] == sx[-2] == k,
         op,
         "C3",
         lambda: (
@@ -183,8 +200,7 @@ def triangular_solve(a, b, left_side, lower, unit_diagonal, transpose_a):
             f"({'left' if left else 'right'} side), got {tstr(x)} and {tstr(y)}"
         ),
     )
-    out = _triangular_solve_impl(compute(x), compute(y), left, low, unit, mode)
-    return _wrap(from_compute(out, y._dtype), y._dtype)
+    return x, y, left, low, unit, mode
 
 
 def _triangular_solve_impl(a, b, left, low, unit, mode):
@@ -257,15 +273,22 @@ def _matmul(x, y, tx=False, ty=False):
     return dot_general(x, y, batch, batch, [r - 2 if tx else r - 1], [r - 1 if ty else r - 2])
 
 
+def _times_matrix(t, m):
+    """t times the constant n x n NumPy matrix m elementwise (over t's batch dims), m made
+    on t's device (a CUDA cotangent stays there)."""
+    from ..tensor import tensor
+    from .elementwise import multiply
+    from .movement import broadcast_in_dim
+
+    r = t.ndim
+    c = tensor(m, t.dtype, device=t.device)
+    return multiply(t, broadcast_in_dim(c, [r - 2, r - 1], list(t.shape)))
+
+
 def _triangle_mask(t, lower, k):
     """t with everything outside tril(., k) (lower) or triu(., k) set to zero."""
-    from .elementwise import multiply
-
-    n = t.shape[-1]
-    m = np.tril(np.ones((n, n)), k) if lower else np.triu(np.ones((n, n)), k)
-    from ..tensor import tensor
-
-    return multiply(t, tensor(np.broadcast_to(m, t.shape), t.dtype))
+    n = tuple(t.shape)[-1]
+    return _times_matrix(t, np.tril(np.ones((n, n)), k) if lower else np.triu(np.ones((n, n)), k))
 
 
 def _solve_flip(a, y, left, lower, unit, mode):
@@ -300,15 +323,13 @@ def _cholesky_lower_vjp(L, gL):
     JVP (Murray 2016): dL = L Φ(L⁻¹ dA L⁻ᴴ), Φ = tril with the diagonal halved, where
     A = tril(a) + tril(a, -1)ᴴ (real diagonal). Transposed: P = Lᵀ ḡ, W = Φ(P),
     Ā = L⁻ᵀ W conj(L)⁻¹, and back through A: ā = Φ(Ā + Āᴴ)."""
-    from .elementwise import add, multiply
+    from .elementwise import add
 
-    n = L.shape[-1]
+    n = tuple(L.shape)[-1]
     half = np.tril(np.ones((n, n))) - 0.5 * np.eye(n)
 
     def phi(t):
-        from ..tensor import tensor
-
-        return multiply(t, tensor(np.broadcast_to(half, t.shape), t.dtype))
+        return _times_matrix(t, half)
 
     w = phi(_matmul(L, gL, tx=True))
     y = triangular_solve(L, w, True, True, False, "TRANSPOSE")  # L⁻ᵀ W

@@ -356,26 +356,10 @@ def top_k(operand, k, largest=True):
     >>> xo.top_k(xo.tensor([1.0, 5.0, 3.0, 5.0]), 2)   # ([5, 5], [1, 3])
     (xo.tensor([5., 5.], f32[2]), xo.tensor([1, 3], i32[2]))
     """
-    op = "top_k"
-    x = operands(op, operand, names=["operand"])[0]
-    check(x.ndim >= 1, op, "I1", lambda: f"operand must have rank >= 1, got {tstr(x)}")
-    kk = attr_int(op, "I2", "k", k)
-    n = x.shape[-1]
-    check(
-        0 <= kk <= n,
-        op,
-        "I2",
-        lambda: f"k must be in [0, {n}] (the last dim of {tstr(x)}), got {kk}",
-    )
-    attr_bool(op, "I3", "largest", largest)
-    check(
-        x._dtype.kind != "complex",
-        op,
-        "I1",
-        lambda: f"operand must have a real or integer element type, got {tstr(x)}",
-    )
+    x, kk, largest = top_k_checks(operand, k, largest)
     dt = x._dtype
-    keys, _ = _sort_keys(x._value, dt, "TOTALORDER", bool(largest))
+    n = x.shape[-1]
+    keys, _ = _sort_keys(x._value, dt, "TOTALORDER", largest)
     rows = _prod(x.shape[:-1])
     if 0 < kk <= _TOP_K_BUFFER and kk < n and rows:
         # a row-parallel kernel: each row keeps its k best in a small heap
@@ -392,6 +376,30 @@ def top_k(operand, k, largest=True):
         idx = _stable_argsort(keys)[..., :kk]
     values = np.take_along_axis(x._value, idx, axis=-1)
     return _wrap(np.ascontiguousarray(values), dt), _wrap(idx.astype(np.int32), as_dtype("i32"))
+
+
+def top_k_checks(operand, k, largest):
+    """top_k's checks, on the operand's type only (the CUDA kernel runs them too):
+    ``(operand tensor, k, largest as a bool)``."""
+    op = "top_k"
+    x = operands(op, operand, names=["operand"])[0]
+    check(x.ndim >= 1, op, "I1", lambda: f"operand must have rank >= 1, got {tstr(x)}")
+    kk = attr_int(op, "I2", "k", k)
+    n = tuple(x.shape)[-1]  # (a tuple: a CUDA simulator shape refuses index -1)
+    check(
+        0 <= kk <= n,
+        op,
+        "I2",
+        lambda: f"k must be in [0, {n}] (the last dim of {tstr(x)}), got {kk}",
+    )
+    attr_bool(op, "I3", "largest", largest)
+    check(
+        x._dtype.kind != "complex",
+        op,
+        "I1",
+        lambda: f"operand must have a real or integer element type, got {tstr(x)}",
+    )
+    return x, kk, bool(largest)
 
 
 @top_k.defvjp

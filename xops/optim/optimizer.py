@@ -281,6 +281,10 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=weight_decay))
 
     def _update(self, p, g, state, group):
+        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
+        host = host_floats(p, g, *(s for s in (m, v) if s is not None))
+        if host is not None:
+            return self._update_host(host[0], host[1], p._dtype, state, group)
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if wd:
             if self._decoupled:
@@ -288,7 +292,6 @@ class Adam(Optimizer):
             else:
                 g = add(g, multiply(p, wd))
         t = state.get("step", 0) + 1
-        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
         m = multiply(g, 1 - b1) if m is None else add(multiply(m, b1), multiply(g, 1 - b1))
         g2 = multiply(g, g)
         v = multiply(g2, 1 - b2) if v is None else add(multiply(v, b2), multiply(g2, 1 - b2))
@@ -296,6 +299,28 @@ class Adam(Optimizer):
         bc1, bc2 = 1 - b1**t, 1 - b2**t
         denom = add(divide(sqrt(v), math.sqrt(bc2)), eps)
         return subtract(p, multiply(divide(m, denom), lr / bc1))
+
+    def _update_host(self, p, g, dt, state, group):
+        """:meth:`_update` on f32 / f64 host arrays: the same steps in the same order,
+        each a NumPy ufunc rounding once to the element type as the op does, every
+        hyper-parameter rounded to the element type first (a weak scalar operand), so
+        the bits equal the op-by-op update's; ~11 op dispatches per parameter fewer."""
+        c = dt.np.type
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if wd:
+            if self._decoupled:
+                p = p * c(1 - lr * wd)
+            else:
+                g = g + p * c(wd)
+        t = state.get("step", 0) + 1
+        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
+        m = g * c(1 - b1) if m is None else m._value * c(b1) + g * c(1 - b1)
+        g2 = g * g
+        v = g2 * c(1 - b2) if v is None else v._value * c(b2) + g2 * c(1 - b2)
+        state.update(step=t, exp_avg=_wrap(m, dt), exp_avg_sq=_wrap(v, dt))
+        bc1, bc2 = 1 - b1**t, 1 - b2**t
+        denom = np.sqrt(v) / c(math.sqrt(bc2)) + c(eps)
+        return _wrap(p - m / denom * c(lr / bc1), dt)
 
 
 class AdamW(Adam):

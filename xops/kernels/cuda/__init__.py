@@ -39,9 +39,12 @@ OPS = (
     "batch_norm_grad",
     "batch_norm_inference",
     "batch_norm_training",
+    "bitcast_convert",
     "broadcast",
     "broadcast_in_dim",
+    "cbrt",
     "ceil",
+    "cholesky",
     "clamp",
     "collapse",
     "compare",
@@ -54,6 +57,7 @@ OPS = (
     "cosine",
     "count_leading_zeros",
     "divide",
+    "dot",
     "dot_general",
     "dynamic_slice",
     "dynamic_update_slice",
@@ -68,6 +72,7 @@ OPS = (
     "log",
     "log_plus_one",
     "logistic",
+    "map",
     "maximum",
     "minimum",
     "multiply",
@@ -79,11 +84,16 @@ OPS = (
     "power",
     "real",
     "reduce",
+    "reduce_precision",
     "reduce_window",
     "remainder",
     "reshape",
     "reverse",
+    "rng",
+    "rng_bernoulli",
     "rng_bit_generator",
+    "rng_normal",
+    "rng_uniform",
     "round_nearest_afz",
     "round_nearest_even",
     "rsqrt",
@@ -92,6 +102,7 @@ OPS = (
     "select_and_scatter",
     "shift_left",
     "shift_right_arithmetic",
+    "shift_right_logical",
     "sign",
     "sine",
     "slice",
@@ -100,7 +111,9 @@ OPS = (
     "subtract",
     "tan",
     "tanh",
+    "top_k",
     "transpose",
+    "triangular_solve",
     "xor",
     "autodiff.local.alias",  # the tape's identity primitive (t.to(its own device))
 )
@@ -163,11 +176,11 @@ def register():
 
     install()  # the caching allocator, before numba makes its CUDA context
     from . import convolution, elementwise, linalg, movement, normalization, reduction
-    from . import indexing, rng, sorting, windows
-    from . import complex as complex_ops
+    from . import indexing, rng, solve, sorting, windows
+    from . import complex as complex_ops, conversion, dot
 
     modules = (elementwise, movement, reduction, linalg, convolution, rng, sorting, windows)
-    for module in modules + (normalization, indexing, complex_ops):
+    for module in modules + (normalization, indexing, complex_ops, solve, conversion, dot):
         for name, impl in module.KERNELS.items():
             registry.set_kernel(name, "cuda", impl)
     _state["registered"] = True

@@ -9,12 +9,14 @@ launches a map kernel, one thread per element, 256 threads to a block (``launch_
 :mod:`._storage`; the map kernels are generated from one table, ``_MAPS``). A weak Python scalar
 operand is read at every index from a one-element device array that is cached by value,
 so a call copies nothing to the device. Element
-types: i1, si8-64, ui8-64, f32, f64; bf16 / f16 and the f8 types computed in float32 as
-on the CPU (decoded exactly, rounded once; :mod:`.narrow`, :mod:`.f8`); i2 / i4 / ui2 /
-ui4 in int8 / uint8, wrapped to their width (:mod:`.subbyte`); c64 / c128
-(:mod:`.complex`); others (f8E8M0FNU, f4 / f6) raise a SpecError naming the op, the type
-and the device. Integer results are bit-exact with the CPU; float results follow CUDA's
-libdevice (within a few ULP of the CPU's NumPy).
+types: i1, si8-64, ui8-64, f32, f64; bf16 / f16, the f8, f6 and f4 types computed in
+float32 as on the CPU (decoded exactly, rounded once; :mod:`.narrow`, :mod:`.f8`), and
+f8E8M0FNU's add, subtract, multiply, divide, remainder, power and atan2 in float64, as
+the CPU computes them; i2 / i4 / ui2 / ui4 in int8 / uint8, wrapped to their width
+(:mod:`.subbyte`); c64 / c128 (:mod:`.complex`); quantized types raise a SpecError
+naming the op, the type and the device. Integer results are bit-exact with the CPU;
+float results follow CUDA's libdevice (within a few ULP of the CPU's NumPy); cbrt is
+the CPU's own algorithm (:mod:`._cbrt`), bit-exact.
 """
 
 import math
@@ -33,9 +35,10 @@ from ...registry import get as _get_op
 from ...tensor import Tensor, _wrap
 from numba import cuda
 
+from ._cbrt import cbrt as _cbrt
 from ._complex_math import functions as _complex_functions
 from ._storage import device_empty, flat, from_holder, jit, launch_1d, storage_dtype
-from .narrow import encode, from_int, is_narrow, to_f32
+from .narrow import encode, from_int, is_small_float, to_f32
 from .subbyte import is_sub, wide_type, widen, wrap
 
 __all__ = ["KERNELS"]
@@ -66,8 +69,7 @@ def _supported(op, *ts):
                 "device",
                 f"has no cuda kernel for element type "
                 f"{t._dtype.name} (CUDA kernels take i1, si2-64, "
-                f"ui2-64, f32, f64, bf16, f16, c64, c128 and the f8 types "
-                f"but f8E8M0FNU)",
+                f"ui2-64, f32, f64, bf16, f16, c64, c128 and the f8, f6 and f4 types)",
             )
 
 
@@ -346,6 +348,27 @@ def _sar(a, s, bits):  # signed: amounts >= bits give the sign fill
     return a >> s
 
 
+def _sar_u(a, s, bits):  # unsigned: the top bit of the width is the sign (the CPU's rule)
+    v = np.int64(a)  # (ui64: the same bits)
+    if bits < 64 and v >= (1 << (bits - 1)):
+        v -= 1 << bits
+    return v >> (bits - 1 if s >= bits else np.int64(s))  # (numba compares mixed signs exactly)
+
+
+def _shr(a, s, bits):  # logical: the bits-wide pattern shifted, zeros in; >= bits gives 0
+    if s < 0 or s >= bits:
+        return a - a
+    if a >= 0 or s == 0:
+        return a >> s
+    return (a >> s) & (((1 << (bits - s - 1)) - 1) * 2 + 1)  # (keep the low bits - s bits)
+
+
+def _shr_u(a, s, bits):
+    if s >= bits:
+        return a - a
+    return a >> s
+
+
 def _popcnt(a, bits):
     c = a - a
     for k in range(bits):
@@ -375,8 +398,9 @@ def _binary_op(name, kinds, by_kind, bits=False):
 
     def kernel(lhs, rhs):
         x, y = B._binary(name, lhs, rhs, kinds)
-        if is_narrow(x._dtype):
-            return _narrow(name, by_kind["float"], (x, y), x._dtype)
+        if is_small_float(x._dtype):
+            wide = x._dtype.name == "f8E8M0FNU" and name in _E8M0_IN_F64
+            return _narrow(name, by_kind["float"], (x, y), x._dtype, wide=wide)
         if is_sub(x._dtype):
             return _sub_byte(name, by_kind, (x, y), x._dtype, bits)
         if x._dtype.kind == "complex":
@@ -397,7 +421,7 @@ def _unary_op(name, kinds, by_kind, bits=False, out_kind=None):
 
     def kernel(operand):
         x = B._unary(name, operand, kinds)
-        if is_narrow(x._dtype):
+        if is_small_float(x._dtype):
             return _narrow(name, by_kind["float"], (x,), x._dtype, out_kind == "bool")
         if is_sub(x._dtype):
             return _sub_byte(name, by_kind, (x,), x._dtype, bits)
@@ -422,12 +446,19 @@ _I = ("si", "ui")
 _F32, _F64, _UI16, _UI8 = as_dtype("f32"), as_dtype("f64"), as_dtype("ui16"), as_dtype("ui8")
 
 
-def _narrow(name, fn, ts, dt, boolean=False):
-    """Device function ``fn`` over bf16 / f16 operands ``ts`` (of type ``dt``) as the
-    CPU computes them: in float32 (decoded exactly), the result rounded once to ``dt``
-    (``boolean``: an i1 result, kept)."""
+# f8E8M0FNU's ops that the CPU computes in float64 (``_same2``: E8M0 spans float32's
+# exponent range, so a float32 product or quotient could leave it)
+_E8M0_IN_F64 = ("add", "subtract", "multiply", "divide", "remainder", "power", "atan2")
+
+
+def _narrow(name, fn, ts, dt, boolean=False, wide=False):
+    """Device function ``fn`` over small-float operands ``ts`` (of type ``dt``: bf16,
+    f16, f8, f6, f4) as the CPU computes them: in float32 (float64 if ``wide``), decoded
+    exactly, the result rounded once to ``dt`` (``boolean``: an i1 result, kept)."""
     fs = [to_f32(t) for t in ts]
-    out_dt = _I1 if boolean else _F32
+    if wide:
+        fs = [_to_f64(f) for f in fs]
+    out_dt = _I1 if boolean else (_F64 if wide else _F32)
     if len(fs) == 1:
         r = _run1(name, fn, fs[0], out_dt)
     elif len(fs) == 2:
@@ -435,6 +466,13 @@ def _narrow(name, fn, ts, dt, boolean=False):
     else:
         r = _run3(name, fn, fs, out_dt, max(fs, key=lambda t: t.ndim).shape)
     return r if boolean else encode(r, dt)
+
+
+def _to_f64(f):
+    """float32 tensor ``f`` (on the device, or a 0-d CPU weak scalar) as float64 (exact)."""
+    if hasattr(f._value, "copy_to_host"):
+        return _run1("convert", _to_float, f, _F64)
+    return _wrap(np.asarray(f._value, np.float64), _F64)
 
 
 def _sub_byte(name, by_kind, ts, dt, bits=False):
@@ -509,7 +547,7 @@ def compare(lhs, rhs, comparison_direction, compare_type=None):
     r = _get_op("compare").kernels["cpu"](
         _zero_d(x._dtype), _zero_d(y._dtype), comparison_direction, compare_type
     )
-    if is_narrow(x._dtype):  # (exact in float32)
+    if is_small_float(x._dtype):  # (exact in float32)
         x, y = to_f32(x), to_f32(y)
     elif is_sub(x._dtype):  # (exact in int8 / uint8)
         x, y = widen(x), widen(y)
@@ -559,7 +597,7 @@ def _run3(name, fn, ts, out_dt, shape):
 def select(pred, on_true, on_false):
     p, tb, fb = select_checks(pred, on_true, on_false)  # (a weak branch comes broadcast)
     t, f = operands("select", on_true, on_false)
-    if is_narrow(tb._dtype) or is_sub(tb._dtype):  # a choice of bit patterns
+    if is_small_float(tb._dtype) or is_sub(tb._dtype):  # a choice of bit patterns
         bt, bf = _bits(t), _bits(f)
         r = _run3("select", _select1, (p, bt, bf), bt._dtype, tb.shape)
         return from_holder(r._value.view(storage_dtype(tb._dtype.np)), tb._dtype)
@@ -570,7 +608,7 @@ def select(pred, on_true, on_false):
 
 def clamp(min, operand, max):  # noqa: A002  (the op's own parameter names)
     x, lo, hi = clamp_checks(min, operand, max)
-    if is_narrow(x._dtype):
+    if is_small_float(x._dtype):
         return _narrow("clamp", _fclamp1, (lo, x, hi), x._dtype)
     if is_sub(x._dtype):  # (in range: nothing to wrap)
         ws = tuple(widen(t) for t in (lo, x, hi))
@@ -595,7 +633,7 @@ def convert(operand, dtype):
         return _convert_complex(x, dst)
     if is_sub(x._dtype) or is_sub(dst):
         return _convert_sub(x, dst)
-    if is_narrow(x._dtype) or is_narrow(dst):
+    if is_small_float(x._dtype) or is_small_float(dst):
         return _convert_narrow(x, dst)
     _supported("convert", x, _zero_d(dst))
     src = x._dtype
@@ -650,13 +688,13 @@ def _convert_sub(x, dst):
 
 
 def _convert_narrow(x, dst):
-    """convert from or to bf16 / f16 (see :mod:`.narrow`): through float32 (exact) from
-    them; to them rounded once from f32 / f64 bits, from integers through float64 (exact,
-    or sticky for 64-bit integers)."""
+    """convert from or to a small float (bf16, f16, f8, f6, f4; see :mod:`.narrow`):
+    through float32 (exact) from them; to them rounded once from f32 / f64 bits, from
+    integers through float64 (exact, or sticky for 64-bit integers)."""
     src = x._dtype
     if src is dst:
         return from_holder(x._value, dst)
-    if is_narrow(src):
+    if is_small_float(src):
         if dst.kind in _I:
             raise SpecError(
                 "convert",
@@ -664,7 +702,7 @@ def _convert_narrow(x, dst):
                 f"has no cuda kernel for {src.name} -> {dst.name} (float to integer saturation)",
             )
         f = to_f32(x)
-        if is_narrow(dst):
+        if is_small_float(dst):
             return encode(f, dst)
         return f if dst is _F32 else convert(f, dst)
     _supported("convert", x)
@@ -711,7 +749,13 @@ KERNELS = {
     "power": _binary_op("power", B._NUM, {"float": _pow}),
     "atan2": _binary_op("atan2", B._FC, {"float": _atan2}),
     "shift_left": _binary_op("shift_left", B._INT, {"si": _shl, "ui": _shl}, bits=True),
-    "shift_right_arithmetic": _binary_op("shift_right_arithmetic", B._INT, {"si": _sar}, bits=True),
+    "shift_right_arithmetic": _binary_op(
+        "shift_right_arithmetic", B._INT, {"si": _sar, "ui": _sar_u}, bits=True
+    ),
+    "shift_right_logical": _binary_op(
+        "shift_right_logical", B._INT, {"si": _shr, "ui": _shr_u}, bits=True
+    ),
+    "cbrt": _unary_op("cbrt", B._FC, {"float": _cbrt}),
     "sign": _unary_op("sign", (B._SI, B._F, B._C), {"si": _isign, "float": _fsign}),
     "is_finite": _unary_op("is_finite", (B._F,), {"float": _isfinite}, out_kind="bool"),
     "rsqrt": _unary_op("rsqrt", B._FC, {"float": _rsqrt}),

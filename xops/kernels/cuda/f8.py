@@ -16,8 +16,19 @@ the bit patterns. Each format is (exponent bits, significand bits, bias, kind):
   NaN is 0x80. Overflow, +-inf and NaN become 0x80; a result that rounds to zero is +0.
 
 Decoded NaNs are float32's quiet NaN with the sign (FNUZ's NaN: with the sign bit set),
-as ml_dtypes decodes them. f8E8M0FNU (products in float64 on the CPU, ties away from
-zero) has no device kernels.
+as ml_dtypes decodes them.
+
+Four more formats (``MORE``) serve the elementwise kernels only (:mod:`.elementwise`; the
+other kernels take the types of ``F8``):
+
+* kind 3, no inf and no NaN (f4E2M1FN, f6E2M3FN, f6E3M2FN, one value per byte in its low
+  4 or 6 bits): overflow and +-inf saturate to the largest magnitude with the sign; a
+  NaN becomes a zero of the *opposite* sign (ml_dtypes: +NaN -> -0).
+* kind 4, f8E8M0FNU (eight exponent bits, bias 127, no sign, no zero; 0xFF is NaN):
+  2**(b - 127). A value rounds to the nearer power of two, ties (1.5 * 2**e) away from
+  zero; zero, negative values, NaN, +-inf and values from 1.5 * 2**127 on become NaN;
+  positive values below 2**-127 become 2**-127 (the CPU's conversion, which rounds from
+  float64 through a round-to-odd float32: the same choice).
 """
 
 import numpy as np
@@ -27,7 +38,7 @@ from ...dtypes import as_dtype
 from ...tensor import _wrap
 from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d
 
-__all__ = ["F8", "to_f32", "encode"]
+__all__ = ["F8", "MORE", "FORMATS", "to_f32", "encode"]
 
 # name -> (exponent bits, significand bits, bias, kind: 0 IEEE, 1 FN, 2 FNUZ)
 F8 = {
@@ -39,6 +50,14 @@ F8 = {
     "f8E4M3B11FNUZ": (4, 3, 11, 2),
     "f8E5M2FNUZ": (5, 2, 16, 2),
 }
+# the formats of the elementwise kernels only (see the module's docstring)
+MORE = {
+    "f4E2M1FN": (2, 1, 1, 3),
+    "f6E2M3FN": (2, 3, 1, 3),
+    "f6E3M2FN": (3, 2, 3, 3),
+    "f8E8M0FNU": (8, 0, 127, 4),
+}
+FORMATS = {**F8, **MORE}
 _F32 = as_dtype("f32")
 
 
@@ -66,7 +85,11 @@ def round_quantum(sig, ex, q):
 def _decode(h, eb, mb, bias, kind):
     """float32 bits (an int64 in [0, 2**32)) of the f8 bits ``h`` of format
     (eb, mb, bias, kind) (see the module's docstring)."""
-    sign = (h >> 7) << 31
+    if kind == 4:  # f8E8M0FNU: 2**(h - 127); float32 holds 2**-127 as a subnormal
+        if h == 255:
+            return 0x7FC00000
+        return 0x400000 if h == 0 else h << 23
+    sign = ((h >> (eb + mb)) & 1) << 31
     e = (h >> mb) & ((1 << eb) - 1)
     m = h & ((1 << mb) - 1)
     if kind == 2:
@@ -75,7 +98,7 @@ def _decode(h, eb, mb, bias, kind):
     elif kind == 1:
         if (h & 127) == 127:
             return sign | 0x7FC00000
-    elif e == (1 << eb) - 1:
+    elif kind == 0 and e == (1 << eb) - 1:  # (kind 3 has no inf and no NaN)
         if m == 0:
             return sign | 0x7F800000
         return sign | 0x7FC00000
@@ -97,8 +120,14 @@ def _round(sign, mag, es, ms, eb, mb, bias, kind):
     emax = (1 << es) - 1
     e = mag >> ms
     m = mag & ((1 << ms) - 1)
-    top_bit = sign << 7
-    if kind == 0:
+    if kind == 4:
+        return _round_e8m0(sign, mag, e, m, es, ms, emax)
+    top_bit = sign << (eb + mb)
+    if kind == 3:  # saturating; a NaN becomes a zero of the opposite sign
+        nan = (1 - sign) << (eb + mb)
+        over = top_bit | ((1 << (eb + mb)) - 1)
+        limit = 1 << (eb + mb)
+    elif kind == 0:
         nan = top_bit | (((1 << eb) - 1) << mb) | (1 << (mb - 1))
         over = top_bit | (((1 << eb) - 1) << mb)  # +-inf
         limit = ((1 << eb) - 1) << mb  # the first magnitude that overflows
@@ -127,6 +156,29 @@ def _round(sign, mag, es, ms, eb, mb, bias, kind):
     if bits == 0 and kind == 2:
         return 0
     return top_bit | bits
+
+
+@cuda.jit(device=True)
+def _round_e8m0(sign, mag, e, m, es, ms, emax):
+    """The f8E8M0FNU bits nearest to the float of the IEEE format (es, ms) with sign bit
+    ``sign``, magnitude bits ``mag``, biased exponent ``e`` and significand field ``m``
+    (ties away from zero; see the module's docstring)."""
+    if sign == 1 or mag == 0 or e == emax:
+        return 255
+    bias_s = (1 << (es - 1)) - 1
+    if e == 0:  # a subnormal source: its leading bit gives the exponent
+        top = ms - 1
+        while (m >> top) == 0:
+            top -= 1
+        q = top + 1 - bias_s - ms
+        up = (m >> (top - 1)) & 1 if top >= 1 else 0
+    else:
+        q = e - bias_s
+        up = (m >> (ms - 1)) & 1  # the bit worth half the exponent's power: a tie rounds up
+    r = q + up + 127
+    if r < 0:
+        return 0
+    return 255 if r >= 255 else r
 
 
 # -- kernels ------------------------------------------------------------------------------
@@ -164,7 +216,7 @@ def to_f32(t):
     if not hasattr(v, "copy_to_host"):
         return _wrap(np.asarray(v, np.float32), _F32)
     out = device_empty(t.shape, np.float32)
-    fmt = F8[t._dtype.name]
+    fmt = FORMATS[t._dtype.name]
     launch_1d(_k(_decode_k), t.size, flat(v), *fmt, flat(out).view(np.uint32))
     return from_holder(out, _F32)
 
@@ -176,5 +228,5 @@ def encode(t, dt):
         src, kernel = flat(t._value).view(np.uint32), _encode32_k
     else:
         src, kernel = flat(t._value).view(np.int64), _encode64_k
-    launch_1d(_k(kernel), t.size, src, *F8[dt.name], flat(out))
+    launch_1d(_k(kernel), t.size, src, *FORMATS[dt.name], flat(out))
     return from_holder(out, dt)

@@ -21,7 +21,10 @@ need no bit-cast intrinsic. They reproduce the CPU's conversions bit for bit:
   reduced to a float64 with a sticky bit (as the CPU does), so they round once.
 
 The f8 types (but f8E8M0FNU) are narrow types too: :mod:`.f8` decodes and encodes them.
-int4 and the other sub-byte types, and complex, are not (see :mod:`.complex`).
+f4E2M1FN, f6E2M3FN, f6E3M2FN and f8E8M0FNU are *small floats* to the elementwise kernels
+only (:func:`is_small_float`; :mod:`.f8` converts them too): the other kernels (dot_general,
+reduce, convolution, ...) do not take them. int4 and the other sub-byte types, and
+complex, are neither (see :mod:`.subbyte`, :mod:`.complex`).
 """
 
 import numpy as np
@@ -32,7 +35,7 @@ from ...tensor import _wrap
 from . import f8 as _f8
 from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d
 
-__all__ = ["NARROW", "is_narrow", "to_f32", "encode", "from_int"]
+__all__ = ["NARROW", "SMALL", "is_narrow", "is_small_float", "to_f32", "encode", "from_int"]
 
 NARROW = ("bf16", "f16", *_f8.F8)
 _F32 = as_dtype("f32")
@@ -41,8 +44,17 @@ _F64 = as_dtype("f64")
 _FORMAT = {"bf16": (8, 7, 0), "f16": (5, 10, 1)}
 
 
+SMALL = NARROW + tuple(_f8.MORE)
+
+
 def is_narrow(dt):
     return dt.name in NARROW
+
+
+def is_small_float(dt):
+    """A float type narrower than f32 that the elementwise kernels decode and encode:
+    the narrow types and f4E2M1FN, f6E2M3FN, f6E3M2FN, f8E8M0FNU."""
+    return dt.name in SMALL
 
 
 # -- device functions ---------------------------------------------------------------------
@@ -169,10 +181,10 @@ def _int64_k(x, unsigned, out):
 
 
 def to_f32(t):
-    """A bf16 / f16 tensor's values as float32 (exact): a device tensor for a device
-    tensor, a 0-d CPU tensor for a 0-d CPU one (a weak scalar operand)."""
+    """A bf16 / f16 (or f8, f6, f4) tensor's values as float32 (exact): a device tensor
+    for a device tensor, a 0-d CPU tensor for a 0-d CPU one (a weak scalar operand)."""
     v = t._value
-    if t._dtype.name in _f8.F8:
+    if t._dtype.name in _f8.FORMATS:
         return _f8.to_f32(t)
     if not hasattr(v, "copy_to_host"):
         return _wrap(np.asarray(v, np.float32), _F32)
@@ -184,8 +196,9 @@ def to_f32(t):
 
 
 def encode(t, dt):
-    """Device tensor ``t`` (f32 or f64) rounded to narrow type ``dt`` (bf16, f16, f8)."""
-    if dt.name in _f8.F8:
+    """Device tensor ``t`` (f32 or f64) rounded to narrow type ``dt`` (bf16, f16, f8, f6,
+    f4)."""
+    if dt.name in _f8.FORMATS:
         return _f8.encode(t, dt)
     ed, md, nan_payload = _FORMAT[dt.name]
     out = device_empty(t.shape, dt.np)

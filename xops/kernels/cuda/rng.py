@@ -1,5 +1,7 @@
-"""CUDA kernel of ``rng_bit_generator``: Threefry-2x32-20 and Philox-4x32-10, bit-exact
-with the CPU op (:mod:`xops.ops.rng`), which reproduces XLA's counter layouts.
+"""CUDA kernels of ``rng_bit_generator`` (Threefry-2x32-20 and Philox-4x32-10, bit-exact
+with the CPU op (:mod:`xops.ops.rng`), which reproduces XLA's counter layouts) and of
+``rng``, ``rng_uniform``, ``rng_normal`` and ``rng_bernoulli``, which draw the CPU's
+hidden stream on the device (see "the CPU's hidden stream" below).
 
 The CPU op's checks (:func:`xops.ops.rng.rng_bit_generator_checks`) read only the state's
 type and the attributes; the state's values never leave the device. Both generators are
@@ -26,12 +28,20 @@ import math
 import numpy as np
 from numba import cuda
 
-from ...ops.rng import _split_dim, rng_bit_generator_checks
+from ...dtypes import as_dtype
+from ...errors import SpecError
+from ...ops._core import compute
+from ...ops.composite import rng_bernoulli_checks
+from ...ops.rng import _STREAM, _largest_below, _split_dim, rng_bit_generator_checks, rng_checks
 from .. import rng as K
 from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d
+from .movement import fill
+from .narrow import NARROW, encode, to_f32
 
 __all__ = ["KERNELS"]
 
+_F64 = as_dtype("f64")
+_M64_INT = (1 << 64) - 1
 _M32 = np.uint64(0xFFFFFFFF)
 _U32 = np.uint64(32)
 _ONE = np.uint64(1)
@@ -144,4 +154,221 @@ def rng_bit_generator(rng_algorithm, initial_state, shape, dtype="ui64"):
     return from_holder(new, st._dtype), from_holder(out, dt)
 
 
-KERNELS = {"rng_bit_generator": rng_bit_generator}
+# -- rng, rng_uniform, rng_normal, rng_bernoulli: the CPU's hidden stream, on the device --
+#
+# The CPU ops draw 64-bit words from one module-level Philox-4x32-10 stream
+# (:class:`xops.ops.rng._Stream`): a call taking n words uses the counter blocks
+# counter .. counter + ceil(n / 2) - 1, word i being the low (even i) or high (odd i) half
+# of block i // 2 (PhiloxRngBit64's layout). The stream's key and counter are host
+# numbers, not tensor data: the kernel function reserves the call's blocks on the host
+# (``_STREAM.reserve``, the same bookkeeping as the CPU, so CPU and CUDA calls may be
+# interleaved) and passes key and counter to the kernel by value. One thread per block
+# makes the two words from its own counter and writes outputs 2j and 2j+1
+# (output-parallel). The transformations are the CPU's, in the same float64 operations:
+# products go through ``_dmul`` (libdevice's dmul_rn on a GPU), so that NVVM cannot
+# contract a product and a sum into one fma, which the CPU does not do.
+
+_ELEVEN = np.uint64(11)
+_TWO_M53 = 2.0**-53
+_TWO_PI = 2 * math.pi  # (the CPU's 2 * np.pi * u: (2 pi) first)
+
+
+def _sim():
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+if _sim():
+
+    @cuda.jit(device=True)
+    def _dmul(a, b):
+        return a * b
+
+else:
+    from numba.cuda import libdevice as _libdevice
+
+    _dmul = _libdevice.dmul_rn
+
+
+@cuda.jit(device=True)
+def _philox_words(key, lo0, hi0, j):
+    """Words 2j and 2j+1 of the stream at key, 128-bit counter hi0:lo0 (block j)."""
+    lo = lo0 + np.uint64(j)
+    hi = hi0 + _ONE if lo < lo0 else hi0  # the carry into the high word
+    c0, c1, c2, c3 = _philox_block(
+        lo & _M32, lo >> _U32, hi & _M32, hi >> _U32, key & _M32, key >> _U32
+    )
+    return c0 | (c1 << _U32), c2 | (c3 << _U32)
+
+
+@cuda.jit(device=True)
+def _uniform_value(w, lo, hi, width, finite):
+    """The CPU's float64 value of word w on [lo, hi): lo + u (hi - lo), u = (w >> 11) 2**-53
+    (an infinite width: lo (1 - u) + hi u)."""
+    u = np.float64(w >> _ELEVEN) * _TWO_M53
+    if finite:
+        return lo + _dmul(u, width)
+    return _dmul(lo, 1.0 - u) + _dmul(hi, u)
+
+
+@cuda.jit(device=True)
+def _store_uniform(out, i, w, lo, hi, width, finite, top, a, clamp):
+    out[i] = _uniform_value(w, lo, hi, width, finite)  # rounded once to out's type
+    if clamp:  # the rounding may reach hi: [a, b) as the CPU keeps it
+        r = out[i]
+        if r >= top:
+            out[i] = top
+        elif r < a:
+            out[i] = a
+
+
+def _uniform_k(key, lo0, hi0, n, lo, hi, width, finite, top, a, clamp, out):
+    """Block j: uniform floats 2j, 2j+1 (f32 / f64; with ``clamp``, kept in [a, b))."""
+    j = cuda.grid(1)
+    i = 2 * j
+    if i < n:
+        w0, w1 = _philox_words(key, lo0, hi0, j)
+        _store_uniform(out, i, w0, lo, hi, width, finite, top, a, clamp)
+        if i + 1 < n:
+            _store_uniform(out, i + 1, w1, lo, hi, width, finite, top, a, clamp)
+
+
+def _clamp_bits_k(dec, top, a, top_bits, a_bits, raw):
+    """Narrow floats: raw[i] (bit patterns, decoded dec[i]) kept in [a, b) as the CPU."""
+    i = cuda.grid(1)
+    if i < raw.shape[0]:
+        r = dec[i]
+        if r >= top:
+            raw[i] = top_bits
+        elif r < a:
+            raw[i] = a_bits
+
+
+def _uniform_int_k(key, lo0, hi0, n, base, span, mask, out):
+    """Block j: integers 2j, 2j+1 = lo + word % span (mod 2**64), the type's low bits."""
+    j = cuda.grid(1)
+    i = 2 * j
+    if i < n:
+        w0, w1 = _philox_words(key, lo0, hi0, j)
+        out[i] = (base + w0 % span) & mask
+        if i + 1 < n:
+            out[i + 1] = (base + w1 % span) & mask
+
+
+def _normal_k(key, lo0, hi0, n, mu, sigma, out):
+    """Block j: Box-Muller over its two words, outputs 2j (cos) and 2j+1 (sin)."""
+    j = cuda.grid(1)
+    i = 2 * j
+    if i < n:
+        w0, w1 = _philox_words(key, lo0, hi0, j)
+        u1 = (np.float64(w0 >> _ELEVEN) + 1.0) * _TWO_M53  # (0, 1]: log never sees 0
+        u2 = np.float64(w1 >> _ELEVEN) * _TWO_M53
+        r = math.sqrt(-2.0 * math.log(u1))
+        t = _TWO_PI * u2
+        out[i] = mu + _dmul(sigma, _dmul(r, math.cos(t)))
+        if i + 1 < n:
+            out[i + 1] = mu + _dmul(sigma, _dmul(r, math.sin(t)))
+
+
+def _bernoulli_k(key, lo0, hi0, n, p, out):
+    """Block j: outputs 2j, 2j+1 = 1 if u < p else 0 (u the word's 53-bit uniform)."""
+    j = cuda.grid(1)
+    i = 2 * j
+    if i < n:
+        w0, w1 = _philox_words(key, lo0, hi0, j)
+        out[i] = 1 if np.float64(w0 >> _ELEVEN) * _TWO_M53 < p else 0
+        if i + 1 < n:
+            out[i + 1] = 1 if np.float64(w1 >> _ELEVEN) * _TWO_M53 < p else 0
+
+
+def _host(t):
+    """A 0-d parameter (a, b, mu, sigma, mean) as the CPU op takes it: a CUDA tensor is
+    read to the host (one value: the checks a < b, sigma >= 0, 0 <= mean <= 1 and the
+    kernel's launch arguments need it; pass Python numbers to read nothing)."""
+    return t.to("cpu") if hasattr(getattr(t, "_value", None), "copy_to_host") else t
+
+
+def _draw(kernel, n, *args):
+    """Launch ``kernel`` (one thread per Philox block) on the stream's next n words."""
+    key, counter = _STREAM.reserve(n)
+    blocks = -(-n // 2)
+    if blocks:
+        lo0, hi0 = np.uint64(counter & _M64_INT), np.uint64(counter >> 64)
+        launch_1d(_k(kernel), blocks, np.uint64(key), lo0, hi0, n, *args)
+
+
+def _rng_device(op, a, b, shape, rng_distribution, names):
+    x, y, dims, dt, dist = rng_checks(
+        op, _host(a), _host(b), _host_shape(shape), rng_distribution, names
+    )
+    n = math.prod(dims)
+    if dt.kind == "bool":  # UNIFORM on [False, True) holds only False
+        out = device_empty(dims, np.bool_)
+        if n:
+            fill(flat(out), False)
+        return from_holder(out, dt)
+    if dt.kind in ("si", "ui"):  # lo + word % (hi - lo), modulo 2**64, the type's low bits
+        lo, hi = int(compute(x)), int(compute(y))
+        out = device_empty(dims, dt.np)
+        mask = np.uint64((1 << dt.bits) - 1 if dt.bits < 64 else _M64_INT)
+        base, span = np.uint64(lo & _M64_INT), np.uint64(hi - lo)
+        word = np.dtype(f"u{dt.itemsize}")
+        _draw(_uniform_int_k, n, base, span, mask, flat(out).view(word))
+        return from_holder(out, dt)
+    narrow = dt.name in NARROW  # bf16, f16, f8: float64 values rounded once, as the CPU
+    if not narrow and dt.np not in (np.float32, np.float64):
+        raise SpecError(op, "device", f"has no cuda kernel for element type {dt.name}")
+    out = device_empty(dims, np.float64 if narrow else dt.np)
+    if dist == "NORMAL":
+        _draw(_normal_k, n, float(compute(x)), float(compute(y)), flat(out))
+        return encode(from_holder(out, _F64), dt) if narrow else from_holder(out, dt)
+    lo, hi = float(compute(x)), float(compute(y))
+    width = hi - lo
+    top = _largest_below(y._value, dt)  # results are kept in [a, b)
+    top_f, a_f = float(np.asarray(top).astype(np.float64)), float(compute(x))
+    args = (lo, hi, width, bool(np.isfinite(width)), top_f, a_f, not narrow, flat(out))
+    _draw(_uniform_k, n, *args)
+    if not narrow:
+        return from_holder(out, dt)
+    res = encode(from_holder(out, _F64), dt)
+    if n:
+        bits = np.dtype(f"u{dt.itemsize}")
+        top_bits = np.asarray(top, dt.np).reshape(1).view(bits)[0]
+        a_bits = np.asarray(x._value, dt.np).reshape(1).view(bits)[0]
+        dec = flat(to_f32(res)._value)
+        raw = flat(res._value).view(bits)
+        launch_1d(_k(_clamp_bits_k), n, dec, top_f, a_f, top_bits, a_bits, raw)
+    return res
+
+
+def rng(a, b, shape, rng_distribution):
+    """The kernel of ``rng``; it takes the arguments as the CPU op does (same signature)."""
+    return _rng_device("rng", a, b, shape, rng_distribution, ["a", "b"])
+
+
+def rng_uniform(a, b, shape):
+    """The kernel of ``rng_uniform`` (same signature as the CPU op)."""
+    return _rng_device("rng_uniform", a, b, shape, "UNIFORM", ["a", "b"])
+
+
+def rng_normal(mu, sigma, shape):
+    """The kernel of ``rng_normal`` (same signature as the CPU op)."""
+    return _rng_device("rng_normal", mu, sigma, shape, "NORMAL", ["mu", "sigma"])
+
+
+def rng_bernoulli(mean, shape):
+    """The kernel of ``rng_bernoulli`` (same signature as the CPU op)."""
+    p, dims = rng_bernoulli_checks(_host(mean), _host_shape(shape))
+    out = device_empty(dims, np.uint32)
+    _draw(_bernoulli_k, math.prod(dims), p, flat(out))
+    return from_holder(out, as_dtype("ui32"))
+
+
+KERNELS = {
+    "rng_bit_generator": rng_bit_generator,
+    "rng": rng,
+    "rng_uniform": rng_uniform,
+    "rng_normal": rng_normal,
+    "rng_bernoulli": rng_bernoulli,
+}

@@ -36,13 +36,15 @@ from numba import cuda
 
 from ...autodiff.tape import keep
 from ...errors import SpecError
-from ...ops.sorting import _comparator_plan, _sort_keys, sort_checks
+from ...dtypes import as_dtype
+from ...ops.sorting import _comparator_plan, _sort_keys, sort_checks, top_k_checks
 from ...tensor import _wrap
 from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d, on_device
 
 __all__ = ["KERNELS", "RUN"]
 
 RUN = 8  # elements per run of the insertion-sort pass
+_I32 = as_dtype("i32")
 _UNSIGNED, _SIGNED, _TOTAL, _FLOAT, _TABLE = range(5)  # key modes
 
 
@@ -218,45 +220,83 @@ def sort(inputs, dimension=-1, is_stable=False, comparator=None):
     shape = xs[0].shape
     n = shape[dim]
     inner = math.prod(shape[dim + 1 :])
-    total = math.prod(shape)
     outs = [device_empty(shape, x._dtype.np) for x in xs]
-    if total:
-        mode, sign, full, infb, desc, table = _key_plan(dt, plan[1], plan[0] == "GT")
-        if table is None:
-            table = cuda.device_array(1, np.uint64)
-        keys = cuda.device_array(total, np.uint64)
-        pos = cuda.device_array(total, np.int64)
-        launch_1d(
-            _k(_keys),
-            total,
-            _raw(xs[0]._value),
-            table,
-            mode,
-            np.uint64(sign),
-            np.uint64(full),
-            np.uint64(infb),
-            desc,
-            n,
-            inner,
-            keys,
-            pos,
-        )
-        rows = total // n
-        nruns = -(-n // RUN)
-        if n > 1:
-            launch_1d(_k(_runs), rows * nruns, keys, pos, n, nruns, rows * nruns)
-        width = RUN
-        if width < n:
-            keys2 = cuda.device_array(total, np.uint64)
-            pos2 = cuda.device_array(total, np.int64)
-            while width < n:
-                launch_1d(_k(_merge), total, keys, pos, keys2, pos2, n, width)
-                keys, pos, keys2, pos2 = keys2, pos2, keys, pos
-                width *= 2
+    if xs[0].size:
+        pos = _sorted_positions(xs[0], n, inner, plan[1], plan[0] == "GT")
         for x, out in zip(xs, outs):
-            launch_1d(_k(_permute), total, _raw(x._value), pos, n, inner, _raw(out))
+            launch_1d(_k(_permute), x.size, _raw(x._value), pos, n, inner, _raw(out))
     res = [from_holder(out, x._dtype) for out, x in zip(outs, xs)]
     return tuple(res) if seq else res[0]
 
 
-KERNELS = {"sort": sort}
+def _sorted_positions(x, n, inner, ctype, descending):
+    """The stable order of device tensor x's rows (the n elements along a dimension with
+    ``inner`` elements after it) under compare type ``ctype`` (descending: reversed),
+    as positions in the row: an int64 device array in the row layout (row by row)."""
+    total = x.size
+    mode, sign, full, infb, desc, table = _key_plan(x._dtype, ctype, descending)
+    if table is None:
+        table = cuda.device_array(1, np.uint64)
+    keys = cuda.device_array(total, np.uint64)
+    pos = cuda.device_array(total, np.int64)
+    launch_1d(
+        _k(_keys),
+        total,
+        _raw(x._value),
+        table,
+        mode,
+        np.uint64(sign),
+        np.uint64(full),
+        np.uint64(infb),
+        desc,
+        n,
+        inner,
+        keys,
+        pos,
+    )
+    rows = total // n
+    nruns = -(-n // RUN)
+    if n > 1:
+        launch_1d(_k(_runs), rows * nruns, keys, pos, n, nruns, rows * nruns)
+    width = RUN
+    if width < n:
+        keys2 = cuda.device_array(total, np.uint64)
+        pos2 = cuda.device_array(total, np.int64)
+        while width < n:
+            launch_1d(_k(_merge), total, keys, pos, keys2, pos2, n, width)
+            keys, pos, keys2, pos2 = keys2, pos2, keys, pos
+            width *= 2
+    return pos
+
+
+def _top_k_gather(src, pos, n, k, values, indices):
+    """values[r, j] = src[r, pos[r, j]] and indices[r, j] = pos[r, j] for j < k (rows of
+    n; ``values`` as raw bits)."""
+    i = cuda.grid(1)
+    if i < values.shape[0]:
+        r = i // k
+        p = pos[r * n + i - r * k]
+        values[i] = src[r * n + p]
+        indices[i] = p
+
+
+def top_k(operand, k, largest=True):
+    """The kernel of ``top_k`` (same signature as the CPU op): the stable sort of each
+    last-dim row by totalOrder keys (complemented for ``largest``, so equal values keep
+    their index order, as on the CPU), then the first k of each row gathered."""
+    x, kk, largest = top_k_checks(operand, k, largest)
+    on_device("top_k", x, "operand")
+    dt = x._dtype
+    n = tuple(x.shape)[-1]
+    oshape = tuple(x.shape)[:-1] + (kk,)
+    values = device_empty(oshape, dt.np)
+    indices = device_empty(oshape, np.int32)
+    m = math.prod(oshape)
+    if m:
+        pos = _sorted_positions(x, n, 1, "TOTALORDER", largest)
+        args = (_raw(x._value), pos, n, kk, _raw(values), flat(indices))
+        launch_1d(_k(_top_k_gather), m, *args)
+    return from_holder(values, dt), from_holder(indices, _I32)
+
+
+KERNELS = {"sort": sort, "top_k": top_k}

@@ -11,10 +11,11 @@ import numpy as np
 
 from ...autodiff.helpers import broadcast_to as _broadcast_to, sum_to as _sum_to
 from ...autodiff.tape import is_grad_enabled, primitive
-from ...dtypes import as_dtype
+from ...dtypes import all_dtypes, as_dtype
 from ...kernels import elementwise as K
 from ...tensor import Tensor, _wrap
 from .._core import SpecError, as_tensor, check, compute, fast_binary, operands, result, tstr
+from .._core import _fast_scalar, _quiet_call
 from ._base import _ANY, _B, _C, _F, _FC, _INT, _NUM, _SI, _UI  # the element type classes
 from ._base import _binary, _complex64_in_double, _fast2, _float_kernel2, _int_kernel, _is_weak
 from ._base import _like, _narrow_bits2, _needs, _part_dtype, _quiet, _same, _same2, _unary, _zeros
@@ -543,6 +544,34 @@ def compare(lhs, rhs, comparison_direction, compare_type=None):
         return result(fn(compute(x), compute(y)), as_dtype("i1"))
 
 
+def _compare_fast(args):
+    """compare's dispatch fast path (``compare._fast``): ``(lhs, rhs, direction)`` with
+    lhs a Tensor of a plain element type (held as computed, not quantized), rhs a Tensor
+    of that type and shape or a weak Python scalar exactly representable in it, and the
+    direction spelled as the spec does: the default compare_type, so the full path
+    computes the same NumPy comparison. An argument may require a gradient: the i1
+    result is never recorded."""
+    if len(args) != 3:
+        return None
+    x, y, direction = args
+    fn = _DIRECTIONS.get(direction) if type(direction) is str else None
+    if fn is None or type(x) is not Tensor:
+        return None
+    dt = x._dtype
+    if id(dt) not in _SELECT_PLAIN_TYPES or type(x._value) is not np.ndarray:
+        return None
+    a = x._value
+    if type(y) is Tensor:
+        b = y._value
+        if y._dtype is not dt or type(b) is not np.ndarray or b.shape != a.shape:
+            return None
+    else:
+        b = _fast_scalar(y, dt)
+        if b is None:
+            return None
+    return _wrap(_quiet_call(fn, a, b), _I1)
+
+
 # select runs on a Numba kernel (``select_bits``) over the branches' raw bit patterns
 # from this many elements on: np.where branches per element (3 ms for 800K random
 # predicates, against 0.08 ms); below it np.where's dispatch is the cheaper one.
@@ -579,13 +608,14 @@ def _select_flat(v, perm, word):
     return a
 
 
-def _select_kernel(p, t, f):
+def _select_kernel(p, t, f, c_order=False):
     """select with an i1 array ``p`` of t's shape, through ``K.select_bits``. Operands
     that share a memory layout (a transposed result, and what elementwise ops made of
-    it) are read in memory order, and the result gets that layout too: no copies."""
+    it) are read in memory order, and the result gets that layout too: no copies.
+    ``c_order``: the caller knows every array is C-contiguous (or a 0-d scalar branch)."""
     word = _SELECT_WORDS[t.dtype.itemsize]
-    perm = _memory_order([a for a in (p, t, f) if not _is_scalar_branch(a)])
-    shape = t.shape if perm is None else tuple(t.shape[d] for d in perm)
+    perm = None if c_order else _memory_order([a for a in (p, t, f) if not _is_scalar_branch(a)])
+    shape = p.shape if perm is None else tuple(p.shape[d] for d in perm)
     out = np.empty(shape, t.dtype)
     K.select_bits(
         out.size,
@@ -606,6 +636,9 @@ def select(pred, on_true, on_false):
     >>> xo.select(xo.tensor([True, False]), xo.tensor([1, 2]), xo.tensor([3, 4]))   # [1, 4]
     xo.tensor([1, 4], i64[2])
     """
+    plain = _select_plain(pred, on_true, on_false)
+    if plain is not None:
+        return plain
     p, t, f = select_checks(pred, on_true, on_false)
     tv, fv = t._value, f._value
     if (
@@ -616,6 +649,60 @@ def select(pred, on_true, on_false):
     ):
         return _wrap(_select_kernel(p._value, tv, fv), t._dtype)
     return _wrap(np.where(p._value, tv, fv), t._dtype)
+
+
+def _select_plain(pred, on_true, on_false):
+    """select's everyday call answered without its general machinery, or None: an i1
+    ``pred`` of at least _SELECT_KERNEL_MIN elements, branches of its shape that are
+    C-contiguous Tensors of one plain element type (held as computed, not quantized)
+    or one such Tensor and a weak Python scalar exactly representable in its type.
+    That call passes every check (I1, C1, C2) and takes the kernel path in C order,
+    as :func:`_select_kernel` would: the same arrays reach the same kernel."""
+    if type(pred) is not Tensor or pred._dtype.kind != _B:
+        return None
+    pv = pred._value
+    if type(pv) is not np.ndarray or not pv.ndim or pv.size < _SELECT_KERNEL_MIN:
+        return None
+    if type(on_true) is Tensor:
+        dt = on_true._dtype
+    elif type(on_false) is Tensor:
+        dt = on_false._dtype
+    else:
+        return None
+    if id(dt) not in _SELECT_PLAIN_TYPES:
+        return None
+    branches = []
+    for b in (on_true, on_false):
+        if type(b) is Tensor:
+            v = b._value
+            if b._dtype is not dt or type(v) is not np.ndarray or v.shape != pv.shape:
+                return None
+            if not v.flags.c_contiguous:
+                return None
+        else:
+            v = _fast_scalar(b, dt)
+            if v is None:
+                return None
+        branches.append(v)
+    if not pv.flags.c_contiguous:
+        return None
+    tv, fv = branches
+    if not (builtins.any(tv.strides) or builtins.any(fv.strides)):
+        return None  # (two broadcast scalars: np.where in the full path)
+    if dt.np.itemsize not in _SELECT_WORDS:
+        return None
+    return _wrap(_select_kernel(pv, tv, fv, c_order=True), dt)
+
+
+def _select_fast(args):
+    """select's dispatch fast path (``select._fast``): :func:`_select_plain` for
+    positional calls in which nothing requires a gradient."""
+    if len(args) != 3:
+        return None
+    for a in args:
+        if type(a) is Tensor and a.requires_grad:
+            return None
+    return _select_plain(*args)
 
 
 def select_checks(pred, on_true, on_false):
@@ -646,6 +733,14 @@ def select_checks(pred, on_true, on_false):
         lambda: f"pred must be 0-d or have the operands' shape {list(t.shape)}, got {tstr(p)}",
     )
     return p, t, f
+
+
+_SELECT_PLAIN_TYPES = frozenset(
+    id(d) for d in all_dtypes() if not d.quantized and d.compute == d.np and d.kind != _B
+)
+select._fast = _select_fast
+compare._fast = _compare_fast
+_I1 = as_dtype("i1")
 
 
 @select.defvjp

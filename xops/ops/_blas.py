@@ -1,0 +1,89 @@
+"""BLAS thread control for thin matrix products (NumPy's bundled OpenBLAS, via ctypes).
+
+OpenBLAS splits one GEMM over its threads by rows and columns of the result, so a
+product with a small result (the convolutions' per-feature GEMMs, a 32 x 27 kernel
+gradient) gains little from a second thread (~15% on the CIFAR kernel gradient, idle)
+while each call becomes a synchronisation point of the threads: when other processes
+compete for the cores, one descheduled thread stalls the call for whole scheduler ticks
+(measured under load: the CIFAR kernel gradient's median 239 ms with two threads, 20 ms
+with one). ``one_thread()`` runs a block with one BLAS thread and restores the count.
+
+The count is OpenBLAS's process-wide setting: another Python thread's product that
+runs meanwhile also gets one thread (its result is the same: OpenBLAS splits a GEMM
+over rows and columns, never over the summed dimension). Where NumPy does not use a
+bundled OpenBLAS (another BLAS, or no such symbol), ``one_thread()`` does nothing.
+"""
+
+import contextlib
+import ctypes
+import glob
+import os
+import threading
+
+import numpy as np
+
+# (set, get) pairs of names, newest packaging first (scipy-openblas wheels prefix them)
+_SYMBOLS = (
+    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+    ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
+    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+    ("openblas_set_num_threads", "openblas_get_num_threads"),
+)
+
+_lock = threading.Lock()
+_state = {"loaded": False, "set": None, "get": None, "depth": 0, "saved": None}
+
+
+def _find():
+    """(set, get) ctypes functions of NumPy's OpenBLAS, or (None, None)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
+    pkg = os.path.dirname(os.path.abspath(np.__file__))
+    paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*"))
+    paths += glob.glob(os.path.join(pkg, ".libs", "*openblas*"))
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)  # already loaded by NumPy: the same instance
+        except OSError:
+            continue
+        for set_name, get_name in _SYMBOLS:
+            setter, getter = getattr(lib, set_name, None), getattr(lib, get_name, None)
+            if setter is not None and getter is not None:
+                setter.argtypes, setter.restype = [ctypes.c_int], None
+                getter.argtypes, getter.restype = [], ctypes.c_int
+                return setter, getter
+    return None, None
+
+
+def _functions():
+    if not _state["loaded"]:
+        _state["set"], _state["get"] = _find()
+        _state["loaded"] = True
+    return _state["set"], _state["get"]
+
+
+def available():
+    """Whether the BLAS thread count can be set (NumPy's bundled OpenBLAS was found)."""
+    with _lock:
+        return _functions()[0] is not None
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run the block with one BLAS thread (nested and concurrent blocks share one
+    saved count, restored when the last block ends)."""
+    with _lock:
+        setter, getter = _functions()
+        if setter is not None:
+            if _state["depth"] == 0:
+                _state["saved"] = getter()
+                if _state["saved"] != 1:
+                    setter(1)
+            _state["depth"] += 1
+    try:
+        yield
+    finally:
+        if setter is not None:
+            with _lock:
+                _state["depth"] -= 1
+                if _state["depth"] == 0 and _state["saved"] != 1:
+                    setter(_state["saved"])
