@@ -284,7 +284,7 @@ class Adam(Optimizer):
         m, v = state.get("exp_avg"), state.get("exp_avg_sq")
         host = host_floats(p, g, *(s for s in (m, v) if s is not None))
         if host is not None:
-            return self._update_host(host[0], host[1], p._dtype, state, group)
+            return self._update_host(host[0], host[1], m, v, p._dtype, state, group)
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if wd:
             if self._decoupled:
@@ -300,7 +300,7 @@ class Adam(Optimizer):
         denom = add(divide(sqrt(v), math.sqrt(bc2)), eps)
         return subtract(p, multiply(divide(m, denom), lr / bc1))
 
-    def _update_host(self, p, g, dt, state, group):
+    def _update_host(self, p, g, m, v, dt, state, group):
         """:meth:`_update` on f32 / f64 host arrays: the same steps in the same order,
         each a NumPy ufunc rounding once to the element type as the op does, every
         hyper-parameter rounded to the element type first (a weak scalar operand), so
@@ -313,7 +313,6 @@ class Adam(Optimizer):
             else:
                 g = g + p * c(wd)
         t = state.get("step", 0) + 1
-        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
         m = g * c(1 - b1) if m is None else m._value * c(b1) + g * c(1 - b1)
         g2 = g * g
         v = g2 * c(1 - b2) if v is None else v._value * c(b2) + g2 * c(1 - b2)
