@@ -52,3 +52,36 @@ def same(dev, ref, rtol=1e-6):
         np.testing.assert_allclose(a, b, rtol=rtol, atol=0)
     else:
         np.testing.assert_array_equal(a, b)
+
+
+_APPLY = {}  # (device function, number of arguments) -> the kernel that maps it
+
+
+def device_apply(fn, *args):
+    """``fn(*args)`` element by element for a device function ``fn`` of integers (the bit
+    pattern helpers of xops/kernels/cuda: decode, round and pack), over int64 arrays or
+    scalars broadcast together; an int64 array. On a GPU it runs in a kernel, so the
+    compiled code is what the caller checks; on the simulator it calls the Python function
+    (a kernel there runs a Python thread per element, too slow for every bit pattern)."""
+    cols = [c.ravel() for c in np.broadcast_arrays(*(np.asarray(a, np.int64) for a in args))]
+    if SIM:
+        py = getattr(fn, "py_func", None) or fn.fn
+        return np.array([py(*row) for row in zip(*(c.tolist() for c in cols))], np.int64)
+    from numba import cuda
+
+    kernel = _APPLY.get((fn, len(args)))
+    if kernel is None:
+        names = ", ".join(f"a{i}" for i in range(len(args)))
+        items = ", ".join(f"a{i}[i]" for i in range(len(args)))
+        src = (
+            f"def apply(out, {names}):\n    i = cuda.grid(1)\n"
+            f"    if i < out.shape[0]:\n        out[i] = fn({items})\n"
+        )
+        space = {"cuda": cuda, "fn": fn}
+        exec(src, space)
+        kernel = _APPLY[fn, len(args)] = cuda.jit(space["apply"])
+    n = cols[0].size
+    out = cuda.device_array(n, np.int64)
+    if n:
+        kernel[(n + 255) // 256, 256](out, *(cuda.to_device(np.ascontiguousarray(c)) for c in cols))
+    return out.copy_to_host()

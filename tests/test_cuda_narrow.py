@@ -10,7 +10,7 @@ rounding). Tiny shapes: the simulator runs a Python thread per CUDA thread."""
 import ml_dtypes
 import numpy as np
 import pytest
-from cuda_support import needs_cuda
+from cuda_support import device_apply, needs_cuda
 
 import xops as xo
 
@@ -18,11 +18,6 @@ pytestmark = needs_cuda
 
 NARROW = ("bf16", "f16")
 _HOLDER = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
-
-
-def _py(f):
-    """The Python function of a device function (numba's dispatcher or the simulator's)."""
-    return getattr(f, "py_func", None) or f.fn
 
 
 def _bits(t):
@@ -58,11 +53,10 @@ def _values(dt, n=48, seed=0, lo=-4.0, hi=4.0, zeros=True, special=True):
 def test_decode_every_bit_pattern():
     from xops.kernels.cuda.narrow import _decode
 
-    dec = _py(_decode)
     h = np.arange(65536, dtype=np.uint16)
     for name, f16 in (("bf16", 0), ("f16", 1)):
         want = h.view(_HOLDER[name]).astype(np.float32).view(np.uint32)
-        got = np.array([dec(np.int64(v), f16) for v in h.tolist()], np.int64)
+        got = device_apply(_decode, h, f16)
         np.testing.assert_array_equal(got, want.astype(np.int64))
 
 
@@ -86,7 +80,6 @@ def _f32_patterns():
 def test_round_pack_matches_the_cpu_from_f32_and_f64_bits():
     from xops.kernels.cuda.narrow import _FORMAT, _round_pack
 
-    pack = _py(_round_pack)
     f32 = _f32_patterns()
     rng = np.random.default_rng(2)
     f64 = np.concatenate(
@@ -110,16 +103,14 @@ def test_round_pack_matches_the_cpu_from_f32_and_f64_bits():
     for name, (ed, md, nan_payload) in _FORMAT.items():
         holder = _HOLDER[name]
         want = xo.convert(xo.tensor(f32.view(np.float32)), name).numpy().view(np.uint16)
-        got = [
-            pack((b >> 31) & 1, b & 0x7FFFFFFF, 8, 23, ed, md, nan_payload) for b in f32.tolist()
-        ]
-        np.testing.assert_array_equal(np.array(got), want.astype(np.int64), err_msg=name)
+        b = f32.astype(np.int64)
+        got = device_apply(_round_pack, b >> 31, b & 0x7FFFFFFF, 8, 23, ed, md, nan_payload)
+        np.testing.assert_array_equal(got, want.astype(np.int64), err_msg=name)
         want = xo.convert(xo.tensor(f64.view(np.float64)), name).numpy().view(np.uint16)
-        s64 = f64.view(np.int64).tolist()
-        got = [
-            pack((b >> 63) & 1, b & 0x7FFFFFFFFFFFFFFF, 11, 52, ed, md, nan_payload) for b in s64
-        ]
-        np.testing.assert_array_equal(np.array(got), want.astype(np.int64), err_msg=name)
+        b = f64.view(np.int64)
+        sign, mag = (b >> 63) & 1, b & 0x7FFFFFFFFFFFFFFF
+        got = device_apply(_round_pack, sign, mag, 11, 52, ed, md, nan_payload)
+        np.testing.assert_array_equal(got, want.astype(np.int64), err_msg=name)
         assert holder  # (both formats covered)
 
 

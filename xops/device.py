@@ -154,6 +154,7 @@ def cuda_available():
 
 _on_cuda = []  # run once when CUDA is first found usable (xops.kernels.cuda's register)
 _movers = {}  # device kind -> fn(tensor, Device) -> the tensor on that device
+_updates = {}  # (device kind, name) -> fused optimizer update (xops.optim; the CUDA kernels')
 _on_default = []  # called with the kind when default_device() enters a device off the CPU
 
 

@@ -78,9 +78,22 @@ def ones_like(t):
     return _filled_like(t, 1)
 
 
+_FILLS = {}  # (device, element type, shape, value) -> a filled array off the CPU, shared
+_FILLS_BYTES = 64 << 20  # (what the shared fills may hold on a device in all)
+_ZERO_IDS = set()  # ids of the shared zero arrays (alive: _FILLS holds them)
+
+
 def _filled_like(t, value):
-    c = _on(_scalar(value, t._dtype), t)
-    if type(t._value) is np.ndarray and _float_like(t._dtype):
+    if type(t._value) is not np.ndarray:  # a device: one shared array per shape
+        key = (str(t.device), t._dtype, t.shape, value)
+        v = _FILLS.get(key)
+        if v is None:
+            c = _on(_scalar(value, t._dtype), t)
+            v = _op.broadcast_in_dim(_fresh(c, t.shape), [], t.shape)._value
+            _keep_fill(key, v)
+        return _wrap(v, t._dtype)
+    c = _scalar(value, t._dtype)
+    if _float_like(t._dtype):
         # what broadcast_in_dim(c, [], t.shape) returns (a read-only stride-0 view of
         # the constant), built here: the engine asks for these for every unused output
         # of a multi-output op and every root, and its other checks (rank-0 operand, no
@@ -90,15 +103,50 @@ def _filled_like(t, value):
     return _op.broadcast_in_dim(_fresh(c, t.shape), [], t.shape)
 
 
+def _keep_fill(key, v):
+    """Share device array ``v`` (filled with ``key``'s value) for later requests. Tensors
+    never write their data, and an in-place op (index_add_) copies a buffer that anything
+    else holds, so one array serves every zeros_like / ones_like of its shape; the
+    engine's zero cotangents, asked for in every backward pass, then cost no kernel."""
+    total = builtins.sum(a.nbytes for a in _FILLS.values())
+    if total + v.nbytes > _FILLS_BYTES:
+        _FILLS.clear()
+        _ZERO_IDS.clear()
+    if v.nbytes <= _FILLS_BYTES // 4:
+        _FILLS[key] = v
+        if key[3] == 0:
+            _ZERO_IDS.add(id(v))
+
+
+def is_shared_zero(t):
+    """Whether ``t`` holds a shared zero array of a device (:func:`zeros_like` made it)."""
+    return id(t._value) in _ZERO_IDS
+
+
 def _fresh(c, shape):
     """Shared constant ``c``, or a Tensor of its own where a 0-d ``shape`` could hand
     ``c`` itself back to a caller (who may then assign to it)."""
     return c if shape else _wrap(c._value, c._dtype)
 
 
+_DEVICE_SCALARS = {}  # (device, element type, value bytes) -> a 0-d constant's device array
+
+
 def _on(c, t):
-    """Constant ``c`` on ``t``'s device (the CPU: ``c`` itself)."""
-    return c if type(t._value) is type(c._value) else c.to_device(t.device)
+    """Constant ``c`` on ``t``'s device (the CPU: ``c`` itself). A 0-d constant is copied
+    to a device once (a host-to-device copy waits for the device: a rule that copied its
+    constants on every call would stall the queue of kernels each time)."""
+    if type(t._value) is type(c._value):
+        return c
+    if c.ndim:
+        return c.to_device(t.device)
+    key = (str(t.device), c._dtype, c._value.tobytes())
+    v = _DEVICE_SCALARS.get(key)
+    if v is None:
+        if len(_DEVICE_SCALARS) >= 256:
+            _DEVICE_SCALARS.clear()
+        v = _DEVICE_SCALARS[key] = c.to_device(t.device)._value
+    return _wrap(v, c._dtype)
 
 
 def sum(t, dims=None):  # noqa: A001  (the helper's name in every rule: H.sum)

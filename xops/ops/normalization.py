@@ -235,14 +235,15 @@ _needs = _H.needs
 def _is_zero(g):
     """Whether cotangent ``g`` is a constant zero, as the engine fills in for an unused
     output of a multi-output op: off the tape and all zeros. Cheap: the engine's zeros
-    are a stride-0 broadcast (one element to look at); feature vectors are small; a large
-    materialised tensor is taken as nonzero without a look, and so is one on a device
-    (looking would copy it to the host): the rule then adds the zero terms there."""
+    are a stride-0 broadcast (one element to look at), on a device the shared zero array
+    of :func:`xops.autodiff.helpers.zeros_like`; feature vectors are small; a large
+    materialised tensor is taken as nonzero without a look, and so is any other one on a
+    device (looking would copy it to the host): the rule then adds the zero terms."""
     if g.requires_grad:
         return False
     v = g._value
     if hasattr(v, "copy_to_host"):
-        return False
+        return _H.is_shared_zero(g)
     if v.size and not any(v.strides):
         v = v.reshape(-1)[:1]
     elif v.size > 4096:

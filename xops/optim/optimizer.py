@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from .. import device as _device
 from ..autodiff.tape import no_grad
 from ..dtypes import as_dtype
 from ..ops.elementwise import add, divide, multiply, sqrt, subtract
@@ -261,6 +262,20 @@ class SGD(Optimizer):
         return _wrap(p - g * c(group["lr"]), dt)
 
 
+def _fused(name, p, *others):
+    """The fused update ``name`` of the device that ``p`` lives on (one kernel per
+    parameter instead of an op per step; xops.kernels.cuda registers them in
+    ``device._updates``), when ``p`` is f32 / f64 off the CPU and ``others`` are tensors of
+    its type, shape and device; else None (the op-by-op update, with its checks)."""
+    dev = p.device
+    if dev.kind == "cpu" or p._dtype.name not in ("f32", "f64"):
+        return None
+    for o in others:
+        if o._dtype != p._dtype or o.shape != p.shape or o.device != dev:
+            return None
+    return _device._updates.get((dev.kind, name))
+
+
 class Adam(Optimizer):
     """Adam (Kingma & Ba, 2015), as ``torch.optim.Adam``::
 
@@ -286,12 +301,20 @@ class Adam(Optimizer):
         if host is not None:
             return self._update_host(host[0], host[1], m, v, p._dtype, state, group)
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        t = state.get("step", 0) + 1
+        fused = _fused("adam", p, g, *(s for s in (m, v) if s is not None))
+        if fused is not None:
+            arrays = (s._value if s is not None else None for s in (p, m, v))
+            outs = fused(*arrays, g._value, lr, b1, b2, eps, wd, self._decoupled, t)
+            if outs is not None:
+                p, m, v = (_wrap(o, p._dtype) for o in outs)
+                state.update(step=t, exp_avg=m, exp_avg_sq=v)
+                return p
         if wd:
             if self._decoupled:
                 p = multiply(p, 1 - lr * wd)
             else:
                 g = add(g, multiply(p, wd))
-        t = state.get("step", 0) + 1
         m = multiply(g, 1 - b1) if m is None else add(multiply(m, b1), multiply(g, 1 - b1))
         g2 = multiply(g, g)
         v = multiply(g2, 1 - b2) if v is None else add(multiply(v, b2), multiply(g2, 1 - b2))

@@ -118,44 +118,15 @@ OPS = (
     "autodiff.local.alias",  # the tape's identity primitive (t.to(its own device))
 )
 # The ops whose every CUDA test passed on a real GPU: every tests/test_cuda*.py module on an
-# NVIDIA H200 (2026-11-26, numba-cuda 0.30.4; docs/gpu.md says how), 232 passed, with a
-# record of which kernels each test ran. conv and conv_with_general_padding are
-# convolution's kernel under their own names. Kernels not listed were verified on numba's
-# simulator only.
-GPU_VERIFIED = frozenset(
-    (
-        "abs add and atan2 batch_norm_grad batch_norm_inference batch_norm_training broadcast "
-        "broadcast_in_dim ceil clamp collapse compare concatenate convert convolution cosine "
-        "count_leading_zeros divide dot_general dynamic_slice dynamic_update_slice erf "
-        "exponential exponential_minus_one floor gather iota is_finite log log_plus_one "
-        "logistic maximum minimum multiply negate not or pad popcnt power reduce "
-        "reduce_window remainder reshape reverse rng_bit_generator round_nearest_afz "
-        "round_nearest_even rsqrt scatter select select_and_scatter shift_left "
-        "shift_right_arithmetic sign sine slice sort sqrt subtract tan tanh transpose xor "
-    ).split()
-) | {"conv", "conv_with_general_padding"}
+# NVIDIA H100 (2026-11-26, numba 0.68.0, numba-cuda 0.30.4; docs/gpu.md "Real-GPU runs" says
+# how), 422 passed, with a record of which kernels each test ran (tests/cuda_record.py): all
+# of OPS. conv and conv_with_general_padding are convolution's kernel under their own names.
+GPU_VERIFIED = frozenset(OPS)
 
-
-# Ops run by CUDA tests added after that GPU run (tests/test_cuda_narrow.py: bf16/f16 and
-# dot_general's preferred_element_type; tests/test_cuda_grad.py: the device gradients of
-# scatter and sort; tests/test_cuda_narrow_reduce.py: bf16/f16 reduce, window, batch norm
-# and convolution kernels, reduce's multiply body; tests/test_cuda_complex.py: c64/c128
-# elementwise ops and c128 data movement; tests/test_cuda_f8.py: the f8 types and i2/i4/
-# ui2/ui4 in the elementwise ops), which so far ran on the simulator only: recorded
-# by running those modules under the simulator with tests/cuda_record.py. Empty it after a
-# GPU run passes them.
-SIMULATOR_SINCE = frozenset(
-    (
-        "batch_norm_grad batch_norm_inference batch_norm_training conv "
-        "conv_with_general_padding convolution reduce_window select_and_scatter "
-        "abs add and atan2 autodiff.local.alias broadcast_in_dim ceil clamp compare convert "
-        "cosine divide dot_general erf exponential exponential_minus_one floor gather iota "
-        "is_finite log log_plus_one logistic maximum minimum multiply negate power reduce "
-        "remainder reshape round_nearest_afz round_nearest_even rsqrt scatter select sign sine "
-        "slice sort sqrt subtract tan tanh transpose "
-        "count_leading_zeros not or popcnt shift_left shift_right_arithmetic xor"
-    ).split()
-)
+# Ops run by CUDA tests added after the last GPU run, so far run on the simulator only
+# (recorded by running those modules under the simulator with tests/cuda_record.py; docs/
+# status.md says "GPU+sim" for them). Empty it after a GPU run passes them.
+SIMULATOR_SINCE = frozenset()
 
 
 def verified_on(name):
@@ -177,12 +148,14 @@ def register():
     install()  # the caching allocator, before numba makes its CUDA context
     from . import convolution, elementwise, linalg, movement, normalization, reduction
     from . import indexing, rng, solve, sorting, windows
-    from . import complex as complex_ops, conversion, dot
+    from . import complex as complex_ops, conversion, dot, optim
 
     modules = (elementwise, movement, reduction, linalg, convolution, rng, sorting, windows)
     for module in modules + (normalization, indexing, complex_ops, solve, conversion, dot):
         for name, impl in module.KERNELS.items():
             registry.set_kernel(name, "cuda", impl)
+    for name, update in optim.UPDATES.items():
+        _device._updates["cuda", name] = update
     _state["registered"] = True
 
 

@@ -61,7 +61,57 @@ def from_holder(devarr, dt):
 
 
 def device_empty(shape, np_dtype):
-    return numba_cuda().device_array(tuple(shape), dtype=storage_dtype(np_dtype))
+    """An uninitialised row-major device array of ``shape`` (holder dtype ``np_dtype``)."""
+    make = _state.get("empty")
+    if make is None:
+        make = _state["empty"] = _array_makers()[0]
+    return make(tuple(shape), storage_dtype(np_dtype))
+
+
+def _array_makers():
+    """(empty, flat): numba's ``device_array`` and ``reshape``, or on a real GPU the same
+    arrays built directly. numba's ``device_array`` looks up the current CUDA context
+    with a driver call on every call, and ``reshape`` re-derives the layout through its
+    dummy array; a result and its 1-D view are made for every op, so on a GPU (one
+    context, made at the first CUDA tensor) xops allocates through that context's memory
+    manager (the caching allocator) and builds the ``DeviceNDArray`` itself.
+    ``XOPS_CUDA_FAST_LAUNCH=0`` keeps numba's own path."""
+    import os
+
+    from numba import config
+
+    cuda = numba_cuda()
+    if config.ENABLE_CUDASIM or os.environ.get("XOPS_CUDA_FAST_LAUNCH", "1") == "0":
+        return (lambda shape, dt: cuda.device_array(shape, dtype=dt)), _reshape_flat
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    memalloc = cuda.current_context().memalloc
+
+    def empty(shape, dt):
+        size = 1
+        for n in shape:
+            size *= n
+        if not size:
+            return cuda.device_array(shape, dtype=dt)
+        strides, step = [], dt.itemsize
+        for n in reversed(shape):
+            strides.append(step)
+            step *= n
+        return DeviceNDArray(shape, tuple(reversed(strides)), dt, gpu_data=memalloc(step))
+
+    def flat(devarr):
+        if devarr.ndim == 1:
+            return devarr
+        if not devarr.size or not devarr.is_c_contiguous():
+            return _reshape_flat(devarr)
+        dt = devarr.dtype
+        return DeviceNDArray((devarr.size,), (dt.itemsize,), dt, gpu_data=devarr.gpu_data)
+
+    return empty, flat
+
+
+def _reshape_flat(devarr):
+    return devarr.reshape(devarr.size) if devarr.ndim != 1 else devarr
 
 
 THREADS = 256  # threads per block of the 1-D kernels on a GPU (fewer for tiny launches)
@@ -119,7 +169,10 @@ def compiled(fn):
 
 def flat(devarr):
     """A 1-D view of a C-contiguous device array (0-d: one element)."""
-    return devarr.reshape(devarr.size) if devarr.ndim != 1 else devarr
+    make = _state.get("flat")
+    if make is None:
+        make = _state["flat"] = _array_makers()[1]
+    return make(devarr)
 
 
 # -- kernel launches ------------------------------------------------------------------------

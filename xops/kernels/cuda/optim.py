@@ -1,0 +1,120 @@
+"""Fused optimizer updates for CUDA tensors: one kernel per parameter and step where the
+op-by-op update (:mod:`xops.optim`) launches about a dozen elementwise kernels, each with
+its own output and its host-side dispatch (on a GPU the training step is bound by that
+host time, not by the device).
+
+The kernel computes the optimizer's own steps, in the same order, each rounded once to
+the element type, with the hyper-parameters rounded to that type first (as a weak scalar
+operand is): its bits equal the op-by-op update's and the CPU's. Products go through
+libdevice's ``fmul_rn`` / ``dmul_rn`` on a GPU so that NVVM cannot contract a product and
+a sum into one fma (the op-by-op update rounds the product first); division and square
+root are IEEE (numba's default, no fast math). The simulator runs the same code on
+NumPy scalars of the type (its square root: float64's, rounded once to float32, which is
+float32's correctly rounded root)."""
+
+import math
+import operator
+
+import numpy as np
+
+from ._storage import compiled, device_empty, flat, launch_1d, numba_cuda
+
+__all__ = ["UPDATES"]
+
+cuda = numba_cuda()
+
+
+def _sim():
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def _arith(np_type):
+    """(mul, add, sub, div, sqrt) device functions of ``np_type`` (float32 / float64)."""
+    if _sim():
+
+        @cuda.jit(device=True)
+        def mul(a, b):
+            return a * b
+
+        @cuda.jit(device=True)
+        def add(a, b):
+            return a + b
+
+        @cuda.jit(device=True)
+        def sub(a, b):
+            return a - b
+
+        @cuda.jit(device=True)
+        def div(a, b):
+            return a / b
+
+        @cuda.jit(device=True)
+        def sqrt(a):
+            return np_type(math.sqrt(a))
+
+        return mul, add, sub, div, sqrt
+    from numba.cuda import libdevice as L
+
+    if np_type is np.float32:
+        return L.fmul_rn, L.fadd_rn, L.fsub_rn, L.fdiv_rn, L.fsqrt_rn
+    # (libdevice has no dsub_rn; a difference of _rn products cannot be contracted)
+    return L.dmul_rn, L.dadd_rn, operator.sub, L.ddiv_rn, L.dsqrt_rn
+
+
+def _adam_kernel(np_type):
+    """Adam's update of one element per thread: ``p_out, m_out, v_out`` from ``p, g`` and
+    the moments ``m, v`` (unread on the first step, ``first``); ``wd_mode`` 1 scales p by
+    ``c_wd`` (AdamW's decoupled decay), 2 adds ``c_wd * p`` to the gradient (L2)."""
+    mul, add, sub, div, sqrt = _arith(np_type)
+
+    def adam(p, g, m, v, first, wd_mode, c_wd, b1, c1, b2, c2, sbc2, eps, step, p_out, m_out,
+             v_out):  # fmt: skip
+        i = cuda.grid(1)
+        if i < p_out.shape[0]:
+            pi, gi = p[i], g[i]
+            if wd_mode == 1:
+                pi = mul(pi, c_wd)
+            elif wd_mode == 2:
+                gi = add(gi, mul(pi, c_wd))
+            g2 = mul(gi, gi)
+            if first:
+                mi, vi = mul(gi, c1), mul(g2, c2)
+            else:
+                mi, vi = add(mul(m[i], b1), mul(gi, c1)), add(mul(v[i], b2), mul(g2, c2))
+            denom = add(div(sqrt(vi), sbc2), eps)
+            p_out[i] = sub(pi, mul(div(mi, denom), step))
+            m_out[i], v_out[i] = mi, vi
+
+    adam.__name__ = f"adam_{np.dtype(np_type).name}"
+    return adam
+
+
+_KERNELS = {}
+
+
+def adam(p, m, v, g, lr, b1, b2, eps, wd, decoupled, t):
+    """One Adam / AdamW step on device arrays ``p, g`` and the moments ``m, v`` (None on
+    the first step), all of one f32/f64 type and shape, step number ``t``: the new
+    (p, m, v); None when an array is not C-contiguous (a view: the caller takes the
+    op-by-op update)."""
+    if not all(a.is_c_contiguous() for a in (p, g, m, v) if a is not None):
+        return None
+    c = p.dtype.type
+    kernel = _KERNELS.get(c)
+    if kernel is None:
+        kernel = _KERNELS[c] = compiled(_adam_kernel(c))
+    bc1, bc2 = 1 - b1**t, 1 - b2**t
+    wd_mode, c_wd = (0, c(0)) if not wd else (1, c(1 - lr * wd)) if decoupled else (2, c(wd))
+    outs = [device_empty(p.shape, p.dtype) for _ in range(3)]
+    first = m is None
+    launch_1d(
+        kernel, p.size, flat(p), flat(g), flat(g if first else m), flat(g if first else v),
+        int(first), wd_mode, c_wd, c(b1), c(1 - b1), c(b2), c(1 - b2), c(math.sqrt(bc2)),
+        c(eps), c(lr / bc1), *map(flat, outs),
+    )  # fmt: skip
+    return outs
+
+
+UPDATES = {"adam": adam}
