@@ -332,13 +332,15 @@ check("reduce_precision 64", CVT._reduce64_k, (arr("i8"),) + (i64,) * 6 + (arr("
 for a_t in ("u1", "u2", "u4", "i8"):
     for o_t in ("u1", "u2", "u4", "i8"):
         check(f"bitcast {a_t}->{o_t}", CVT._bitcast_k, (arr(a_t), i64, i64, arr(o_t)))
-# the fused Adam / AdamW update (xops/kernels/cuda/optim.py): libdevice's _rn products
+# the fused Adam / AdamW and SGD updates (xops/kernels/cuda/optim.py): libdevice's _rn products
 from xops.kernels.cuda import optim as OPT  # noqa: E402
 
 for dt in FL:
     scalar = from_dtype(np.dtype(dt))
     sig = (arr(dt),) * 4 + (i64, i64) + (scalar,) * 8 + (arr(dt),) * 3
     check(f"adam {dt}", OPT._adam_kernel(np.dtype(dt).type), sig)
+    sig = (arr(dt),) * 3 + (i64,) * 4 + (scalar,) * 4 + (arr(dt),) * 2
+    check(f"sgd {dt}", OPT._sgd_kernel(np.dtype(dt).type), sig)
 print(len(fails), "failures")
 for f in fails:
     print(f)

@@ -1,8 +1,9 @@
-"""The fused Adam / AdamW update on CUDA tensors (xops/kernels/cuda/optim.py): one kernel
-per parameter and step, bit for bit the CPU optimizer's update (the same steps in the
-same order, each rounded once to the element type) for f32 and f64, with and without
-weight decay (L2 and decoupled), over several steps (the first reads no moments); views
-and other types take the op-by-op update, which gives the same bits."""
+"""The fused Adam / AdamW / SGD updates on CUDA tensors (xops/kernels/cuda/optim.py): one
+kernel per parameter and step, bit for bit the CPU optimizer's update (the same steps in
+the same order, each rounded once to the element type) for f32 and f64, with and without
+weight decay (L2 and decoupled), momentum, dampening and Nesterov, over several steps
+(the first reads no state); views and other types take the op-by-op update, which gives
+the same bits."""
 
 import numpy as np
 import pytest
@@ -44,16 +45,21 @@ def _run(opt_type, dt, device, steps=3, **kw):
 
 @pytest.fixture
 def launches(monkeypatch):
-    """Counts the fused update's calls."""
+    """Records each fused update's calls: whether it ran (True) or declined (False)."""
     calls = []
-    fused = _device._updates["cuda", "adam"]
 
-    def counted(*args):
-        out = fused(*args)
-        calls.append(out is not None)
-        return out
+    def counting(fused):
+        def counted(*args):
+            out = fused(*args)
+            calls.append(out is not None)
+            return out
 
-    monkeypatch.setitem(_device._updates, ("cuda", "adam"), counted)
+        return counted
+
+    for name in ("adam", "sgd"):
+        monkeypatch.setitem(
+            _device._updates, ("cuda", name), counting(_device._updates["cuda", name])
+        )
     return calls
 
 
@@ -64,16 +70,24 @@ def launches(monkeypatch):
         (optim.Adam, dict(lr=0.05)),
         (optim.Adam, dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)),
         (optim.AdamW, dict(lr=0.02, weight_decay=0.3)),
+        (optim.SGD, dict(lr=0.1)),
+        (optim.SGD, dict(lr=0.05, momentum=0.9)),
+        (optim.SGD, dict(lr=0.05, momentum=0.8, dampening=0.1, weight_decay=0.01)),
+        (optim.SGD, dict(lr=0.03, momentum=0.9, nesterov=True, weight_decay=0.05)),
     ],
 )
-def test_fused_adam_equals_the_cpu_update_bit_for_bit(launches, opt_type, kw, dt):
+def test_fused_updates_equal_the_cpu_update_bit_for_bit(launches, opt_type, kw, dt):
     ref, _ = _run(opt_type, dt, "cpu", **kw)
     dev, state = _run(opt_type, dt, "cuda", **kw)
     assert len(launches) == 3 * 5 and all(launches)  # every parameter, every step, fused
     for a, b in zip(dev, ref):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
-    assert all(s["exp_avg"].device == "cuda:0" and s["step"] == 3 for s in state)
+    if opt_type is optim.SGD:
+        assert all(("momentum_buffer" in s) == bool(kw.get("momentum")) for s in state)
+        assert all(s["momentum_buffer"].device == "cuda:0" for s in state if s)
+    else:
+        assert all(s["exp_avg"].device == "cuda:0" and s["step"] == 3 for s in state)
 
 
 def _one_step(p, g):

@@ -225,10 +225,19 @@ class SGD(Optimizer):
         if host is not None:
             return self._update_host(*host, p._dtype, state, group)
         wd, mom = group["weight_decay"], group["momentum"]
+        buf = state.get("momentum_buffer") if mom else None
+        fused = _fused("sgd", p, g, *(() if buf is None else (buf,)))
+        if fused is not None:
+            damp, lr, nesterov = group["dampening"], group["lr"], group["nesterov"]
+            b = None if buf is None else buf._value
+            outs = fused(p._value, b, g._value, lr, mom, damp, wd, nesterov)
+            if outs is not None:
+                if mom:
+                    state["momentum_buffer"] = _wrap(outs[1], p._dtype)
+                return _wrap(outs[0], p._dtype)
         if wd:
             g = add(g, multiply(p, wd))
         if mom:
-            buf = state.get("momentum_buffer")
             if buf is None:
                 buf = g
             else:

@@ -117,4 +117,52 @@ def adam(p, m, v, g, lr, b1, b2, eps, wd, decoupled, t):
     return outs
 
 
-UPDATES = {"adam": adam}
+def _sgd_kernel(np_type):
+    """SGD's update of one element per thread: ``p_out`` and the momentum buffer
+    ``b_out`` from ``p, g`` and the buffer ``b`` (unread on the first step, ``first``);
+    ``wd`` > 0 adds ``c_wd * p`` to the gradient, ``mode`` 0 plain, 1 momentum, 2 Nesterov;
+    ``damped``: the gradient enters the buffer times ``c_damp``."""
+    mul, add, sub, _, _ = _arith(np_type)
+
+    def sgd(p, g, b, first, wd, mode, damped, c_wd, c_mom, c_damp, c_lr, p_out, b_out):
+        i = cuda.grid(1)
+        if i < p_out.shape[0]:
+            pi, gi = p[i], g[i]
+            if wd:
+                gi = add(gi, mul(pi, c_wd))
+            if mode:
+                if first:
+                    bi = gi
+                else:
+                    bi = add(mul(b[i], c_mom), mul(gi, c_damp) if damped else gi)
+                b_out[i] = bi
+                gi = add(gi, mul(bi, c_mom)) if mode == 2 else bi
+            p_out[i] = sub(pi, mul(gi, c_lr))
+
+    sgd.__name__ = f"sgd_{np.dtype(np_type).name}"
+    return sgd
+
+
+def sgd(p, b, g, lr, momentum, dampening, wd, nesterov):
+    """One SGD step on device arrays ``p, g`` and the momentum buffer ``b`` (None on the
+    first step or without momentum), of one f32/f64 type and shape: the new (p, buffer
+    or None); None when an array is not C-contiguous (see :func:`adam`)."""
+    if not all(a.is_c_contiguous() for a in (p, g, b) if a is not None):
+        return None
+    c = p.dtype.type
+    kernel = _KERNELS.get(("sgd", c))
+    if kernel is None:
+        kernel = _KERNELS["sgd", c] = compiled(_sgd_kernel(c))
+    mode = 0 if not momentum else 2 if nesterov else 1
+    p_out = device_empty(p.shape, p.dtype)
+    b_out = device_empty(p.shape, p.dtype) if mode else p_out
+    first = b is None
+    launch_1d(
+        kernel, p.size, flat(p), flat(g), flat(g if first else b), int(first), int(bool(wd)),
+        mode, int(bool(dampening)), c(wd), c(momentum), c(1 - dampening), c(lr), flat(p_out),
+        flat(b_out),
+    )  # fmt: skip
+    return p_out, (b_out if mode else None)
+
+
+UPDATES = {"adam": adam, "sgd": sgd}
