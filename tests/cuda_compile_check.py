@@ -341,6 +341,12 @@ for dt in FL:
     check(f"adam {dt}", OPT._adam_kernel(np.dtype(dt).type), sig)
     sig = (arr(dt),) * 3 + (i64,) * 4 + (scalar,) * 4 + (arr(dt),) * 2
     check(f"sgd {dt}", OPT._sgd_kernel(np.dtype(dt).type), sig)
+# float -> integer convert (xops/kernels/cuda/elementwise.py): NaN, saturation, truncation
+f8s = types.float64
+for src in FL:
+    for dst in SI + UI:
+        sig = (arr(src), f8s, f8s, sc(dst), sc(dst), arr(dst))
+        check(f"float->int {src}->{dst}", E._f2i_k, sig)
 print(len(fails), "failures")
 for f in fails:
     print(f)

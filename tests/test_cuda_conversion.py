@@ -132,3 +132,21 @@ def test_errors():
         xo.bitcast_convert(xo.tensor([1, 2], "i4").to("cuda"), "f6E2M3FN")
     with pytest.raises(xo.SpecError, match=r"^bitcast_convert \(I2\)"):
         xo.bitcast_convert(x, "f7")
+
+
+_INTS = ("i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64", "i2", "ui2", "i4", "ui4")
+
+
+@pytest.mark.parametrize(
+    "src", ["f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2FNUZ", "f4E2M1FN", "f8E8M0FNU", "c64"]
+)
+def test_float_to_integer_truncates_and_saturates_as_the_cpu(src):
+    """convert from every float type (and complex: its real part) to every integer
+    type: NaN -> 0, truncation toward zero, saturation at each type's bounds (values
+    just inside and outside them, +-inf, -0, the 64-bit edges 2**63 and 2**64)."""
+    v = [np.nan, -np.inf, np.inf, -0.0, 0.7, -0.7, 1.5, -2.5, 7.9, -8.5, 127.9, 128.0,
+         -128.9, -129.0, 255.5, 256.0, 65535.9, 3e9, -3e9, 2.0**63, -(2.0**63), 2.0**64,
+         1e30, -1e30]  # fmt: skip
+    x = xo.convert(xo.tensor(np.array(v, np.float64)), src)
+    for dst in _INTS:
+        _exact(xo.convert(x.to("cuda"), dst), xo.convert(x, dst))

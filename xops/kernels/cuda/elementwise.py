@@ -37,7 +37,7 @@ from numba import cuda
 
 from ._cbrt import cbrt as _cbrt
 from ._complex_math import functions as _complex_functions
-from ._storage import device_empty, flat, from_holder, jit, launch_1d, storage_dtype
+from ._storage import compiled as _k, device_empty, flat, from_holder, jit, launch_1d, storage_dtype
 from .narrow import encode, from_int, is_small_float, to_f32
 from .subbyte import is_sub, wide_type, widen, wrap
 
@@ -640,14 +640,41 @@ def convert(operand, dtype):
     if dst.kind == "bool":
         fn = _to_bool
     elif src.kind == "float" and dst.kind in _I:
-        raise SpecError(
-            "convert",
-            "device",
-            f"has no cuda kernel for {src.name} -> {dst.name} (float to integer saturation)",
-        )
+        return _float_to_int(x, dst)
     else:
         fn = _to_float  # integer wrap / float rounding by the store, as the CPU's astype
     return _run1("convert", fn, x, dst)
+
+
+def _f2i_k(x, lo_f, hi1_f, lo, hi, out):
+    """Float -> integer, the CPU's rule: NaN -> 0, truncation toward zero, saturation to
+    [lo, hi] (``lo_f``, ``hi1_f``: lo and hi + 1 as exact floats; trunc(a) <= lo exactly
+    when a <= lo, as lo is an integer <= 0, and trunc(a) >= hi + 1 when a >= hi + 1)."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        a = x[i]
+        if a != a:
+            out[i] = 0
+        elif a <= lo_f:
+            out[i] = lo
+        elif a >= hi1_f:
+            out[i] = hi
+        else:
+            out[i] = a  # (the store truncates toward zero; a is in range)
+
+
+def _float_to_int(x, dst):
+    """convert f32 / f64 tensor ``x`` to integer type ``dst`` (i2 / i4 / ui2 / ui4: in
+    their range, then wrapped to their storage)."""
+    sub = is_sub(dst)
+    hold = wide_type(dst) if sub else dst
+    out = device_empty(x.shape, hold.np)
+    lo, hi = int(dst.min), int(dst.max)
+    c = hold.np.type
+    launch_1d(_k(_f2i_k), x.size, _dev("convert", x), float(lo), float(hi + 1), c(lo), c(hi),
+              flat(out))  # fmt: skip
+    r = from_holder(out, hold)
+    return wrap(r, dst) if sub else r
 
 
 def _convert_complex(x, dst):
@@ -678,12 +705,8 @@ def _convert_sub(x, dst):
         x = widen(x)
         if not is_sub(dst):
             return convert(x, dst)
-    elif src.kind not in ("bool", *_I):
-        raise SpecError(
-            "convert",
-            "device",
-            f"has no cuda kernel for {src.name} -> {dst.name} (float to integer saturation)",
-        )
+    elif src.kind not in ("bool", *_I):  # a float: saturated to dst's range, then wrapped
+        return _float_to_int(to_f32(x) if is_small_float(src) else x, dst)
     return wrap(x, dst)
 
 
@@ -696,11 +719,7 @@ def _convert_narrow(x, dst):
         return from_holder(x._value, dst)
     if is_small_float(src):
         if dst.kind in _I:
-            raise SpecError(
-                "convert",
-                "device",
-                f"has no cuda kernel for {src.name} -> {dst.name} (float to integer saturation)",
-            )
+            return _float_to_int(to_f32(x), dst)  # (exact in float32)
         f = to_f32(x)
         if is_small_float(dst):
             return encode(f, dst)
