@@ -347,6 +347,8 @@ for src in FL:
     for dst in SI + UI:
         sig = (arr(src), f8s, f8s, sc(dst), sc(dst), arr(dst))
         check(f"float->int {src}->{dst}", E._f2i_k, sig)
+for dt in UI:  # compare's TOTALORDER key of float bit patterns
+    check(f"total key {dt}", E._total_key_k, (arr(dt), i64, i64, arr("i8")))
 print(len(fails), "failures")
 for f in fails:
     print(f)

@@ -150,3 +150,22 @@ def test_float_to_integer_truncates_and_saturates_as_the_cpu(src):
     x = xo.convert(xo.tensor(np.array(v, np.float64)), src)
     for dst in _INTS:
         _exact(xo.convert(x.to("cuda"), dst), xo.convert(x, dst))
+
+
+@pytest.mark.parametrize(
+    "dt", ["f32", "f64", "bf16", "f16", "f8E4M3FN", "f8E4M3FNUZ", "f4E2M1FN", "f8E8M0FNU"]
+)
+def test_compare_totalorder_as_the_cpu(dt):
+    """compare with compare_type TOTALORDER on the device orders bit patterns as the CPU:
+    -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN (equal NaNs equal, -0 != +0; the
+    FNUZ formats' NaN just below +0; f8E8M0FNU by pattern), tensor and weak-scalar
+    operands."""
+    v = np.array([np.nan, -np.nan, -np.inf, np.inf, -0.0, 0.0, 1.5, -1.5, 3e38, -1e-40, 7.0])
+    x = xo.convert(xo.tensor(v.astype(np.float32)), dt)
+    y = xo.convert(xo.tensor(v[::-1].astype(np.float32)), dt)
+    for d in ("EQ", "NE", "LT", "LE", "GT", "GE"):
+        _exact(xo.compare(x.to("cuda"), y.to("cuda"), d, "TOTALORDER"),
+               xo.compare(x, y, d, "TOTALORDER"))  # fmt: skip
+        _exact(xo.compare(x.to("cuda"), 1.5, d, "TOTALORDER"), xo.compare(x, 1.5, d, "TOTALORDER"))
+    with pytest.raises(xo.SpecError, match=r"^compare \(C3\)"):  # (floats only)
+        xo.compare(xo.tensor([1, 2]).to("cuda"), xo.tensor([2, 1]).to("cuda"), "LT", "TOTALORDER")

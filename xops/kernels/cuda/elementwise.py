@@ -547,18 +547,47 @@ def compare(lhs, rhs, comparison_direction, compare_type=None):
     r = _get_op("compare").kernels["cpu"](
         _zero_d(x._dtype), _zero_d(y._dtype), comparison_direction, compare_type
     )
+    direction = str(comparison_direction).upper()
+    if compare_type is not None and str(compare_type).upper() == "TOTALORDER":  # (floats)
+        return _run2("compare", _CMP[direction], _total_key(x), _total_key(y), r._dtype)
     if is_small_float(x._dtype):  # (exact in float32)
         x, y = to_f32(x), to_f32(y)
     elif is_sub(x._dtype):  # (exact in int8 / uint8)
         x, y = widen(x), widen(y)
-    direction = str(comparison_direction).upper()
     if x._dtype.kind == "complex" and direction in ("EQ", "NE"):  # (both parts)
         return _run2("compare", _CMP[direction], x, y, r._dtype)
     _supported("compare", x)
-    ctype = compare_type and str(compare_type).upper()
-    if ctype == "TOTALORDER":
-        raise SpecError("compare", "device", "has no cuda kernel for compare_type TOTALORDER")
     return _run2("compare", _CMP[direction], x, y, r._dtype)
+
+
+def _total_key_k(u, bits, signless, out):
+    """The CPU's totalOrder key of float bit patterns ``u`` (``bits`` wide): the
+    magnitude for a clear sign bit, -magnitude - 1 for a set one (f8E8M0FNU, no sign
+    bit: the pattern itself)."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        b = np.uint64(u[i])
+        if signless:
+            out[i] = np.int64(b)
+        else:
+            top = np.uint64(bits - 1)
+            mag = np.int64(b & ((np.uint64(1) << top) - np.uint64(1)))
+            out[i] = -mag - 1 if (b >> top) & np.uint64(1) else mag
+
+
+_I64 = as_dtype("i64")
+
+
+def _total_key(t):
+    """compare's TOTALORDER key of float tensor ``t`` (device, or a 0-d weak scalar) as
+    an i64 tensor of its shape; the order of the keys is the CPU's (xops.ops.elementwise.
+    arithmetic._total_order_key): -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN."""
+    dt = t._dtype
+    u = _dev("compare", t)
+    u = u.view(np.dtype(f"u{u.dtype.itemsize}"))
+    out = device_empty(t.shape, np.int64)
+    launch_1d(_k(_total_key_k), t.size, u, dt.bits, int(dt.name == "f8E8M0FNU"), flat(out))
+    return from_holder(out, _I64)
 
 
 def _select1(p, t, f):
