@@ -83,6 +83,60 @@ def test_which_operands_take_the_fused_kernels(shape, dtype, fused):
     assert (N._view(x, 1)[1] is None) == fused
 
 
+@pytest.mark.parametrize(
+    "shape,fused",
+    [
+        ((64, 8, 32, 32), True),  # 256 KiB features (the batchnorm_bwd benchmark's size)
+        ((128, 8, 32, 32), True),  # 512 KiB: the largest
+        ((129, 8, 32, 32), False),
+    ],
+)
+def test_batch_norm_grad_fuses_larger_features(shape, fused, monkeypatch):
+    """batch_norm_grad's fused kernel takes features up to _FUSED_GRAD_BYTES (f32 here;
+    _FUSED_BYTES by default, 512 KiB set here), the training and inference kernels only
+    up to _FUSED_BYTES."""
+    monkeypatch.setattr(N, "_FUSED_GRAD_BYTES", 1 << 19)
+    x = xo.tensor(np.ones(shape, np.float32))
+    assert (N._view(x, 1, N._FUSED_GRAD_BYTES)[1] is None) == fused
+    assert N._view(x, 1)[1] is not None
+
+
+@pytest.mark.parametrize("dtype,shape", [("f32", (16, 8, 48, 64)), ("f64", (8, 8, 48, 64))])
+def test_grad_of_features_fused_only_for_the_gradient(dtype, shape, monkeypatch):
+    """196 KiB features with the fused gradient kernel taking them (second pass in
+    reverse run order) against the float64 reference and against the tile kernels on
+    the same operands."""
+    monkeypatch.setattr(N, "_FUSED_GRAD_BYTES", 1 << 19)
+    x, s, o, g = _data(shape, 1, dtype, seed=9)
+    assert N._view(x, 1)[1] is not None and N._view(x, 1, N._FUSED_GRAD_BYTES)[1] is None
+    _, mean, var = xo.batch_norm_training(x, s, o, 1e-3, 1)
+    fused = xo.batch_norm_grad(x, s, mean, var, g, 1e-3, 1)
+    wx, ws, wo = batch_norm_grad_reference(
+        _f64(x), _f64(s), _f64(mean), _f64(var), _f64(g), _eps_in(dtype, 1e-3), 1
+    )
+    gscale = np.sqrt(x.size // shape[1]) * np.abs(_f64(g)).max() + 1
+    _close(fused[1], ws, dtype, gscale, ulps=2)
+    _close(fused[2], wo, dtype, gscale, ulps=2)
+    xscale = np.abs(wx).max() + np.abs(_f64(s)).max() / np.sqrt(_f64(var).min() + 1e-3)
+    _close(fused[0], wx, dtype, xscale, ulps=4)
+    monkeypatch.setattr(N, "_FUSED_GRAD_BYTES", N._FUSED_BYTES)  # the run tiles
+    tiles = xo.batch_norm_grad(x, s, mean, var, g, 1e-3, 1)
+    for a, b in zip(fused, tiles):  # float64 sums in another order: last bits at most
+        tol = 4 * _ULP[dtype] * np.abs(_f64(b)).max()
+        np.testing.assert_allclose(_f64(a), _f64(b), rtol=0, atol=tol)
+
+
+def test_grad_sums_of_short_runs_centre_in_float64():
+    """Row tiles (runs shorter than FUSED_RUN) centre ``x - mean`` in float64, as the
+    other paths: in f32, 1 - 2^-26 and -1 - 2^-26 round to 1 and -1 and grad_scale
+    would be 0 instead of -2^-25 / sqrt(var + eps)."""
+    x = xo.tensor(np.array([[1.0], [-1.0]], np.float32))
+    one, m = xo.tensor(np.ones(1, np.float32)), xo.tensor(np.array([2.0**-26], np.float32))
+    assert N._view(x, 1)[1] is not None  # the row tiles
+    _, gs, go = xo.batch_norm_grad(x, one, m, one, xo.tensor(np.ones((2, 1), np.float32)), 0.0, 1)
+    assert gs.numpy()[0] == np.float32(-(2.0**-25)) and go.numpy()[0] == 2.0
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_fused_short_variants_and_given_statistics_are_bit_identical(dtype):
     """The fused kernels' variants for runs shorter than STEP_RUN (four-chunk steps
@@ -604,6 +658,44 @@ def test_inference_constraints(label, args):
 def test_grad_constraints(label, args):
     with raises_spec("batch_norm_grad", label):
         xo.batch_norm_grad(*args)
+
+
+def test_checked_signatures_reuse_only_what_passed():
+    """A signature that passed the checks skips them next time (N._CHECKED); bad input
+    still raises the same errors: a failing call is never kept, and any change of
+    element type, shape, epsilon (its sign too) or feature_index is another signature."""
+    x = xo.tensor(F)
+    v = xo.tensor(V3)
+    N._CHECKED.clear()
+    xo.batch_norm_grad(x, v, v, v, x, 1e-5, 1)
+    xo.batch_norm_grad(x, v, v, v, x, 1e-5, 1)
+    assert len(N._CHECKED) == 1
+    for _ in range(2):  # (not kept after the first failure)
+        with raises_spec("batch_norm_grad", "C2"):
+            xo.batch_norm_grad(x, v, v, v, xo.tensor(F.astype(np.float64)), 1e-5, 1)
+        with raises_spec("batch_norm_grad", "C5"):
+            xo.batch_norm_grad(x, v, v, v, x, 1e-5, 2)
+        with raises_spec("batch_norm_grad", "C4"):
+            xo.batch_norm_grad(x, v, xo.tensor(np.ones(4, np.float32)), v, x, 1e-5, 1)
+        with raises_spec("batch_norm_training", "C3"):
+            xo.batch_norm_training(xo.tensor(np.ones((2, 4, 4), np.float32)), v, v, 1e-5, 1)
+    xo.batch_norm_training(x, v, v, 1e-5, 1)
+    with raises_spec("batch_norm_training", "C1"):
+        xo.batch_norm_training(x, v, v, 1e-5, 3)
+    assert len(N._CHECKED) == 2
+    # var + eps = -0.0 + 0.0 = +0 but -0.0 + -0.0 = -0: 1/sqrt gives +inf, then -inf
+    one, zero, neg = (xo.tensor(np.array([a], np.float32)) for a in (1.0, 0.0, -0.0))
+    x1 = xo.tensor(np.ones((1, 1), np.float32))
+    for eps, want in ((0.0, np.inf), (-0.0, -np.inf), (0.0, np.inf)):
+        assert xo.batch_norm_inference(x1, one, zero, zero, neg, eps, 1).item() == want
+    # the tape gets the parsed epsilon (f32(0.1), not 0.1) from a reused signature too
+    s64, v64 = np.array([2.0, 3.0]), np.array([0.01, 0.02])
+    args = [xo.tensor(a) for a in (s64, np.zeros(2), np.zeros(2), v64)]
+    want = np.broadcast_to(s64 / np.sqrt(v64 + np.float64(np.float32(0.1))), (3, 2))
+    f = xo.grad(lambda t: xo.batch_norm_inference(t, *args, 0.1, 1).sum())
+    for _ in range(2):  # the second call reuses the signature
+        np.testing.assert_allclose(np.asarray(f(xo.tensor(np.ones((3, 2))))), want, rtol=1e-15)
+    assert not np.allclose(want, s64 / np.sqrt(v64 + 0.1), rtol=1e-10, atol=0)
 
 
 def test_constraint_messages_give_the_shapes():

@@ -910,6 +910,25 @@ def test_rows_in_step_are_each_rows_tree(rows, n, serial_kernels):
         assert list(zeros) == ([True, False] if body is xo.maximum else [True, True])
 
 
+@pytest.mark.parametrize("rows,n", [(531, 64), (531, 200), (603, 520), (70, 4096)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tree_rows_in_groups(rows, n, dtype, serial_kernels):
+    """Rows of one length fold as the tree in blocks of _ROWS rows in step
+    (xops.kernels.reduction._fold_tree), in groups of up to _GROUP rows that end in a
+    part block (531 rows: groups of 16, the last of 3; 70 rows: groups of 8, the last of
+    6), rows of one to many first-pass blocks, tails included: each row's documented
+    tree, bit for bit, for sums and products."""
+    group = max(1, min(KR._GROUP, rows // 8))
+    assert group > KR._ROWS and (rows % group) % KR._ROWS != 0
+    rng = np.random.default_rng(22)
+    v = (rng.standard_normal((rows, n)) * 10.0 ** rng.integers(-4, 5, (rows, n))).astype(dtype)
+    p = (1 + rng.standard_normal((rows, n)) * 1e-2).astype(dtype)
+    for vals, body, op, init in ((v, xo.add, np.add, 0.5), (p, xo.multiply, np.multiply, 2.0)):
+        got = np.asarray(xo.reduce(xo.tensor(vals), init, [1], body))
+        want = np.array([op(dtype(init), _tree_reference(row, op)) for row in vals], dtype)
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
 def test_lane_rows_in_step_from_memory(serial_kernels):
     """Inputs of at least _LANES_IN_STEP elements take the lane fold's rows in step
     (rows of 2 chunks here): maximum/minimum exact, NaN and signed zeros included."""

@@ -674,3 +674,57 @@ def test_window_geometry_is_planned_once():
     for _ in range(2):
         got = xo.reduce_window(x, 0.0, *args[1:], body=xo.add)
         assert_tensor(got, R.reduce_window_reference(x, 0.0, *args[1:], body=xo.add).numpy())
+
+
+def test_window_checks_remember_signatures():
+    # a signature that passed the checks once reuses its parsed attributes (a pooling
+    # layer's every step); the operands, init values and bodies are still checked on
+    # every call, with the same labelled errors, and other spellings take the checks
+    from xops.ops import _window_checks as WC
+
+    x = xo.tensor(np.arange(20, dtype=np.float32).reshape(4, 5))
+    attrs = ([2, 2], [1, 2], None, None, [(1, 0), (0, 1)])
+    want = R.reduce_window_reference(x, 0.0, *attrs, body=xo.add).numpy()
+    key = WC._signature("reduce_window", (4, 5), 1, attrs)
+    WC._CHECKED.pop(key, None)
+    for _ in range(2):
+        assert_tensor(xo.reduce_window(x, 0.0, *attrs, body=xo.add), want)
+        assert key in WC._CHECKED
+    xs, inits, window, out_shape = WC.reduce_window_checks(x, 0.0, *attrs, xo.add)
+    assert window == [[2, 2], [1, 2], [1, 1], [1, 1], [(1, 0), (0, 1)]] and out_shape == [4, 3]
+    window[0].append(7)  # the caller's own lists: the remembered ones are unchanged
+    assert WC.reduce_window_checks(x, 0.0, *attrs, xo.add)[2][0] == [2, 2]
+    op = "reduce_window"
+    with raises_spec(op, "C3"):
+        xo.reduce_window(x, xo.tensor(0, "i32"), *attrs, body=xo.add)
+    with raises_spec(op, "C1"):
+        xo.reduce_window(x, [0.0, 0.0], *attrs, body=xo.add)
+    with raises_spec(op, "C13"):
+        xo.reduce_window(x, 0.0, *attrs, body=None)
+    # the same attributes as NumPy arrays: not keyed, parsed every time, same result
+    spelled = [np.array(a) if a is not None else None for a in attrs]
+    assert WC._signature(op, (4, 5), 1, spelled) is None
+    assert_tensor(xo.reduce_window(x, 0.0, *spelled, body=xo.add), want)
+    # the rank comes with the shape: the cached signature does not hide C4 for rank 3
+    with raises_spec(op, "C4"):
+        xo.reduce_window(xo.tensor(np.zeros((4, 5, 1), np.float32)), 0.0, *attrs, body=xo.add)
+
+    op = "select_and_scatter"
+    y = xo.tensor(np.array([[1, 5, 2, 8], [3, 4, 9, 0], [7, 6, 5, 4]], np.float32))
+    src = xo.tensor(np.array([[10, 20]], np.float32))
+    args = (y, src, 0.0, [2, 2], [2, 2], [(0, 0), (0, 0)])
+    for _ in range(2):
+        got = xo.select_and_scatter(*args, select=ge, scatter=xo.add)
+        want = R.select_and_scatter_reference(*args, select=ge, scatter=xo.add)
+        assert_tensor(got, want.numpy())
+    assert WC._signature(op, (3, 4), (1, 2), ([2, 2], [2, 2], [(0, 0), (0, 0)])) in WC._CHECKED
+    with raises_spec(op, "C1"):
+        xo.select_and_scatter(y, xo.tensor([[10, 20]], "i32"), *args[2:], select=ge, scatter=xo.add)
+    with raises_spec(op, "C3"):
+        xo.select_and_scatter(y, src, xo.tensor(0.0, "f64"), *args[3:], select=ge, scatter=xo.add)
+    with raises_spec(op, "C2"):  # the same window, another source shape
+        xo.select_and_scatter(y, xo.tensor([[1.0], [2.0]]), *args[2:], select=ge, scatter=xo.add)
+    with raises_spec(op, "C9"):
+        xo.select_and_scatter(*args, select=lambda a: a, scatter=xo.add)
+    with raises_spec(op, "C10"):
+        xo.select_and_scatter(*args, select=ge, scatter=None)

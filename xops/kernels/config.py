@@ -55,9 +55,80 @@ def _drop_stale_cache():
         pass  # read-only install: Numba uses its per-user cache, keyed on file stamps
 
 
+def _skip_blas_probe():
+    """Numba's first compile or cache load imports ``numba.np.arraymath``, whose import
+    probes for BLAS with ``import scipy.linalg.cython_blas``: that imports all of
+    scipy.linalg (~0.3 s, half of the main job's first cache load) to learn whether
+    ``np.dot`` / ``np.vdot`` may use BLAS, and no xops kernel calls them. A one-shot
+    import hook (:class:`_ArraymathImport`, installed here once, before the first
+    dispatcher exists) answers that probe by finding the module's file instead (the same
+    answer) when arraymath is imported, whenever that is: ``import xops`` imports
+    neither. Numba's BLAS and LAPACK functions still import scipy.linalg, and check its
+    integer width, when a kernel first uses one."""
+    global _blas_probe_skipped
+    _blas_probe_skipped = True
+    import sys
+
+    if "numba.np.arraymath" not in sys.modules:
+        sys.meta_path.insert(0, _ArraymathImport())
+
+
+def _find_blas():
+    """numba.np.linalg.ensure_blas's answer without the import: ImportError unless
+    scipy's cython_blas module is installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("scipy")  # (finds the package, does not import it)
+    dirs = (spec.submodule_search_locations or []) if spec is not None else []
+    if not any(glob.glob(os.path.join(d, "linalg", "cython_blas.*")) for d in dirs):
+        raise ImportError("scipy 0.16+ is required for linear algebra")
+
+
+class _ArraymathImport:
+    """A meta path finder for ``numba.np.arraymath`` alone, used once: the module
+    executes with ``numba.np.linalg.ensure_blas`` replaced by :func:`_find_blas`, which
+    is put back right after (arraymath calls it only while it is imported)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "numba.np.arraymath":
+            return None
+        import importlib.util
+        import sys
+
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module):
+            from numba.np import linalg
+
+            probe = getattr(linalg, "ensure_blas", None)
+            if probe is None:  # another Numba: leave its probe alone
+                return run(module)
+            linalg.ensure_blas = _find_blas
+            try:
+                return run(module)
+            finally:
+                linalg.ensure_blas = probe
+
+        loader.exec_module = exec_module
+        return spec
+
+
+_blas_probe_skipped = False
+
+
 def _dispatcher(fn, parallel):
     import numba
 
+    if not _blas_probe_skipped:
+        _skip_blas_probe()
     if parallel:
         # a distinct function object and qualified name: Numba names the cache file after
         # the function's __qualname__ (taken from the original, not from the code object,
@@ -101,6 +172,8 @@ def cfunc(signature, py_func):
     cached like them (in memory where no cache location is writable)."""
     import numba
 
+    if not _blas_probe_skipped:
+        _skip_blas_probe()
     if _cache_checked():
         try:
             return numba.cfunc(signature, cache=True, **_OPTIONS)(py_func)

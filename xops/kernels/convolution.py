@@ -31,6 +31,7 @@ loops (measured 5-10x slower).
 import numpy as np
 from numba import prange
 
+from . import config as _config
 from .config import kernel, scalar
 
 
@@ -174,11 +175,11 @@ def im2col_2d(src, n_img, n_chan, s_n, s_c, s_h, rows, band, runs, dst, d_n, d_r
                             dst[e + u(j0 + q * j_step)] = src[u(s + q * s_step)]
 
 
-@kernel
-def window_sum_rows(y, taps, out, n_w, n_oh, n_ow):
+def _window_sum_rows(y, taps, out, n_w, n_oh, n_ow, acc):
     """``window_sum`` for one or two spatial dims with stride 1 and no lhs dilation along
     the last, each tap's whole band of rows one linear run: output-parallel, iteration
-    ``it`` = (output feature o, image n) writes only ``out[n, o]``.
+    ``c`` takes a block of consecutive (output feature o, image n) pairs, in that order,
+    and writes only their ``out[n, o]`` (with its own scratch row ``acc[c]``).
 
     ``y``: (O*K, N, H*n_w): Y at every input position, in rows of n_w = W + s words
     whose last s columns are the tap's product with zero columns. The sums run in a
@@ -191,22 +192,47 @@ def window_sum_rows(y, taps, out, n_w, n_oh, n_ow):
     A zero column's product is +0, -0 or NaN (an infinite or NaN weight); the padding
     cells outside the runs do not add it: adding +-0 to a sum that starts at +0 never
     changes it, and the caller sets the cells of a NaN tap to NaN. Every element is
-    ``window_sum``'s sum bit for bit.
+    ``window_sum``'s sum bit for bit, whatever the blocks.
     """
     u = np.uint64
     n_img = y.shape[1]
     n_taps = taps.shape[0]
     n_out = out.shape[1]
-    for it in prange(n_img * n_out):
-        o = it // n_img  # consecutive iterations read consecutive images' Y planes
-        n = it - o * n_img
-        acc = np.zeros(n_oh * n_w, out.dtype)
-        for k in range(n_taps):
-            yk = y[o * n_taps + k, n]
-            d = taps[k, 2]
-            for e in range(taps[k, 0], taps[k, 1]):
-                acc[u(e)] += yk[u(e + d)]
-        row = out[n, o]
-        for i in range(n_oh):
-            for j in range(n_ow):
-                row[u(i * n_ow + j)] = acc[u(i * n_w + j)]
+    n_it = n_img * n_out
+    n_blocks = acc.shape[0]
+    per = (n_it + n_blocks - 1) // n_blocks
+    zero = out.dtype.type(0)
+    for c in prange(n_blocks):
+        plane = acc[c]
+        end = (c + 1) * per
+        for it in range(c * per, end if end < n_it else n_it):  # (no min(): its compile)
+            o = it // n_img  # consecutive iterations read consecutive images' Y planes
+            n = it - o * n_img
+            for e in range(n_oh * n_w):
+                plane[e] = zero
+            for k in range(n_taps):
+                yk = y[o * n_taps + k, n]
+                d = taps[k, 2]
+                for e in range(taps[k, 0], taps[k, 1]):
+                    plane[u(e)] += yk[u(e + d)]
+            row = out[n, o]
+            for i in range(n_oh):
+                for j in range(n_ow):
+                    row[u(i * n_ow + j)] = plane[u(i * n_w + j)]
+
+
+_WINDOW_SUM_ROWS = kernel(_window_sum_rows)
+_SCRATCH_BLOCKS = 64  # (output feature, image) blocks of the parallel variant
+
+
+def window_sum_rows(n, y, taps, out, n_w, n_oh, n_ow):
+    """Runs :func:`_window_sum_rows` (``n``: the work, as for every kernel) with its
+    scratch rows made here: one for the serial variant, one per block for the parallel
+    one. (Allocated inside the kernel, the scratch cost the main job's first call ~0.3 s
+    of compiling np.zeros; a row per block keeps the results independent of the thread
+    count.)"""
+    blocks = (
+        1 if n < _config.PARALLEL_THRESHOLD else min(out.shape[0] * out.shape[1], _SCRATCH_BLOCKS)
+    )
+    acc = np.empty((max(blocks, 1), n_oh * n_w), out.dtype)
+    _WINDOW_SUM_ROWS(n, y, taps, out, n_w, n_oh, n_ow, acc)

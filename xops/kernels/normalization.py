@@ -25,12 +25,13 @@ mean, then squared deviations about it, re-read from cache) merged with Chan et 
 ``M2 = sum(M2_t + n_t * (mean_t - mean)**2)``: the spec's own two-pass definition,
 with no E[x^2] - E[x]^2 cancellation. float32 operands accumulate in float64 too.
 
-**Elementwise** results are computed in float64 and rounded once to the output type.
-Runs of at least ``_SCALAR_RUN`` elements go in memory order with float64 per-feature
-scalars. Shorter runs go by row tiles with per-column copies of the per-feature values
-in the operand's own type (to halve the cache traffic for f32: there the mean and the
-offset stay exact, and ``scale / stddev`` and the gradient coefficients take one more
-rounding to f32, a few units in the last place at most).
+**Elementwise** results: runs of at least ``_SCALAR_RUN`` elements go in memory order
+with float64 per-feature scalars, computed in float64 and rounded once to the output
+type. Shorter runs go by row tiles with per-column copies of the per-feature values in
+the operand's own type, and compute *in that type*: f32 operands in f32 (half the cache
+traffic, twice the lanes; the mean and offset columns are exact, ``scale / stddev`` and
+the gradient coefficients are rounded to f32, then each operation of the formula rounds:
+a few f32 units in the last place of its largest term), f64 operands in float64.
 
 **Launch.** Each op's work is a compiled *body* over a range of its iterations (tiles,
 run pieces or features: ``body(i0, i1, ...)``, see :func:`_tile_body`), run by
@@ -42,11 +43,10 @@ run pieces or features: ``body(i0, i1, ...)``, see :func:`_tile_body`), run by
 with at least ``FUSED_FEATURES`` features small enough to stay in cache (the rule:
 ``xops.ops.normalization._fused``), in f32 or f64, skip the plan: one kernel per op
 (``train_features`` / ``grad_features``, prange over features) does a feature's whole
-work at once: its sums in the same float64 lanes (the statistics two-pass about the
-feature's own mean, no merge), its coefficients, then its elementwise results from
-cache. One launch, no partials, one body and loop per op (4x faster first calls). Each
-feature is summed in one fixed order: results do not depend on the thread count.
-Runs shorter than ``STEP_RUN`` take variants compiled without the four-chunk steps.
+work at once: its float64 sums (statistics two-pass about the feature's own mean, no
+merge), its coefficients, then its elementwise results from cache. One launch, no
+partials, one body and loop per op (4x faster first calls); one fixed order per
+feature. Runs shorter than ``STEP_RUN`` take variants without the four-chunk steps.
 """
 
 import functools
@@ -192,18 +192,15 @@ def plan(outer, C, inner):
 
 
 def _tile_body(py_func):
-    """A body over iterations ``[i0, i1)`` (its first two arguments): compiled once per
-    signature, serial and cached with the config's options; :func:`_launch` calls it
-    directly for small operands, and a parallel loop calls it per iteration. Loops pass
-    the range as ``np.int64``: a prange index is unsigned, and a new argument type would
-    compile the body a second time."""
+    """A body over iterations ``[i0, i1)`` (its first two arguments), serial, compiled
+    once per signature: :func:`_launch` calls it or a parallel loop per iteration (with
+    ``np.int64`` bounds: a prange index is unsigned, another type compiles it again)."""
     return kernel(py_func).serial
 
 
 def _launch(count, body, loop, *args):
-    """Run ``body`` over iterations ``[0, count)``; ``args[0]`` is the operand: under
-    ``PARALLEL_THRESHOLD`` elements one serial call (only the body is compiled), else
-    the parallel variant of ``loop``, whose iteration i runs ``body(i, i + 1, *args)``."""
+    """Run ``body`` over iterations ``[0, count)``: under ``PARALLEL_THRESHOLD`` elements
+    (``args[0]``, the operand) one call, else ``loop``'s iteration i runs it over [i, i+1)."""
     if args[0].size < _config.PARALLEL_THRESHOLD:
         body(0, count, *args)
     else:
@@ -223,9 +220,8 @@ def _fold(a, base, n):
     return a[base]
 
 
-# compiled once and called, not inlined (``scalar``): each fused kernel folds two
-# accumulators, and the two inlined copies cost ~0.25 s of its first compile (the call
-# costs nothing measurable: same bits, same times)
+# compiled once and called, not inlined: two inlined copies cost ~0.25 s of a fused
+# kernel's first compile (the call costs nothing measurable: same bits, same times)
 _fold = _config._dispatcher(_fold, False)
 
 
@@ -584,7 +580,8 @@ def _grad_sums_runs_loop(count, x, g, C, inner, runs, mean, psg, psgc):
 def _grad_sums_row_tile(x, g, tiles, starts, t, mean, psg, psgc):
     """Row tile t's gradient sums (see :func:`grad_sums`)."""
     r0, r1, w, c0, fb, iw = _row6(tiles, t)
-    mcol = _feature_column(mean, w, c0, fb, iw, x)  # the given mean: exact in x's type
+    mcol = np.empty(w)  # float64: x - mean is exact, as in the run tiles
+    _feature_columns(mean, w, c0, fb, iw, mcol)
     acc_g = np.zeros(w)
     acc_c = np.zeros(w)
     r = r0
@@ -699,7 +696,8 @@ def _pieces(x, inner):
 
 
 def normalize(x, C, inner, plan, mean, a, b, out):
-    """``out = (x - mean[c]) * a[c] + b[c]`` in float64, rounded once to out's type.
+    """``out = (x - mean[c]) * a[c] + b[c]`` in float64, rounded once to out's type
+    (row tiles of f32: in f32, see the module docstring).
 
     Runs of at least ``_SCALAR_RUN`` elements go by ``RUN_CHUNK`` pieces of the runs in
     memory order, each a contiguous slice of one feature; shorter runs by the plan's
@@ -762,17 +760,15 @@ def _grad_operand_rows_loop(count, x, g, tiles, starts, mean, mg, k, kc, out):
 
 
 def grad_operand(x, g, C, inner, plan, mean, mg, k, kc, out):
-    """``out = k[c] * (g - mg[c]) - kc[c] * (x - mean[c])`` in float64, rounded once to
-    out's type, traversed like :func:`normalize`."""
+    """``out = k[c] * (g - mg[c]) - kc[c] * (x - mean[c])``, computed and traversed like
+    :func:`normalize`."""
     if inner >= _SCALAR_RUN:
         count, nch = _pieces(x, inner)
         args = (x, g, C, inner, nch, mean, mg, k, kc, out)
         _launch(count, _grad_operand_pieces, _grad_operand_pieces_loop, *args)
     else:
-        t, st = plan.tiles, plan.starts
-        _launch(
-            len(t), _grad_operand_rows, _grad_operand_rows_loop, x, g, t, st, mean, mg, k, kc, out
-        )
+        args = (x, g, plan.tiles, plan.starts, mean, mg, k, kc, out)
+        _launch(len(plan.tiles), _grad_operand_rows, _grad_operand_rows_loop, *args)
 
 
 # ---------------------------------------------------------------------------------------
@@ -841,8 +837,10 @@ def train_features(x, C, inner, scale, offset, eps, out, stats, given=False):
 @_tile_body
 def _grad_features(c0, c1, x, g, C, inner, mean, var, scale, eps, out, sums):
     """batch_norm_grad's whole work for features [c0, c1), one at a time: ``sum g`` and
-    ``sum g (x - mean)`` in one pass, then grad_operand from cache; ``sums[0, c]`` =
-    grad_scale, ``sums[1, c]`` = grad_offset (float64)."""
+    ``sum g (x - mean)`` in one pass, then grad_operand, its runs in reverse order (the
+    last ones read are the ones still in cache: a feature may outgrow L2, see
+    ``_FUSED_GRAD_BYTES`` in xops.ops.normalization); ``sums[0, c]`` = grad_scale,
+    ``sums[1, c]`` = grad_offset (float64)."""
     L = LONG_RUN
     outer = x.size // (C * inner)
     n = outer * inner
@@ -864,7 +862,7 @@ def _grad_features(c0, c1, x, g, C, inner, mean, var, scale, eps, out, sums):
         # k * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * inv_std
         p = sum_g / n
         kc = k * inv_std * (grad_scale / n)
-        for o in range(outer):
+        for o in range(outer - 1, -1, -1):
             base = (o * C + c) * inner
             _grad_operand_run(x, g, base, base + inner, mu, p, k, kc, out)
         sums[0, c] = grad_scale

@@ -18,9 +18,10 @@ Semantic choices (docs/semantics.md):
   operand's element type (``constant(epsilon, element_type(operand))``), e.g. for f64
   operands ``1e-5`` means ``float32(1e-5)``, and for f8E4M3FN it flushes to 0.
 * **Precision.** Sums accumulate in float64 (f32 operands too) and every elementwise
-  result is computed in float64 and rounded once to the element type (for f32 operands
-  whose feature dim is followed by fewer than 16 elements, the per-feature
-  coefficients are first rounded to f32; see ``xops.kernels.normalization``).
+  result is computed in float64 and rounded once to the element type, except for f32
+  operands whose feature dim is followed by fewer than 16 elements: their elementwise
+  results are computed in f32 from coefficients rounded to f32 (a few f32 units in the
+  last place of the formula's largest term; see ``xops.kernels.normalization``).
   Reduction order is implementation-defined, so results may differ from a float32
   evaluation of the composition in the last bits. Narrow floats (bf16, f16, f8...) are
   widened exactly to float64 and rounded once at the end (XLA on CPU computes them in
@@ -152,6 +153,35 @@ def _check_inputs(op, tensors, names, epsilon, feature_index):
     return fi, eps
 
 
+# Validated signatures (dot_general's pattern): the checks read only the tensors' element
+# types and shapes and the attributes, so a signature that passed them once passes again,
+# and its parsed (feature_index, epsilon) is reused (a training step repeats a few). Keyed
+# only for Tensors with an int feature_index and a float or int epsilon (its sign too:
+# -0.0 == 0.0); anything else, and every failing call, runs the checks.
+_CHECKED = {}
+_CHECKED_MAX = 1024
+
+
+def _checked(checks, tensors, epsilon, feature_index):
+    """``checks(*tensors, epsilon, feature_index)`` (an op's ``<op>_checks``), or the same
+    ``(*tensors, feature_index, epsilon)`` for a signature that passed them before."""
+    key = None
+    if type(feature_index) is int and type(epsilon) in (float, int):
+        if [type(t) for t in tensors] == [Tensor] * len(tensors):
+            sig = [(id(t._dtype), t.shape) for t in tensors]
+            key = (checks, feature_index, epsilon, math.copysign(1.0, epsilon), *sig)
+    hit = _CHECKED.get(key) if key is not None else None
+    if hit is not None:
+        op, fi, eps = hit[1:]
+        keep(op, epsilon=eps, feature_index=fi)  # as _check_inputs does
+        return (*tensors, fi, eps)
+    out = checks(*tensors, epsilon, feature_index)
+    if key is not None and len(_CHECKED) < _CHECKED_MAX:
+        op = checks.__name__.removesuffix("_checks")
+        _CHECKED[key] = (tuple(t._dtype for t in tensors), op, *out[-2:])  # (holds the ids)
+    return out
+
+
 def _epsilon(op, label, epsilon, dt):
     """The spec's ``constant(epsilon, element_type(operand))``: the f32 attribute,
     converted to the operand's element type, as a Python float."""
@@ -169,24 +199,29 @@ def _epsilon(op, label, epsilon, dt):
     return float(to_compute(from_compute(e32, dt), dt))
 
 
-def _view(t, fi):
+def _view(t, fi, limit=None):
     """``(x, plan, C, inner, n)``: the operand flat and C-contiguous in float32 or
     float64, its kernel plan (None where :func:`_fused` takes the operand to the fused
-    kernels), the feature count, the run length (product of the dims after
-    ``feature_index``) and the elements per feature. Narrow floats widen exactly to
-    float64 (one rounding at the end, correct through the dtype layer's round-to-odd).
+    kernels, features up to ``limit`` bytes, default _FUSED_BYTES), the feature count,
+    the run length (product of the dims after ``feature_index``) and the elements per
+    feature. Narrow floats widen exactly to float64 (one rounding at the end, correct
+    through the dtype layer's round-to-odd).
     """
     shape = t.shape
     outer = math.prod(shape[:fi])
     C = shape[fi]
     inner = math.prod(shape[fi + 1 :])
+    plan = None if _fused(t, C, inner, limit or _FUSED_BYTES) else K.plan(outer, C, inner)
+    return _flat(t), plan, C, inner, outer * inner
+
+
+def _flat(t):
+    """t's data flat and C-contiguous in float32 or float64 (narrow floats: float64)."""
     v = t._value
-    v = v.astype(np.float64) if t._dtype.is_narrow else np.ascontiguousarray(v)
-    plan = None if _fused(t, C, inner) else K.plan(outer, C, inner)
-    return v.reshape(-1), plan, C, inner, outer * inner
+    return (v.astype(np.float64) if t._dtype.is_narrow else np.ascontiguousarray(v)).reshape(-1)
 
 
-def _fused(t, C, inner):
+def _fused(t, C, inner, limit):
     """Whether the fused per-feature kernels take operand ``t``: runs of at least
     K.FUSED_RUN elements, at least K.FUSED_FEATURES features of at most _FUSED_BYTES
     each (a feature's runs are read again from cache; larger ones read in memory order,
@@ -197,7 +232,7 @@ def _fused(t, C, inner):
     return (
         inner >= K.FUSED_RUN
         and C >= K.FUSED_FEATURES
-        and nbytes <= _FUSED_BYTES
+        and nbytes <= limit
         and not t._dtype.is_narrow
     )
 
@@ -205,6 +240,11 @@ def _fused(t, C, inner):
 #: the largest feature (bytes of one operand) the fused kernels take: with grad_output
 #: and the result, three such blocks stay in a 512 KiB L2 cache between the passes
 _FUSED_BYTES = 1 << 17
+#: batch_norm_grad's: its fused kernel re-reads a feature's runs in reverse (what is
+#: still in L2 first, the rest from L3); for features past _FUSED_BYTES the tiles were
+#: still faster on the idle machine ((64,32,32,32) f32, two threads, min of 40: fused at
+#: 1 << 19 1.45-1.54 ms, tiles 1.08-1.16, PyTorch 1.31-1.42; docs/kernels.md)
+_FUSED_GRAD_BYTES = _FUSED_BYTES
 
 
 def _vec64(t):
@@ -312,7 +352,8 @@ def batch_norm_training(operand, scale, offset, epsilon, feature_index):
     >>> out, mean, var = xo.batch_norm_training(x, one, one, 0.0, 2)
     ... # out [[[0, 0], [2, 2]], [[2, 2], [0, 0]]], mean [2, 3], var [1, 1]
     """
-    x, s, o, fi, eps = batch_norm_training_checks(operand, scale, offset, epsilon, feature_index)
+    ts = (operand, scale, offset)
+    x, s, o, fi, eps = _checked(batch_norm_training_checks, ts, epsilon, feature_index)
     return _batch_norm_training_impl(x, s, o, eps, fi)
 
 
@@ -370,9 +411,8 @@ def _batch_norm_training_impl(x, s, o, eps, fi):
     flat, plan, C, inner, _ = _view(x, fi)
     out = _pool.empty(flat.shape, flat.dtype)  # (recycled: no page faults)
     if plan is None:  # one kernel: statistics and output, feature by feature
-        stats = np.empty((2, C), flat.dtype)
-        with _quiet():
-            K.train_features(flat, C, inner, _vec64(s), _vec64(o), eps, out, stats)
+        stats = np.empty((2, C), flat.dtype)  # (compiled code: no NumPy warnings to quiet)
+        K.train_features(flat, C, inner, _vec64(s), _vec64(o), eps, out, stats)
         mean, var = stats
         return (result(out.reshape(x.shape), dt), result(mean, dt), result(var, dt))
     psum, pm2 = plan.partials(), plan.partials()
@@ -441,16 +481,15 @@ def batch_norm_inference(operand, scale, offset, mean, variance, epsilon, featur
     >>> xo.batch_norm_inference(x, one, one, xo.tensor([2.0, 3.0], "f64"), one, 0.0, 2).tolist()
     [[[0.0, 0.0], [2.0, 2.0]], [[2.0, 2.0], [0.0, 0.0]]]
     """
-    x, s, o, m, v, fi, eps = batch_norm_inference_checks(
-        operand, scale, offset, mean, variance, epsilon, feature_index
-    )
+    ts = (operand, scale, offset, mean, variance)
+    x, s, o, m, v, fi, eps = _checked(batch_norm_inference_checks, ts, epsilon, feature_index)
     flat, plan, C, inner, _ = _view(x, fi)
     out = _pool.empty(flat.shape, flat.dtype)  # (recycled: no page faults)
+    if plan is None:  # the training kernel, given the statistics (same bits)
+        stats = np.stack([m._value, v._value]).astype(flat.dtype, copy=False)
+        K.train_features(flat, C, inner, _vec64(s), _vec64(o), eps, out, stats, given=True)
+        return result(out.reshape(x.shape), x._dtype)
     with _quiet():
-        if plan is None:  # the training kernel, given the statistics (same bits)
-            stats = np.stack([m._value, v._value]).astype(flat.dtype, copy=False)
-            K.train_features(flat, C, inner, _vec64(s), _vec64(o), eps, out, stats, given=True)
-            return result(out.reshape(x.shape), x._dtype)
         a = _vec64(s) / np.sqrt(_vec64(v) + eps)
         K.normalize(flat, C, inner, plan, _vec64(m), a, _vec64(o), out)
     return result(out.reshape(x.shape), x._dtype)
@@ -555,9 +594,8 @@ def batch_norm_grad(operand, scale, mean, variance, grad_output, epsilon, featur
     >>> [t.tolist() for t in grads]   # grad_operand zeros, grad_scale, grad_offset
     [[[[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]], [0.0, 0.0], [0.4, 0.4]]
     """
-    x, s, m, v, g, fi, eps = batch_norm_grad_checks(
-        operand, scale, mean, variance, grad_output, epsilon, feature_index
-    )
+    ts = (operand, scale, mean, variance, grad_output)
+    x, s, m, v, g, fi, eps = _checked(batch_norm_grad_checks, ts, epsilon, feature_index)
     return _batch_norm_grad_impl(x, s, m, v, g, eps, fi)
 
 
@@ -659,15 +697,14 @@ def _batch_norm_grad_vjp(
 
 def _batch_norm_grad_impl(x, s, m, v, g, eps, fi):
     dt = x._dtype
-    flat, plan, C, inner, n = _view(x, fi)
-    gflat = _view(g, fi)[0]
+    flat, plan, C, inner, n = _view(x, fi, _FUSED_GRAD_BYTES)
+    gflat = _flat(g)
     mean = _vec64(m)
     out = _pool.empty(flat.shape, flat.dtype)  # (recycled: no page faults)
     if plan is None:  # one kernel: both sums and grad_operand, feature by feature
-        sums = np.empty((2, C))
-        with _quiet():
-            K.grad_features(flat, gflat, C, inner, mean, _vec64(v), _vec64(s), eps, out, sums)
-        grad_scale, sum_g = sums
+        sums = np.empty((2, C))  # (compiled code: no NumPy warnings to quiet)
+        K.grad_features(flat, gflat, C, inner, mean, _vec64(v), _vec64(s), eps, out, sums)
+        grad_scale, sum_g = from_compute(sums, dt)  # (one rounding for both)
         return (result(out.reshape(x.shape), dt), result(grad_scale, dt), result(sum_g, dt))
     psg, psgc = plan.partials(), plan.partials()
     sum_g, sum_gc = np.empty(C), np.empty(C)

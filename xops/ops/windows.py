@@ -39,38 +39,40 @@ import numpy as np
 
 from ..autodiff.helpers import _on, zeros_like as _zeros_like
 from ..autodiff.local import local_vjp
-from ..autodiff.tape import keep, no_grad, primitive
+from ..autodiff.tape import no_grad, primitive
 from ..dtypes import as_dtype
 from ..kernels import pool as _pool
 from ..kernels import reduction as KR
 from ..kernels import windows as KW
-from ..limits import check_nbytes
 from ..tensor import _wrap
 from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
-from ._core import SpecError, bound_arguments, check, check_arity, compute, operands, tstr
+from ._core import SpecError, bound_arguments, check, compute, operands, tstr
+from ._window_checks import (
+    _reduce_window_args,
+    _select_and_scatter_args,
+    reduce_window_checks,
+    select_and_scatter_checks,
+)
 from ._window_geometry import (
     _canonical4,
     _extended,
     _gather_window,
     _Geometry,
-    _padding_attr,
     _result_shape,
     _runs,
     _table,
     _tile_planes,
     _tiling,
     _unplanes,
-    _window_attr,
 )
-from ._bodies import Body, binary_op_name, call, comparison_direction, describe, outputs
+from ._bodies import Body, binary_op_name, call, describe, outputs
 from .reduction import (
     _bcast,
     _body_call,
     _body_dtypes,
     _body_types,
-    _check_inputs,
     _compute_dtype,
     _contig,
     _fold_reference,
@@ -221,52 +223,6 @@ def reduce_window(
         _promoted(xs, dts), _promoted(inits, dts), tables, out_shape, body, dts
     )
     return _single_or_tuple(outs)
-
-
-def reduce_window_checks(inputs, init_values, *attributes):
-    """reduce_window's constraint checks, from the operands' types and shapes and the
-    attributes (no element is read; ``attributes``: the op's, in signature order, body
-    last): (inputs, init_values, the parsed window attributes as _reduce_window_args
-    gives them, the result shape). Keeps the parsed attributes for the gradient rule.
-    The CPU op and its CUDA kernel (xops.kernels.cuda.windows) start here."""
-    op = "reduce_window"
-    xs, inits, window = _reduce_window_args(inputs, init_values, *attributes)
-    wd, ws, bd, wdl, pad = window
-    keep(
-        op,
-        window_dimensions=wd,
-        window_strides=ws,
-        base_dilations=bd,
-        window_dilations=wdl,
-        padding=pad,
-    )
-    out_shape = _result_shape(xs[0].shape, *window)
-    for x in xs:
-        check_nbytes(op, out_shape, x._dtype)
-    return xs, inits, window, out_shape
-
-
-def _reduce_window_args(inputs, init_values, *attributes):
-    """reduce_window's operands and checked attributes (``attributes``: the op's, in
-    signature order, body last): (inputs, init_values, [window_dimensions,
-    window_strides, base_dilations, window_dilations, padding pairs]), lists of ints.
-    The op and its reference parse here."""
-    op = "reduce_window"
-    window_dimensions, window_strides, base_dilations, window_dilations, padding, body = attributes
-    xs = _variadic(op, inputs)
-    inits = _inits(op, "I2", init_values, xs)
-    _check_inputs(op, ("C1", "C2", "C3"), xs, inits)
-    rank = xs[0].ndim
-    check(window_dimensions is not None, op, "C4", "window_dimensions is required")
-    parsed = [
-        _window_attr(op, "I3", "C4", "C5", "window_dimensions", window_dimensions, rank, 1),
-        _window_attr(op, "I4", "C6", "C7", "window_strides", window_strides, rank, 1),
-        _window_attr(op, "I5", "C8", "C9", "base_dilations", base_dilations, rank, 1),
-        _window_attr(op, "I6", "C10", "C11", "window_dilations", window_dilations, rank, 1),
-        _padding_attr(op, "I7", "C12", padding, rank),
-    ]
-    check(callable(body), op, "C13", lambda: f"body must be callable, got {body!r}")
-    return xs, inits, parsed
 
 
 def _identity_of(name, t):
@@ -598,62 +554,6 @@ def select_and_scatter(
     (dt,) = _body_types(op, "C10", scatter, [init], [x], what="scatter")
     sel = _select_generic(x, geometry.tables, nwin, select)
     return _scatter_generic(x.shape, _promote(src, dt), _promote(init, dt), sel, scatter, dt)
-
-
-def select_and_scatter_checks(operand, source, init_value, *attributes):
-    """select_and_scatter's constraint checks, from the operands' types and shapes and
-    the attributes (no element is read): what _select_and_scatter_args returns. Keeps
-    the parsed attributes for the gradient rule. The CPU op and its CUDA kernel
-    (xops.kernels.cuda.windows) start here."""
-    checked = _select_and_scatter_args(operand, source, init_value, *attributes)
-    wd, ws, pad = checked[3]
-    keep("select_and_scatter", window_dimensions=wd, window_strides=ws, padding=pad)
-    return checked
-
-
-def _select_and_scatter_args(operand, source, init_value, *attributes):
-    """select_and_scatter's operands and checked attributes (``attributes``: the op's,
-    in signature order): (operand, source, init_value, [window_dimensions,
-    window_strides, padding pairs], the select's comparison direction or None). The op
-    and its reference parse here."""
-    op = "select_and_scatter"
-    window_dimensions, window_strides, padding, select, scatter = attributes
-    x, src = operands(op, operand, source, names=["operand", "source"])
-    (init,) = _inits(op, "I3", [init_value], [x], name="init_value")
-    check(
-        x._dtype is src._dtype,
-        op,
-        "C1",
-        lambda: (
-            f"source must have the operand's element type, got operand {tstr(x)} "
-            f"and source {tstr(src)}"
-        ),
-    )
-    check(
-        init._dtype is x._dtype,
-        op,
-        "C3",
-        lambda: (
-            f"init_value must have the operand's element type, got {tstr(init)} "
-            f"for operand {tstr(x)}"
-        ),
-    )
-    rank = x.ndim
-    wd = _window_attr(op, "I4", "C4", "C5", "window_dimensions", window_dimensions, rank, 1)
-    ws = _window_attr(op, "I5", "C6", "C7", "window_strides", window_strides, rank, 1)
-    pad = _padding_attr(op, "I6", "C8", padding, rank)
-    nwin = _result_shape(x.shape, wd, ws, [1] * rank, [1] * rank, pad)
-    check(
-        list(src.shape) == nwin,
-        op,
-        "C2",
-        lambda: f"source must have one element per window, shape {nwin}, got {tstr(src)}",
-    )
-    direction = comparison_direction(select)
-    if direction is None:  # (a recognised select is a plain two-parameter function)
-        check_arity(op, "C9", "select", select, 2)
-    check(callable(scatter), op, "C10", lambda: f"scatter must be callable, got {scatter!r}")
-    return x, src, init, [wd, ws, pad], direction
 
 
 @select_and_scatter.defvjp

@@ -17,11 +17,21 @@ They agree with the CPU within a few ulp of the part type for finite values (lib
 float functions and NumPy's differ by an ulp; NumPy's clog and cexp take more care near
 |z| = 1 and for overflowing exponents); infinite and NaN parts follow these formulas,
 not C99 Annex G.
+
+sign, power, tanh, sine, cosine, tan, exponential_minus_one, log_plus_one, rsqrt and
+logistic compute in float64 for both types and return a complex128 that the map kernel's
+store rounds once to c64 (the CPU computes c64 in c128 and rounds once: here too, so c64
+results differ from the CPU's by at most an ulp of a part). Their formulas are the CPU's
+(NumPy's, and glibc's complex functions behind them): npy_cpow, ctanh, ctan, csin, ccos,
+the CPU's own expm1 / log1p / logistic, and 1 / csqrt with NumPy's division. Within a few
+ulp of the part type times |cpu| for finite values (libdevice's float64 functions against
+glibc's; power's e^(b log a) path: the error of log a grows by |b log a|).
 """
 
 import math
 
 import numpy as np
+from numba import cuda
 
 __all__ = ["functions"]
 
@@ -93,4 +103,189 @@ def _build(part):
         "real": real,
         "imag": imag,
         "complex": make,
+        **_WIDE,
     }
+
+
+# -- ops computed in float64 for both types ------------------------------------------------
+# The CPU evaluates these on complex64 operands in complex128 and rounds once (``_same``);
+# here too: each widens the parts to float64 (``* _W1``: exact; a NumPy scalar in the
+# simulator, where a Python float divided by zero would raise), computes, and returns a
+# complex128 the map kernel's store rounds once per part to the output type.
+
+_W1 = np.float64(1.0)
+_NAN = np.float64(np.nan)
+_EPS = np.float64(np.finfo(np.float64).eps)
+
+
+@cuda.jit(device=True)
+def _cdiv(ar, ai, br, bi):
+    """(ar + i ai) / (br + i bi) in float64 as NumPy divides: Smith's scaled division."""
+    abs_r, abs_i = abs(br), abs(bi)
+    if abs_r >= abs_i:
+        if abs_r == 0.0 and abs_i == 0.0:
+            return ar / abs_r, ai / abs_r
+        rat = bi / br
+        scl = 1.0 / (br + bi * rat)
+        return (ar + ai * rat) * scl, (ai - ar * rat) * scl
+    rat = br / bi
+    scl = 1.0 / (bi + br * rat)
+    return (ar * rat + ai) * scl, (ai * rat - ar) * scl
+
+
+@cuda.jit(device=True)
+def _cmul(ar, ai, br, bi):
+    return ar * br - ai * bi, ar * bi + ai * br
+
+
+@cuda.jit(device=True)
+def _cexp(x, y):
+    """e^(x + iy) (the ``exponential`` formula, in float64)."""
+    r = _W1 * math.exp(x)
+    if y == 0.0:
+        return r, r * y
+    return r * math.cos(y), r * math.sin(y)
+
+
+@cuda.jit(device=True)
+def _tanh_parts(x, y):
+    """tanh(x + iy) in float64, glibc's ctanh for finite values: (sinh x cosh x + i sin y
+    cos y) / (sinh^2 x + cos^2 y); for |x| > 20 tanh x rounds to +-1 and the imaginary
+    part is 4 sin y cos y e^(-2|x|) (no overflow of sinh^2)."""
+    if abs(x) > 20.0:
+        return math.copysign(1.0, x), 4.0 * math.sin(y) * math.cos(y) * math.exp(-2.0 * abs(x))
+    sh, ch, s, c = _W1 * math.sinh(x), math.cosh(x), _W1 * math.sin(y), math.cos(y)
+    den = c * c
+    if abs(sh) > abs(c) * _EPS:
+        den = sh * sh + den
+    return sh * ch / den, s * c / den
+
+
+@cuda.jit(device=True)
+def _csqrt(re, im):
+    """NumPy's csqrt in float64 for finite values (see ``sqrt``)."""
+    if re == 0.0 and im == 0.0:
+        return 0.0 * _W1, im
+    t = _W1 * math.sqrt((abs(re) + math.hypot(re, im)) * 0.5)
+    if re >= 0.0:
+        return t, im / (t + t)
+    return abs(im) / (t + t), math.copysign(t, im)
+
+
+def _sign(a):  # NaN parts: (NaN, NaN); a zero: itself (signed zeros kept); else a / |a|
+    re, im = a.real * _W1, a.imag * _W1
+    if re != re or im != im:
+        return complex(_NAN, _NAN)
+    if re == 0.0 and im == 0.0:
+        return complex(re, im)
+    r, i = _cdiv(re, im, _W1 * math.hypot(re, im), 0.0 * _W1)
+    return complex(r, i)
+
+
+def _power(a, b):
+    """NumPy's npy_cpow: a^0 = 1; 0^b = 0 (Re b > 0) or NaN; an integer exponent |n| < 100
+    (Im b = 0) by repeated squaring (1, 2, 3 unrolled; a negative one divides 1 by the
+    power); else e^(b log a), log a = log|a| + i arg a (glibc's cpow)."""
+    ar, ai, br, bi = a.real * _W1, a.imag * _W1, b.real * _W1, b.imag * _W1
+    if br == 0.0 and bi == 0.0:
+        return complex(_W1, 0.0 * _W1)
+    if ar == 0.0 and ai == 0.0:
+        if br > 0.0:
+            return complex(0.0 * _W1, 0.0 * _W1)
+        return complex(_NAN, _NAN)
+    if bi == 0.0 and abs(br) < 100.0 and br == math.floor(br):
+        n = int(br)
+        if n == 1:
+            return complex(ar, ai)
+        if n == 2:
+            r, i = _cmul(ar, ai, ar, ai)
+            return complex(r, i)
+        if n == 3:
+            r, i = _cmul(ar, ai, ar, ai)
+            r, i = _cmul(ar, ai, r, i)
+            return complex(r, i)
+        n = abs(n)
+        r, i, pr, pi, mask = _W1, 0.0 * _W1, ar, ai, 1
+        while True:
+            if n & mask:
+                r, i = _cmul(r, i, pr, pi)
+            mask <<= 1
+            if n < mask:
+                break
+            pr, pi = _cmul(pr, pi, pr, pi)
+        if br < 0.0:
+            r, i = _cdiv(_W1, 0.0 * _W1, r, i)
+        return complex(r, i)
+    lr, li = _W1 * math.log(math.hypot(ar, ai)), math.atan2(ai, ar)
+    r, i = _cmul(br, bi, lr, li)
+    r, i = _cexp(r, i)
+    return complex(r, i)
+
+
+def _tanh(a):
+    r, i = _tanh_parts(a.real * _W1, a.imag * _W1)
+    return complex(r, i)
+
+
+def _tan(a):  # tan z = -i tanh(iz) (glibc's ctan)
+    r, i = _tanh_parts(-(a.imag * _W1), a.real * _W1)
+    return complex(i, -r)
+
+
+def _sine(a):  # sin x cosh y + i cos x sinh y
+    x, y = a.real * _W1, a.imag * _W1
+    return complex(math.sin(x) * math.cosh(y), math.cos(x) * math.sinh(y))
+
+
+def _cosine(a):  # cos x cosh y - i sin x sinh y (glibc: ccosh(-y + ix))
+    x, y = a.real * _W1, a.imag * _W1
+    return complex(math.cosh(y) * math.cos(x), math.sinh(-y) * math.sin(x))
+
+
+def _expm1(a):  # (e^x - 1) cos y - 2 sin^2(y/2) + i e^x sin y (the CPU's formula)
+    x, y = a.real * _W1, a.imag * _W1
+    s = math.sin(y * 0.5)
+    re = math.expm1(x) * math.cos(y) - 2.0 * (s * s)
+    if y == 0.0:
+        return complex(re, y)
+    return complex(re, math.exp(x) * math.sin(y))
+
+
+def _log1p(a):  # the CPU's formula: log1p(x(2 + x) + y^2) / 2 for |x|, |y| < 0.5
+    x, y = a.real * _W1, a.imag * _W1
+    if abs(x) < 0.5 and abs(y) < 0.5:
+        re = 0.5 * math.log1p(x * (2.0 + x) + y * y)
+    else:
+        re = math.log(math.hypot(1.0 + x, y))
+    return complex(re, math.atan2(y, 1.0 + x))
+
+
+def _rsqrt(a):  # 1 / sqrt(a): NumPy's csqrt, then its division of 1 + 0i
+    sr, si = _csqrt(a.real * _W1, a.imag * _W1)
+    r, i = _cdiv(_W1, 0.0 * _W1, sr, si)
+    return complex(r, i)
+
+
+def _logistic(a):  # the CPU's: e^z / (1 + e^z) where Re z < 0, else 1 / (1 + e^-z)
+    x, y = a.real * _W1, a.imag * _W1
+    if x < 0.0:
+        er, ei = _cexp(x, y)
+        r, i = _cdiv(er, ei, 1.0 + er, ei)
+    else:
+        er, ei = _cexp(-x, -y)
+        r, i = _cdiv(_W1, 0.0 * _W1, 1.0 + er, ei)
+    return complex(r, i)
+
+
+_WIDE = {
+    "sign": _sign,
+    "power": _power,
+    "tanh": _tanh,
+    "sine": _sine,
+    "cosine": _cosine,
+    "tan": _tan,
+    "exponential_minus_one": _expm1,
+    "log_plus_one": _log1p,
+    "rsqrt": _rsqrt,
+    "logistic": _logistic,
+}

@@ -505,13 +505,16 @@ def complex_op(name, *ts):
     the part type."""
     dt = ts[0]._dtype
     fn = (_COMPLEX.get(name) or _complex_functions(dt.np).get(name)) if dt in _PART else None
+    if name == "power" and dt.name == "c128":
+        fn = None  # (its real-GPU check failed on an H100: past 64 ulp of |cpu|; see docs/gpu.md)
     if fn is None:
         raise SpecError(
             name,
             "device",
             f"has no cuda kernel for element type {dt.name} (complex kernels: add, subtract, "
-            f"multiply, divide, negate, abs, exponential, log, sqrt, real, imag, compare "
-            f"EQ/NE, select, convert)",
+            f"multiply, divide, negate, abs, sign, power (c64), exponential, "
+            f"exponential_minus_one, log, log_plus_one, logistic, sqrt, rsqrt, sine, cosine, "
+            f"tan, tanh, real, imag, compare EQ/NE, select, convert)",
         )
     out_dt = _PART[dt] if name in _REAL_RESULT else dt
     if len(ts) == 1:
