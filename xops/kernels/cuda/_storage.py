@@ -60,11 +60,24 @@ def from_holder(devarr, dt):
     return _wrap(devarr, dt)
 
 
+def simulated():
+    """Whether numba.cuda is its CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def fast_path():
+    """Whether xops builds launches and device arrays itself (a real GPU, unless
+    ``XOPS_CUDA_FAST_LAUNCH=0``) instead of going through numba's own path."""
+    import os
+
+    return not simulated() and os.environ.get("XOPS_CUDA_FAST_LAUNCH", "1") != "0"
+
+
 def device_empty(shape, np_dtype):
     """An uninitialised row-major device array of ``shape`` (holder dtype ``np_dtype``)."""
-    make = _state.get("empty")
-    if make is None:
-        make = _state["empty"] = _array_makers()[0]
+    make = _state.get("empty") or _array_makers()[0]
     return make(tuple(shape), storage_dtype(np_dtype))
 
 
@@ -74,15 +87,13 @@ def _array_makers():
     with a driver call on every call, and ``reshape`` re-derives the layout through its
     dummy array; a result and its 1-D view are made for every op, so on a GPU (one
     context, made at the first CUDA tensor) xops allocates through that context's memory
-    manager (the caching allocator) and builds the ``DeviceNDArray`` itself.
-    ``XOPS_CUDA_FAST_LAUNCH=0`` keeps numba's own path."""
-    import os
-
-    from numba import config
-
+    manager (the caching allocator) and builds the ``DeviceNDArray`` itself
+    (:func:`fast_path`). Made once, kept in ``_state``."""
     cuda = numba_cuda()
-    if config.ENABLE_CUDASIM or os.environ.get("XOPS_CUDA_FAST_LAUNCH", "1") == "0":
-        return (lambda shape, dt: cuda.device_array(shape, dtype=dt)), _reshape_flat
+    if not fast_path():
+        _state["empty"] = lambda shape, dt: cuda.device_array(shape, dtype=dt)
+        _state["flat"] = _reshape_flat
+        return _state["empty"], _state["flat"]
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
     memalloc = cuda.current_context().memalloc
@@ -107,6 +118,7 @@ def _array_makers():
         dt = devarr.dtype
         return DeviceNDArray((devarr.size,), (dt.itemsize,), dt, gpu_data=devarr.gpu_data)
 
+    _state["empty"], _state["flat"] = empty, flat
     return empty, flat
 
 
@@ -169,9 +181,7 @@ def compiled(fn):
 
 def flat(devarr):
     """A 1-D view of a C-contiguous device array (0-d: one element)."""
-    make = _state.get("flat")
-    if make is None:
-        make = _state["flat"] = _array_makers()[1]
+    make = _state.get("flat") or _array_makers()[1]
     return make(devarr)
 
 
@@ -190,14 +200,8 @@ def flat(devarr):
 
 def jit(fn):
     """``numba.cuda.jit(fn)`` (a kernel), launched through the fast path on a real GPU."""
-    import os
-
-    from numba import config
-
     k = numba_cuda().jit(fn)
-    if config.ENABLE_CUDASIM or os.environ.get("XOPS_CUDA_FAST_LAUNCH", "1") == "0":
-        return k
-    return _Kernel(k)
+    return _Kernel(k) if fast_path() else k
 
 
 class _Kernel:

@@ -33,7 +33,7 @@ import numpy as np
 
 from ... import _dlpack as abi, device as _device, registry
 from ...dtypes import as_dtype
-from ._storage import from_holder, numba_cuda, storage_dtype
+from ._storage import from_holder, numba_cuda, simulated, storage_dtype
 
 __all__ = [
     "cuda_array_interface",
@@ -87,15 +87,9 @@ def live_exports():
     return len(_live)
 
 
-def _simulated():
-    import numba
-
-    return bool(numba.config.ENABLE_CUDASIM)
-
-
 def _pointer(devarr):
     """The device address of a device array (under the simulator: its host buffer)."""
-    if _simulated():
+    if simulated():
         return devarr._ary.ctypes.data  # the simulator's FakeCUDAArray wraps a NumPy array
     return devarr.device_ctypes_pointer.value or 0
 
@@ -136,7 +130,7 @@ def cuda_array_interface(t):
         "strides": None,
         "data": (_pointer(v), False),
         "typestr": np.dtype(dt.np).str,
-        "stream": None if _simulated() else _default_stream_handle(),
+        "stream": None if simulated() else _default_stream_handle(),
         "version": 3,
     }
 
@@ -158,7 +152,7 @@ def _order_for(stream):
             "__dlpack__: stream=0 is ambiguous for CUDA (array API): pass 1 (the legacy "
             "default stream), 2 (the per-thread default stream) or a stream handle"
         )
-    if stream in (1, 2) or _simulated():
+    if stream in (1, 2) or simulated():
         return  # the default streams are ordered after xops' launches by CUDA itself
     cuda = numba_cuda()
     event = cuda.event(timing=False)
@@ -256,7 +250,7 @@ def _wrap_pointer(address, shape, np_dtype, owner):
     cuda = numba_cuda()
     if 0 in shape:
         return cuda.device_array(shape, dtype=np_dtype)
-    if _simulated():
+    if simulated():
         host = np.asarray(_HostView(address, shape, np_dtype, owner))
         return type(cuda.device_array(1, dtype=np.uint8))(host)  # the FakeCUDAArray class
     desc = {
@@ -290,7 +284,7 @@ def from_dlpack(x, dev, copy=None):
             f"device, cuda:0"
         )
     _usable("from_dlpack")
-    stream = None if _simulated() else _default_stream_handle()
+    stream = None if simulated() else _default_stream_handle()
     try:
         capsule = x.__dlpack__(stream=stream, max_version=(1, 0))
     except TypeError:  # a DLPack 0.x producer
@@ -344,7 +338,7 @@ def from_cuda_array_interface(x, copy=None):
             raise _not_row_major(shape, strides, "bytes")
     _usable("from_dlpack")
     stream = desc.get("stream")
-    if stream not in (None, 1, 2) and not _simulated():  # xops' stream after the producer's
+    if stream not in (None, 1, 2) and not simulated():  # xops' stream after the producer's
         cuda = numba_cuda()
         event = cuda.event(timing=False)
         event.record(cuda.external_stream(stream))

@@ -5,18 +5,14 @@ host time, not by the device).
 
 The kernel computes the optimizer's own steps, in the same order, each rounded once to
 the element type, with the hyper-parameters rounded to that type first (as a weak scalar
-operand is): its bits equal the op-by-op update's and the CPU's. Products go through
-libdevice's ``fmul_rn`` / ``dmul_rn`` on a GPU so that NVVM cannot contract a product and
-a sum into one fma (the op-by-op update rounds the product first); division and square
-root are IEEE (numba's default, no fast math). The simulator runs the same code on
-NumPy scalars of the type (its square root: float64's, rounded once to float32, which is
-float32's correctly rounded root)."""
+operand is): its bits equal the op-by-op update's and the CPU's. Its arithmetic is
+:mod:`._rounded`'s (no product contracted into an fma)."""
 
 import math
-import operator
 
 import numpy as np
 
+from . import _rounded
 from ._storage import compiled, device_empty, flat, launch_1d, numba_cuda
 
 __all__ = ["UPDATES"]
@@ -24,50 +20,11 @@ __all__ = ["UPDATES"]
 cuda = numba_cuda()
 
 
-def _sim():
-    from numba import config
-
-    return bool(config.ENABLE_CUDASIM)
-
-
-def _arith(np_type):
-    """(mul, add, sub, div, sqrt) device functions of ``np_type`` (float32 / float64)."""
-    if _sim():
-
-        @cuda.jit(device=True)
-        def mul(a, b):
-            return a * b
-
-        @cuda.jit(device=True)
-        def add(a, b):
-            return a + b
-
-        @cuda.jit(device=True)
-        def sub(a, b):
-            return a - b
-
-        @cuda.jit(device=True)
-        def div(a, b):
-            return a / b
-
-        @cuda.jit(device=True)
-        def sqrt(a):
-            return np_type(math.sqrt(a))
-
-        return mul, add, sub, div, sqrt
-    from numba.cuda import libdevice as L
-
-    if np_type is np.float32:
-        return L.fmul_rn, L.fadd_rn, L.fsub_rn, L.fdiv_rn, L.fsqrt_rn
-    # (libdevice has no dsub_rn; a difference of _rn products cannot be contracted)
-    return L.dmul_rn, L.dadd_rn, operator.sub, L.ddiv_rn, L.dsqrt_rn
-
-
 def _adam_kernel(np_type):
     """Adam's update of one element per thread: ``p_out, m_out, v_out`` from ``p, g`` and
     the moments ``m, v`` (unread on the first step, ``first``); ``wd_mode`` 1 scales p by
     ``c_wd`` (AdamW's decoupled decay), 2 adds ``c_wd * p`` to the gradient (L2)."""
-    mul, add, sub, div, sqrt = _arith(np_type)
+    mul, add, sub, div, sqrt = _rounded.ops(np_type)
 
     def adam(p, g, m, v, first, wd_mode, c_wd, b1, c1, b2, c2, sbc2, eps, step, p_out, m_out,
              v_out):  # fmt: skip
@@ -102,9 +59,9 @@ def adam(p, m, v, g, lr, b1, b2, eps, wd, decoupled, t):
     if not all(a.is_c_contiguous() for a in (p, g, m, v) if a is not None):
         return None
     c = p.dtype.type
-    kernel = _KERNELS.get(c)
+    kernel = _KERNELS.get(("adam", c))
     if kernel is None:
-        kernel = _KERNELS[c] = compiled(_adam_kernel(c))
+        kernel = _KERNELS["adam", c] = compiled(_adam_kernel(c))
     bc1, bc2 = 1 - b1**t, 1 - b2**t
     wd_mode, c_wd = (0, c(0)) if not wd else (1, c(1 - lr * wd)) if decoupled else (2, c(wd))
     outs = [device_empty(p.shape, p.dtype) for _ in range(3)]
@@ -122,7 +79,7 @@ def _sgd_kernel(np_type):
     ``b_out`` from ``p, g`` and the buffer ``b`` (unread on the first step, ``first``);
     ``wd`` > 0 adds ``c_wd * p`` to the gradient, ``mode`` 0 plain, 1 momentum, 2 Nesterov;
     ``damped``: the gradient enters the buffer times ``c_damp``."""
-    mul, add, sub, _, _ = _arith(np_type)
+    mul, add, sub, _, _ = _rounded.ops(np_type)
 
     def sgd(p, g, b, first, wd, mode, damped, c_wd, c_mom, c_damp, c_lr, p_out, b_out):
         i = cuda.grid(1)

@@ -34,6 +34,7 @@ from ...ops._core import compute
 from ...ops.composite import rng_bernoulli_checks
 from ...ops.rng import _STREAM, _largest_below, _split_dim, rng_bit_generator_checks, rng_checks
 from .. import rng as K
+from . import _rounded
 from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d
 from .movement import fill
 from .narrow import NARROW, encode, to_f32
@@ -165,30 +166,15 @@ def rng_bit_generator(rng_algorithm, initial_state, shape, dtype="ui64"):
 # interleaved) and passes key and counter to the kernel by value. One thread per block
 # makes the two words from its own counter and writes outputs 2j and 2j+1
 # (output-parallel). The transformations are the CPU's, in the same float64 operations:
-# products go through ``_dmul`` (libdevice's dmul_rn on a GPU), so that NVVM cannot
-# contract a product and a sum into one fma, which the CPU does not do.
+# products go through ``_dmul`` (:mod:`._rounded`: libdevice's dmul_rn on a GPU), so that
+# NVVM cannot contract a product and a sum into one fma, which the CPU does not do.
 
 _ELEVEN = np.uint64(11)
 _TWO_M53 = 2.0**-53
 _TWO_PI = 2 * math.pi  # (the CPU's 2 * np.pi * u: (2 pi) first)
 
 
-def _sim():
-    from numba import config
-
-    return bool(config.ENABLE_CUDASIM)
-
-
-if _sim():
-
-    @cuda.jit(device=True)
-    def _dmul(a, b):
-        return a * b
-
-else:
-    from numba.cuda import libdevice as _libdevice
-
-    _dmul = _libdevice.dmul_rn
+_dmul = _rounded.ops(np.float64)[0]
 
 
 @cuda.jit(device=True)
