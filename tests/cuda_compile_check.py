@@ -349,6 +349,37 @@ for src in FL:
         check(f"float->int {src}->{dst}", E._f2i_k, sig)
 for dt in UI:  # compare's TOTALORDER key of float bit patterns
     check(f"total key {dt}", E._total_key_k, (arr(dt), i64, i64, arr("i8")))
+# relu forward / backward and BatchNorm's running statistics (xops/kernels/cuda/nn_fused.py):
+# the running update rounds every product (libdevice _rn), so its PTX has no fma
+from xops.kernels.cuda import nn_fused as NNF  # noqa: E402
+
+for dt in FL:
+    check(f"relu {dt}", NNF._relu_k, (arr(dt), arr(dt)))
+    check(f"relu grad {dt}", NNF._relu_grad_k, (arr(dt),) * 3)
+    sig = (arr(dt),) * 4 + (i64,) + (sc(dt),) * 3 + (arr(dt),) * 2
+    try:
+        ptx, _ = cuda.compile_ptx(NNF._running_kernel(np.dtype(dt).type), sig, cc=(8, 0))
+        if "fma." in ptx:
+            fails.append(f"bn running {dt}: a product contracted into an fma")
+    except Exception as e:
+        fails.append(f"bn running {dt}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+# the f32 unary maps with 16-byte loads (xops/kernels/cuda/_wide.py): every f32 function
+from xops.kernels.cuda import _wide as W  # noqa: E402
+
+for fname, dts in un.items():
+    if "f4" in dts and fname != "_to_bool":
+        sig = (arr("c16"), arr("f4"), arr("c16"), arr("f4"), i64)
+        check(f"map1w {fname}", W._kernel(getattr(E, fname)).py_func, sig)
+# the fused cross-entropy and its gradient (xops/kernels/cuda/losses.py): f32 / f64 logits,
+# signed and unsigned labels of each width
+from xops.kernels.cuda import losses as XENT  # noqa: E402
+
+for dt in FL:
+    for lt in SI + UI:
+        sig = (arr(dt), arr(lt), arr(dt)) + (i64,) * 4 + (arr(dt), arr("f8"))
+        check(f"xent {dt} labels {lt}", XENT._xent.py_func, sig)
+check("xent total", XENT._total.py_func, (arr("f8"), i64, i64, i64, arr("f4")))
+check("xent total", XENT._total.py_func, (arr("f8"), i64, i64, i64, arr("f8")))
 print(len(fails), "failures")
 for f in fails:
     print(f)

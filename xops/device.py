@@ -154,7 +154,9 @@ def cuda_available():
 
 _on_cuda = []  # run once when CUDA is first found usable (xops.kernels.cuda's register)
 _movers = {}  # device kind -> fn(tensor, Device) -> the tensor on that device
-_updates = {}  # (device kind, name) -> fused optimizer update (xops.optim; the CUDA kernels')
+# (device kind, name) -> a fused device update: the optimizers' (xops.optim), relu's gradient,
+# batch norm's running statistics, the cross-entropy gradient (xops.nn; the CUDA kernels')
+_updates = {}
 _on_default = []  # called with the kind when default_device() enters a device off the CPU
 
 

@@ -288,13 +288,24 @@ def use_device(kind):
 _device._on_default.append(use_device)  # a default device off the CPU (creation ops)
 
 
+_ATOMS = frozenset({int, float, bool, str, complex, type(None)})  # (attributes: no device)
+
+
 def _devices(args, kwargs, found):
-    for a in list(args) + list(kwargs.values()):
-        if isinstance(a, (list, tuple)):
-            _devices(a, {}, found)
-        else:
+    """``found`` filled with str(device) -> device of every tensor in ``args`` and
+    ``kwargs`` (at any depth of lists and tuples). One flat scan: every op call on a
+    device runs it over all its attributes, so plain values are skipped by type first."""
+    todo = [*args, *kwargs.values()] if kwargs else list(args)
+    while todo:
+        a = todo.pop()
+        t = type(a)
+        if t in _ATOMS:
+            continue
+        if t is list or t is tuple or isinstance(a, (list, tuple)):
+            todo.extend(a)
+        elif hasattr(a, "_dtype"):
             dev = getattr(a, "device", None)
-            if dev is not None and hasattr(a, "_dtype"):
+            if dev is not None:
                 found.setdefault(str(dev), dev)
     return found
 

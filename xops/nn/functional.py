@@ -1,12 +1,13 @@
 """Neural-network functions built from xops ops (``xo.nn.functional``, ``F`` below).
 
-Every function here but one is a *composite*: a few StableHLO ops (``convolution``,
+Every function here but two is a *composite*: a few StableHLO ops (``convolution``,
 ``reduce_window``, ``batch_norm_training``, ``dot_general``, ``gather``, elementwise
 ops), so the tape differentiates it through those ops' rules with nothing to add
-(docs/autodiff.md). The exception: cross-entropy of (N, C) f32 / f64 logits on the
-host is one recorded op (``nn.functional.softmax_cross_entropy``) with its own rule,
-the same formulas computed in float64 and rounded once (a training step's loss without
-a dozen tape nodes); other shapes, types and devices take the composite.
+(docs/autodiff.md). The exceptions: relu is one recorded op (``nn.functional.relu``)
+with the composite's values and gradient bit for bit, and cross-entropy of (N, C) f32 /
+f64 logits on the host or a CUDA device is one too (``nn.functional.softmax_cross_entropy``)
+with its own rule, the same formulas computed in float64 and rounded once (a training
+step's loss without a dozen tape nodes); other shapes and types take the composite.
 
 Layout is PyTorch's: NCHW activations, OIHW kernels, (out, in) Linear weights, class
 scores on dim 1.
@@ -15,6 +16,7 @@ scores on dim 1.
 function                       ops
 =============================  ==============================================================
 relu                           select(compare(x, 0, LE), 0, x)  (gradient 0 at x = 0, as PyTorch)
+                               (real host tensors, f32 / f64 on CUDA: one fused op, see above)
 gelu                           0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation
 softmax, log_softmax           reduce max (off the tape) + exponential + reduce add + log
 linear                         dot_general + broadcast_in_dim + add
@@ -25,16 +27,19 @@ batch_norm                     batch_norm_training (train) / batch_norm_inferenc
 dropout                        rng_uniform (or a Generator) + compare + select
 embedding                      gather (gradient: scatter-add)
 cross_entropy                  log_softmax + one-hot (compare with iota) + reduce add
-                               ((N, C) f32 / f64 on the host: one fused op, see above)
+                               ((N, C) f32 / f64, host or CUDA: one fused op, see above)
 mse_loss                       subtract, multiply, reduce add
 =============================  ==============================================================
 """
 
+import functools
 import math
+import weakref
 
 import numpy as np
 
 from ..autodiff.tape import is_grad_enabled, no_grad, primitive
+from .. import device as _device
 from ..device import default_device
 from ..ops.conversion import convert
 from ..ops.convolution import convolution
@@ -52,6 +57,7 @@ from ..ops.elementwise import (
     tanh,
 )
 from ..ops.elementwise import maximum as _maximum
+from ..ops.elementwise.arithmetic import _SELECT_KERNEL_MIN, _select_kernel
 from ..ops.indexing import gather
 from ..ops.linalg import dot_general
 from ..ops.movement import broadcast_in_dim, iota, reshape
@@ -139,10 +145,64 @@ def _max_const(x, axes):
 
 
 def relu(x):
-    """max(x, 0) as ``select(x <= 0, 0, x)``: NaN propagates (as ``torch.relu``), and the
-    gradient is 1 where x > 0 and 0 elsewhere, x = 0 included (PyTorch's convention;
-    ``xo.maximum(x, 0)`` would split the tie at 0)."""
+    """max(x, 0) as ``select(x <= 0, 0, x)``: NaN propagates (as ``torch.relu``), -0.0
+    gives +0.0, and the gradient is 1 where x > 0 and 0 elsewhere, x = 0 included
+    (PyTorch's convention; ``xo.maximum(x, 0)`` would split the tie at 0).
+
+    Real (not quantized) tensors on the host, and f32 / f64 ones on a device with a
+    kernel, take one recorded op (``nn.functional.relu``) with the same values and
+    gradient, bit for bit; anything else takes the composite."""
+    if isinstance(x, Tensor) and _relu_fusable(x):
+        return _relu(x)
+    return _relu_ops(x)
+
+
+def _relu_ops(x):
     return select(compare(x, 0, "LE"), 0, x)
+
+
+def _relu_fusable(x):
+    dt = x._dtype
+    if type(x._value) is np.ndarray:
+        return dt.kind in ("float", "si", "ui") and not dt.quantized
+    return dt.name in ("f32", "f64") and "cuda" in _relu.kernels
+
+
+def _zero_where_le0(x, v):
+    """``0 if x <= 0 else v`` elementwise on host arrays of one shape: the composite's
+    compare + select without their dispatch (select's own raw-bits kernel from its size
+    threshold on, in the arrays' memory order, np.where below it: the same bits, NaN
+    payloads and signed zeros kept)."""
+    with np.errstate(invalid="ignore"):  # (NaN compares False, silently, as compare does)
+        p = x <= 0
+    # (any memory layout; v broadcast from one element, as a sum's cotangent: np.where,
+    # as select does, since its kernel wants one branch of full size)
+    if v.size >= _SELECT_KERNEL_MIN and v.dtype.itemsize <= 8 and any(v.strides):
+        return _select_kernel(p, np.zeros((), v.dtype), v)
+    return np.where(p, v.dtype.type(0), v)
+
+
+@primitive("relu")
+def _relu(x):
+    """relu as one op: ``0 if x <= 0 else x`` (the composite's compare and select in one
+    step; a device's kernel elsewhere)."""
+    return _wrap(_zero_where_le0(x._value, x._value), x._dtype)
+
+
+@_relu.defvjp
+def _relu_vjp(g, out, x):
+    """``0 if x <= 0 else g`` (x = 0 gives 0, NaN passes g): the rule of the composite's
+    select; under ``create_graph`` that select itself, so that it is recorded."""
+    xv, gv = x._value, g._value
+    if not is_grad_enabled():
+        if type(xv) is np.ndarray and type(gv) is np.ndarray and xv.shape == gv.shape:
+            return (_wrap(_zero_where_le0(xv, gv), g._dtype),)
+        fused = _device._updates.get((x.device.kind, "relu_grad"))
+        if fused is not None and g._dtype == x._dtype and g.shape == x.shape:
+            d = fused(xv, gv)
+            if d is not None:
+                return (_wrap(d, g._dtype),)
+    return (select(compare(x.detach(), 0, "LE"), 0, g),)
 
 
 _SQRT1_2 = 1 / math.sqrt(2)
@@ -366,11 +426,41 @@ def batch_norm(
             )
         with no_grad():
             m = float(momentum)
+            if _running_fused(running_mean, batch_mean, running_var, batch_var, m, n / (n - 1)):
+                return out
             if running_mean is not None:
                 assign_(running_mean, _running_update(running_mean, batch_mean, m, None))
             if running_var is not None:
                 assign_(running_var, _running_update(running_var, batch_var, m, n / (n - 1)))
     return out
+
+
+def _running_fused(running_mean, batch_mean, running_var, batch_var, m, scale):
+    """Both running statistics updated by one fused device kernel (``device._updates``
+    "batch_norm_running": :func:`_running_update`'s formulas and bits, in one launch
+    instead of ~8 ops) when the given ones and the batch's are f32 / f64 of one type,
+    shape and device off the host; False (nothing done) otherwise."""
+    pairs = [
+        (o, b) for o, b in ((running_mean, batch_mean), (running_var, batch_var)) if o is not None
+    ]
+    dt, dev = pairs[0][0]._dtype, pairs[0][0].device
+    if dev.kind == "cpu" or dt.name not in ("f32", "f64"):
+        return False
+    for o, b in pairs:
+        if not (o._dtype == b._dtype == dt and o.shape == b.shape and o.device == b.device == dev):
+            return False
+    update = _device._updates.get((dev.kind, "batch_norm_running"))
+    if update is None:
+        return False
+    om, bm = (None, None) if running_mean is None else (running_mean._value, batch_mean._value)
+    ov, bv = (None, None) if running_var is None else (running_var._value, batch_var._value)
+    new = update(om, bm, ov, bv, m, scale)
+    if new is None:
+        return False
+    for o, v in zip((running_mean, running_var), new):
+        if o is not None:
+            assign_(o, _wrap(v, dt))
+    return True
 
 
 def _running_update(old, batch, m, scale):
@@ -483,13 +573,56 @@ def _labels(labels, logits, name):
         raise ValueError(
             f"{name}: labels must have shape {want} for logits {logits.type}, got {labels.type}"
         )
-    v = labels.numpy() if labels.device != "cpu" else np.asarray(labels)  # (a copy off a GPU)
-    if v.size and (v.min() < 0 or v.max() >= logits.shape[1]):
-        raise ValueError(
-            f"{name}: labels must be class indices in [0, {logits.shape[1]}), "
-            f"got values in [{v.min()}, {v.max()}]"
-        )
+    if labels.size:
+        lo, hi = _label_range(labels)
+        if lo < 0 or hi >= logits.shape[1]:
+            raise ValueError(
+                f"{name}: labels must be class indices in [0, {logits.shape[1]}), "
+                f"got values in [{lo}, {hi}]"
+            )
     return labels
+
+
+# (min, max) of the device label arrays seen so far: id(array) -> (weak reference, min, max)
+_RANGES = {}
+
+
+def _label_range(labels):
+    """(min, max) of the non-empty integer tensor ``labels``, for the range check.
+
+    A device tensor's labels are copied to the host (a copy that waits for every queued
+    kernel) once per device array: the result is kept, keyed by the array object, for as
+    long as that array lives (a weak reference; the entry goes with it). xops never
+    writes into a device array once made (in-place updates rebind the tensor to a new
+    array, copy-on-write), so a training loop that passes the same label tensor every
+    step syncs once, not per step. Memory shared with another framework (``from_dlpack``)
+    that the other framework overwrites later is not re-read: the kernels then give NaN
+    for a row whose label is out of range (they never read outside the row) in place of
+    this check's ValueError."""
+    v = labels._value
+    if not hasattr(v, "copy_to_host"):  # on the host
+        v = np.asarray(labels)
+        return v.min(), v.max()
+    hit = _RANGES.get(id(v))
+    if hit is not None and hit[0]() is v:
+        return hit[1], hit[2]
+    host = labels.numpy()
+    lo, hi = host.min(), host.max()
+    key = id(v)
+    try:
+        ref = weakref.ref(v, functools.partial(_forget_range, key))
+    except TypeError:  # (an array type without weak references: read every call)
+        return lo, hi
+    _RANGES[key] = (ref, lo, hi)
+    return lo, hi
+
+
+def _forget_range(key, ref):
+    """The weak reference's callback: drop the entry of the array that died (not one
+    made since for a new array at the same address)."""
+    hit = _RANGES.get(key)
+    if hit is not None and hit[0] is ref:
+        del _RANGES[key]
 
 
 def nll_loss(log_probs, labels, reduction="mean"):
@@ -521,11 +654,24 @@ def cross_entropy(logits, labels, reduction="mean", label_smoothing=0.0):
 
 def _fusable(logits, labels, reduction):
     """Whether :func:`_softmax_xent` computes this cross-entropy: (N, C) f32 / f64
-    logits and labels on the host, a known reduction (else the composite of ops)."""
+    logits, a known reduction, and logits and labels both on the host, or both on a
+    device with the op's kernel and its gradient's (``device._updates``
+    "softmax_cross_entropy_grad"; labels of a NumPy integer type there, not the
+    sub-byte ones); else the composite of ops."""
+    if logits.ndim != 2 or reduction not in ("mean", "sum", "none"):
+        return False
+    if host_floats(logits, labels) is not None:
+        return True
+    x, y = logits._value, labels._value
+    if not (hasattr(x, "copy_to_host") and hasattr(y, "copy_to_host")):
+        return False
+    kind = logits.device.kind
     return (
-        logits.ndim == 2
-        and host_floats(logits, labels) is not None
-        and reduction in ("mean", "sum", "none")
+        logits._dtype.name in ("f32", "f64")
+        and y.dtype == labels._dtype.np
+        and labels.device == logits.device
+        and kind in _softmax_xent.kernels
+        and (kind, "softmax_cross_entropy_grad") in _device._updates
     )
 
 
@@ -543,7 +689,8 @@ def _softmax_xent(logits, labels, reduction):
     """cross_entropy of (N, C) logits and integer labels as one recorded op (forward
     and gradient in one pass each, in float64 and rounded once to the logits' type):
     the value and gradient of the composite of ops in :func:`cross_entropy` (the same
-    formulas, rounded once instead of per op), with one tape node in place of a dozen."""
+    formulas, rounded once instead of per op), with one tape node in place of a dozen.
+    On a CUDA device: one kernel launch each way (:mod:`xops.kernels.cuda.losses`)."""
     x, y = logits._value, np.asarray(labels._value, np.intp)
     with np.errstate(all="ignore"):  # NaN / inf logits give NaN / inf, as IEEE says
         z, lse, rows = _xent_parts(x, y)
@@ -565,6 +712,9 @@ def _softmax_xent_vjp(g, out, logits, labels, reduction):
         if reduction == "mean":
             g = divide(g, float(n))
         return multiply(d, broadcast_in_dim(g, [0] if g.ndim else [], d.shape)), None
+    if hasattr(logits._value, "copy_to_host"):  # on a device: its fused kernel, one launch
+        grad = _device._updates[logits.device.kind, "softmax_cross_entropy_grad"]
+        return grad(g, logits, labels, reduction), None
     x, y = logits._value, np.asarray(labels._value, np.intp)
     with np.errstate(all="ignore"):  # (as in the forward pass)
         z, lse, rows = _xent_parts(x, y)

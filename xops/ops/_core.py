@@ -309,9 +309,15 @@ def bound_arguments(fn, args, kwargs):
     applied (as the tape binds an op's arguments): a reference implementation takes
     exactly its op's arguments this way, so the spec's parameter list stays in one
     place, the op's signature."""
-    bound = inspect.signature(fn).bind(*args, **kwargs)
+    sig = _SIGNATURES.get(fn)
+    if sig is None:  # (inspect.signature costs more than the binding: once per function)
+        sig = _SIGNATURES[fn] = inspect.signature(fn)
+    bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.arguments
+
+
+_SIGNATURES = {}  # function -> its inspect.Signature (ops and kernels: a fixed set)
 
 
 # ---------------------------------------------------------------------------------------

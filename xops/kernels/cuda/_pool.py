@@ -17,10 +17,11 @@ per-size free lists and hands them out again, as PyTorch's caching allocator doe
 the simulator has no device memory). ``XOPS_CUDA_CACHING_ALLOCATOR=0`` keeps numba's own.
 """
 
+import ctypes
 import os
 import weakref
 
-__all__ = ["install", "round_size"]
+__all__ = ["install", "round_size", "Block"]
 
 _MiB = 1 << 20
 
@@ -56,6 +57,16 @@ def _manager_class():
             self.allocations[key] = mem  # (the owned pointers hold only a weak proxy)
             return mem.own()
 
+        def block(self, size):
+            """A :class:`Block` of at least ``size`` bytes (xops' own arrays)."""
+            block = round_size(size)
+            free = self._free.get(block)
+            if free is None:
+                free = self._free[block] = []
+            if free:
+                return Block(free.pop(), block, free)
+            return Block(self._attempt_allocation(lambda: self._alloc(block)), block, free)
+
         def _alloc(self, block):
             try:
                 return drv.driver.cuMemAlloc(block)
@@ -74,6 +85,90 @@ def _manager_class():
             super().reset()
 
     return CachingMemoryManager
+
+
+class Block:
+    """The device memory of one xops array, a block of the caching manager. It speaks
+    numba's device-memory protocol (``__cuda_memory__``, ``device_ctypes_pointer``,
+    ``view``) at a fraction of the host cost of numba's owned pointers (two weak
+    finalizers and two proxies per allocation: 5-6 us on an H100 machine, more than a
+    kernel launch); the block goes back to its free list when the last array or view
+    that uses it is gone (``__del__``), as the owned pointers' finalizer does."""
+
+    __cuda_memory__ = True
+    __slots__ = ("device_ctypes_pointer", "size", "_cuda_memsize_", "_ptr", "_free")
+
+    def __init__(self, ptr, size, free):
+        self._ptr, self._free = ptr, free
+        self.size = self._cuda_memsize_ = size
+        self.device_ctypes_pointer = ctypes.c_size_t(int(ptr))
+
+    def __del__(self):
+        self._free.append(self._ptr)
+
+    @property
+    def owner(self):
+        return self
+
+    @property
+    def device_pointer(self):
+        return self.device_ctypes_pointer.value
+
+    handle = device_pointer
+
+    @property
+    def device_pointer_value(self):
+        return self.device_ctypes_pointer.value
+
+    def view(self, start, stop=None):
+        return _View(self, start, (self.size if stop is None else stop) - start)
+
+    def free(self):
+        """(Nothing: the block returns to the cache when no array uses it.)"""
+
+    def memset(self, byte, count=None, stream=0):
+        _memset(self, byte, count, stream)
+
+
+class _View:
+    """Bytes [start, start + size) of a :class:`Block` (numba's slices and reshapes of
+    an array make these); keeps the block alive."""
+
+    __cuda_memory__ = True
+    __slots__ = ("device_ctypes_pointer", "size", "_cuda_memsize_", "owner", "_start")
+
+    def __init__(self, owner, start, size):
+        if size < 0:
+            raise RuntimeError("size cannot be negative")
+        self.owner, self._start = owner, start
+        self.size = self._cuda_memsize_ = size
+        self.device_ctypes_pointer = ctypes.c_size_t(owner.device_ctypes_pointer.value + start)
+
+    @property
+    def device_pointer(self):
+        return self.device_ctypes_pointer.value
+
+    handle = device_pointer
+    device_pointer_value = device_pointer
+
+    def view(self, start, stop=None):
+        return _View(self.owner, self._start + start, (self.size if stop is None else stop) - start)
+
+    def free(self):
+        """(Nothing: see :class:`Block`.)"""
+
+    def memset(self, byte, count=None, stream=0):
+        _memset(self, byte, count, stream)
+
+
+def _memset(mem, byte, count, stream):
+    from numba.cuda.cudadrv import driver as drv
+
+    count = mem.size if count is None else count
+    if stream:
+        drv.driver.cuMemsetD8Async(mem.device_pointer, byte, count, stream.handle)
+    else:
+        drv.driver.cuMemsetD8(mem.device_pointer, byte, count)
 
 
 def _give_back(allocations, key, free, ptr):

@@ -55,9 +55,12 @@ def to_cuda(t, device):
 
 def from_holder(devarr, dt):
     """A Tensor of element type ``dt`` around device array ``devarr`` (no copy)."""
-    from ...tensor import _wrap
+    wrap = _state.get("wrap")
+    if wrap is None:  # (imported on first use: a function-level import costs 4 us a call)
+        from ...tensor import _wrap as wrap
 
-    return _wrap(devarr, dt)
+        _state["wrap"] = wrap
+    return wrap(devarr, dt)
 
 
 def simulated():
@@ -82,7 +85,7 @@ def device_empty(shape, np_dtype):
 
 
 def _array_makers():
-    """(empty, flat): numba's ``device_array`` and ``reshape``, or on a real GPU the same
+    """(empty, flat, shaped): numba's ``device_array`` and ``reshape``, or on a real GPU the same
     arrays built directly. numba's ``device_array`` looks up the current CUDA context
     with a driver call on every call, and ``reshape`` re-derives the layout through its
     dummy array; a result and its 1-D view are made for every op, so on a GPU (one
@@ -92,23 +95,45 @@ def _array_makers():
     cuda = numba_cuda()
     if not fast_path():
         _state["empty"] = lambda shape, dt: cuda.device_array(shape, dtype=dt)
-        _state["flat"] = _reshape_flat
-        return _state["empty"], _state["flat"]
+        _state["flat"], _state["shaped"] = _reshape_flat, _shaped_numba
+        return _state["empty"], _state["flat"], _state["shaped"]
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    from numba.cuda.cudadrv.dummyarray import Array
 
-    memalloc = cuda.current_context().memalloc
+    ctx = cuda.current_context()
+    take = getattr(ctx.memory_manager, "block", None) or ctx.memalloc  # (see _pool)
+    layouts = {}  # (shape, strides, itemsize) -> numba's dummy array of that layout
+    new = object.__new__
+
+    def array(shape, strides, dt, nbytes, mem):
+        # DeviceNDArray(shape, strides, dt, gpu_data=mem), its layout (the dummy array,
+        # which depends on shape, strides and item size only) made once per layout
+        key = (shape, strides, dt.itemsize)
+        d = layouts.get(key)
+        if d is None:
+            if len(layouts) > 4096:
+                layouts.clear()
+            d = layouts[key] = Array.from_desc(0, shape, strides, dt.itemsize)
+        a = new(DeviceNDArray)
+        a.__dict__.update(
+            ndim=len(shape), _dummy=d, shape=d.shape, strides=d.strides, dtype=dt,
+            size=d.size, alloc_size=nbytes, gpu_data=mem, stream=0,
+        )  # fmt: skip
+        return a
+
+    known = cuda.device_array(1, np.uint8)
+    if set(vars(known)) != _FIELDS:  # numba-cuda's arrays changed: its own constructor
+        array = _numba_array  # noqa: F811
 
     def empty(shape, dt):
-        size = 1
-        for n in shape:
-            size *= n
-        if not size:
-            return cuda.device_array(shape, dtype=dt)
+        shape = tuple(map(int, shape))
         strides, step = [], dt.itemsize
         for n in reversed(shape):
             strides.append(step)
             step *= n
-        return DeviceNDArray(shape, tuple(reversed(strides)), dt, gpu_data=memalloc(step))
+        if not step:
+            return cuda.device_array(shape, dtype=dt)
+        return array(shape, tuple(reversed(strides)), dt, step, take(step))
 
     def flat(devarr):
         if devarr.ndim == 1:
@@ -116,10 +141,56 @@ def _array_makers():
         if not devarr.size or not devarr.is_c_contiguous():
             return _reshape_flat(devarr)
         dt = devarr.dtype
-        return DeviceNDArray((devarr.size,), (dt.itemsize,), dt, gpu_data=devarr.gpu_data)
+        n = devarr.size
+        return array((n,), (dt.itemsize,), dt, n * dt.itemsize, devarr.gpu_data)
 
-    _state["empty"], _state["flat"] = empty, flat
-    return empty, flat
+    def shaped(devarr, shape, dtype, start):
+        dt = devarr.dtype if dtype is None else np.dtype(dtype)
+        strides, nbytes = [], dt.itemsize
+        for n in reversed(shape):
+            strides.append(nbytes)
+            nbytes *= n
+        first = start * devarr.dtype.itemsize
+        if not nbytes or not devarr.is_c_contiguous():
+            return _shaped_numba(devarr, shape, dtype, start)
+        if first + nbytes > devarr.size * devarr.dtype.itemsize:
+            raise ValueError(f"{shape} {dt} from element {start} overruns {devarr.shape}")
+        mem = devarr.gpu_data if not first else devarr.gpu_data.view(first, first + nbytes)
+        return array(shape, tuple(reversed(strides)), dt, nbytes, mem)
+
+    _state["empty"], _state["flat"], _state["shaped"] = empty, flat, shaped
+    return empty, flat, shaped
+
+
+# the attributes numba-cuda's DeviceNDArray.__init__ sets (checked once, see _array_makers)
+_FIELDS = {
+    "ndim", "_dummy", "shape", "strides", "dtype", "size", "alloc_size", "gpu_data", "stream",
+}  # fmt: skip
+
+
+def _numba_array(shape, strides, dt, nbytes, mem):
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    return DeviceNDArray(shape, strides, dt, gpu_data=mem)
+
+
+def _shaped_numba(devarr, shape, dtype, start):
+    v = _reshape_flat(devarr)
+    n = 1
+    for d in shape:
+        n *= d
+    dt = v.dtype if dtype is None else np.dtype(dtype)
+    v = v[start : start + n * dt.itemsize // v.dtype.itemsize]  # (source elements)
+    return (v if dt == v.dtype else v.view(dt)).reshape(shape)
+
+
+def shaped(devarr, shape, dtype=None, start=0):
+    """Elements [start, start + size) of C-contiguous device array ``devarr`` as a
+    row-major array of ``shape`` (its bytes read as ``dtype`` when given): a view, no
+    copy; built directly on a real GPU (numba's slicing and reshape cost 20-30 us of
+    host time each, for a layout xops already knows)."""
+    make = _state.get("shaped") or _array_makers()[2]
+    return make(devarr, tuple(shape), dtype, start)
 
 
 def _reshape_flat(devarr):
@@ -254,10 +325,7 @@ def _signature(a):
     """A key that fixes numba's type of kernel argument ``a`` (cheaply)."""
     t = type(a)
     if t is _core.device_array_type:
-        d = a._dummy
-        broadcast = a.size != 0 and 0 in a.strides
-        layout = "A" if broadcast else ("C" if d.is_c_contig else ("F" if d.is_f_contig else "A"))
-        return (a.dtype, a.ndim, layout)
+        return _array_arg(a)[0]
     if t is int:
         n = a.bit_length()
         if n < 64:
@@ -324,9 +392,21 @@ def _append(v, out):
 
 
 def _array_params(a, out):
-    out += (0, 0, a.size, a.dtype.itemsize, a.device_ctypes_pointer.value or 0)
-    out += a.shape
-    out += a.strides
+    out += _array_arg(a)[1]
+
+
+def _array_arg(a):
+    """(type key, launch parameters) of device array ``a``, worked out at its first
+    launch and kept on it (an array's layout and memory never change; xops launches
+    most arrays twice, as a result and as an operand)."""
+    arg = a.__dict__.get("_xops_arg")
+    if arg is None:
+        d = a._dummy
+        broadcast = a.size != 0 and 0 in a.strides
+        layout = "A" if broadcast else ("C" if d.is_c_contig else ("F" if d.is_f_contig else "A"))
+        params = (0, 0, a.size, a.dtype.itemsize, a.device_ctypes_pointer.value or 0)
+        arg = a.__dict__["_xops_arg"] = ((a.dtype, a.ndim, layout), params + a.shape + a.strides)
+    return arg
 
 
 class _Core:

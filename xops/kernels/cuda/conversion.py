@@ -29,7 +29,8 @@ from ...ops._core import operands
 from ...ops.conversion import _bit_width, _float_format, bitcast_convert_checks
 from ...ops.conversion import reduce_precision_checks
 from ...errors import SpecError
-from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d, storage_dtype
+from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d, shaped
+from ._storage import storage_dtype
 from .elementwise import _dev
 from .f8 import round_quantum
 from .narrow import encode, is_small_float, to_f32
@@ -178,10 +179,10 @@ def bitcast_convert(operand, dtype):
             )
     v = _dev("bitcast_convert", x)
     if src is dst:
-        return from_holder(v.reshape(out_shape), dst)
+        return from_holder(shaped(v, out_shape), dst)
     w, w2 = _bit_width(src), _bit_width(dst)
     if w % 8 == 0 and w2 % 8 == 0 and not src.is_bool and not dst.is_bool:  # a view
-        return from_holder(v.view(storage_dtype(dst.np)).reshape(out_shape), dst)
+        return from_holder(shaped(v, out_shape, storage_dtype(dst.np)), dst)
     out = device_empty(out_shape, dst.np)
     n = int(np.prod(out_shape, dtype=np.int64))
     launch_1d(_k(_bitcast_k), n, _words(v, src), w, w2, _words(out, dst))

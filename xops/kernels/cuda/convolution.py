@@ -376,7 +376,7 @@ def convolution(op, lhs, rhs, *attributes):
         grid = (-(-positions // threads), n_b * (n_out // ob))
         splits, chunk = _split(hw[0][1], hw[1][1] * cg * ob, grid[0] * grid[1] * threads)
         acc_np = _accumulator(in_dt.np, out_dt.np)
-        part = cuda.device_array(size * splits, acc_np) if splits > 1 else _one(acc_np)
+        part = device_empty((size * splits,), acc_np) if splits > 1 else _one(acc_np)
         kernel = _planar(in_dt.np, out_dt.np, ob)
         kernel[grid + (splits,), threads](xv, wv, table, chunk, part, flat(out))
         if splits > 1:

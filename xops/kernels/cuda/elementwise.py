@@ -35,6 +35,7 @@ from ...registry import get as _get_op
 from ...tensor import Tensor, _wrap
 from numba import cuda
 
+from . import _wide
 from ._cbrt import cbrt as _cbrt
 from ._complex_math import functions as _complex_functions
 from ._storage import compiled as _k, device_empty, flat, from_holder, jit, launch_1d, storage_dtype
@@ -155,7 +156,11 @@ def _kernel2p(fn):
 def _run1(op, fn, x, out_dt=None):
     out_dt = out_dt or x._dtype
     out = device_empty(x.shape, out_dt.np)
-    launch_1d(_kernel1(fn), x.size, _dev(op, x), flat(out))
+    src, dst = _dev(op, x), flat(out)
+    if out_dt.name == "f32" and x._dtype.name == "f32" and _wide.usable(src, dst):
+        _wide.wide_map(fn, src, dst)  # (16-byte loads: the same bits, at the copy's pace)
+    else:
+        launch_1d(_kernel1(fn), x.size, src, dst)
     return from_holder(out, out_dt)
 
 
@@ -210,8 +215,9 @@ _exp, _log, _sqrt, _tanh, _sin, _cos = map(
 _expm1, _log1p, _tan, _erf = map(_call1, (math.expm1, math.log1p, math.tan, math.erf))
 
 
-def _logistic(a):
-    return 1.0 / (1.0 + math.exp(-a))
+def _logistic(a):  # the CPU's overflow-safe form: e^-|a| never overflows
+    e = math.exp(-abs(a))
+    return 1.0 / (1.0 + e) if a >= 0 else e / (1.0 + e)
 
 
 def _fmax(a, b):  # NaN propagates; max(-0, +0) = +0 (the CPU kernel's rule)
@@ -544,23 +550,37 @@ def _zero_d(dt):
     return _wrap(np.zeros((), dt.np), dt)
 
 
+_compare_checked = {}
+
+
 def compare(lhs, rhs, comparison_direction, compare_type=None):
     x, y = B._binary("compare", lhs, rhs, B._ANY, shape_label="C2")
-    # direction and compare type (I3, I4, C3): the CPU op on 0-d stand-ins (O(1))
-    r = _get_op("compare").kernels["cpu"](
-        _zero_d(x._dtype), _zero_d(y._dtype), comparison_direction, compare_type
-    )
+    # direction and compare type (I3, I4, C3): the CPU op on 0-d stand-ins (O(1)), once
+    # per (types, direction, compare type) that passed
+    key = (x._dtype, y._dtype, comparison_direction, compare_type)
+    try:
+        seen = key in _compare_checked
+    except TypeError:  # (an unhashable attribute: the CPU op names the error)
+        key, seen = None, False
+    if not seen:
+        _get_op("compare").kernels["cpu"](
+            _zero_d(x._dtype), _zero_d(y._dtype), comparison_direction, compare_type
+        )
+        if key is not None:
+            if len(_compare_checked) > 1024:
+                _compare_checked.clear()
+            _compare_checked[key] = True
     direction = str(comparison_direction).upper()
     if compare_type is not None and str(compare_type).upper() == "TOTALORDER":  # (floats)
-        return _run2("compare", _CMP[direction], _total_key(x), _total_key(y), r._dtype)
+        return _run2("compare", _CMP[direction], _total_key(x), _total_key(y), _I1)
     if is_small_float(x._dtype):  # (exact in float32)
         x, y = to_f32(x), to_f32(y)
     elif is_sub(x._dtype):  # (exact in int8 / uint8)
         x, y = widen(x), widen(y)
     if x._dtype.kind == "complex" and direction in ("EQ", "NE"):  # (both parts)
-        return _run2("compare", _CMP[direction], x, y, r._dtype)
+        return _run2("compare", _CMP[direction], x, y, _I1)
     _supported("compare", x)
-    return _run2("compare", _CMP[direction], x, y, r._dtype)
+    return _run2("compare", _CMP[direction], x, y, _I1)
 
 
 def _total_key_k(u, bits, signless, out):

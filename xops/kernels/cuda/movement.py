@@ -22,7 +22,7 @@ import numpy as np
 from numba import cuda
 
 from ...autodiff import local as _local  # noqa: F401  (declares the alias op, kernel below)
-from ...autodiff.tape import keep
+from ...autodiff.tape import _mode as _tape_mode, keep
 from ...errors import SpecError
 from ...ops._core import operands
 from ...ops.movement import concatenate_checks
@@ -30,7 +30,7 @@ from ...ops.slicing import _clamped, dynamic_update_slice_checks, pad_checks
 from ...registry import get as _get_op
 from ...tensor import _wrap
 
-from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d
+from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d, shaped
 from .elementwise import _dev, _stand_in
 
 __all__ = ["KERNELS", "c_strides", "copy_into", "strided_copy", "fill"]
@@ -173,19 +173,51 @@ def _host_scalars(x):
     return x.to("cpu") if _is_cuda(x) else x
 
 
-def _from_view(x, v):
-    """The CUDA result of a view op: ``v`` is the op's result on ``_probe(x)``."""
-    shape = v.shape
+def _layout(v):
+    """(shape, strides, offset, contiguous, size) of probe view ``v``, in elements."""
+    off = v.__array_interface__["data"][0] - _BYTE.__array_interface__["data"][0]
+    return v.shape, v.strides, off, v.flags.c_contiguous, v.size
+
+
+def _from_view(x, layout):
+    """The CUDA result of a view op on ``x``: ``layout`` (:func:`_layout`) is that of the
+    op's result on ``_probe(x)``."""
+    shape, strides, off, contiguous, n = layout
     dt = x._dtype
-    n = v.size
     if n == 0:
         return from_holder(device_empty(shape, dt.np), dt)
-    off = v.__array_interface__["data"][0] - _BYTE.__array_interface__["data"][0]
-    src = flat(x._value)
-    if v.flags.c_contiguous:  # (so are size-1 views): a view of the operand's array
-        return from_holder(src[off : off + n].reshape(shape), dt)
-    out = strided_copy(src, shape, v.strides, off)
-    return from_holder(out.reshape(shape), dt)
+    if contiguous:  # (so are size-1 views): a view of the operand's array
+        return from_holder(shaped(x._value, shape, start=off), dt)
+    out = strided_copy(flat(x._value), shape, strides, off)
+    return from_holder(shaped(out, shape), dt)
+
+
+# (op, operand shape and type, attributes) -> (layout, the attributes the op kept): a
+# training loop repeats the same view ops, and the CPU op on a probe (its checks and
+# attribute parsing) costs more host time than the launch it saves; attributes that are
+# not hashable values (tensors: dynamic_slice's start indices) always take the probe
+_layouts = {}
+_LAYOUTS_KEPT = 4096
+
+
+def _attr_key(v):
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__,) + tuple(_attr_key(e) for e in v)
+    if isinstance(v, (int, float, str, bool, type(None), np.integer)):
+        return (type(v).__name__, v)
+    raise TypeError  # (not a plain value: no cache entry)
+
+
+def _probed(name, operand, args, kwargs):
+    """(layout, kept attributes) of view op ``name`` on ``operand``: the CPU op run on
+    the layout probe, the attributes it keeps for the tape captured (and passed on)."""
+    saved = _tape_mode.kept
+    _tape_mode.kept = mine = {}
+    try:
+        v = _cpu_op(name)(_probe(operand), *args, **kwargs)._value
+    finally:
+        _tape_mode.kept = saved
+    return _layout(v), mine.get(name)
 
 
 def _view_op(name):
@@ -196,7 +228,25 @@ def _view_op(name):
             args = (_host_scalars(args[0]), *args[1:]) if args else args
             if "start_indices" in kwargs:
                 kwargs["start_indices"] = _host_scalars(kwargs["start_indices"])
-        return _from_view(operand, _cpu_op(name)(_probe(operand), *args, **kwargs)._value)
+            key = None
+        else:
+            try:
+                key = (name, operand.shape, operand._dtype, _attr_key(args))
+                if kwargs:
+                    key += (_attr_key(sorted(kwargs.items())),)
+            except TypeError:
+                key = None
+        hit = _layouts.get(key) if key is not None else None
+        if hit is None:
+            hit = _probed(name, operand, args, kwargs)
+            if key is not None:
+                if len(_layouts) >= _LAYOUTS_KEPT:
+                    _layouts.clear()
+                _layouts[key] = hit
+        layout, kept = hit
+        if kept is not None:
+            keep(name, **kept)
+        return _from_view(operand, layout)
 
     kernel.__name__ = f"{name}_cuda"
     return kernel
@@ -211,7 +261,7 @@ def reshape(operand, shape, dimensions=None):
     perm = [int(d) for d in np.asarray(dimensions).reshape(-1)]
     keep("reshape", shape=list(shape), dimensions=perm)
     t = _view_op("transpose")(operand, perm)
-    return from_holder(t._value.reshape(tuple(int(s) for s in shape)), t._dtype)
+    return from_holder(shaped(t._value, tuple(int(s) for s in shape)), t._dtype)
 
 
 # -- pad, concatenate, dynamic_update_slice ------------------------------------------------

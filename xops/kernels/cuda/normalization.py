@@ -55,7 +55,7 @@ from ...ops.normalization import (
     batch_norm_training_checks,
 )
 from ...dtypes import as_dtype
-from ._storage import device_empty, from_holder, jit, launch_1d, on_device
+from ._storage import device_empty, flat, from_holder, jit, launch_1d, on_device, shaped
 from .elementwise import convert
 from .narrow import encode, is_narrow, to_f32
 
@@ -214,7 +214,7 @@ def _checked(op, checks, args):
         v = on_device(op, t, f"a {t.type} operand")
         if is_narrow(t._dtype):  # (exact)
             v = _wide(t)
-        arrays.append(v.reshape(v.size) if v.ndim != 1 else v)
+        arrays.append(flat(v))
     C = x.shape[fi]
     inner = math.prod(x.shape[fi + 1 :])
     return x, eps, arrays, (C, max(inner, 1), x.size // C if C else 0)
@@ -241,7 +241,7 @@ def _result(arr, dt):
 def _normalize_into(x, xv, C, inner, mean, var, scale, offset, eps):
     out = device_empty((x.size,), _work(x._dtype).np)
     launch_1d(_normalize, x.size, xv, C, inner, mean, var, scale, offset, eps, out)
-    return _result(out.reshape(x.shape), x._dtype)
+    return _result(shaped(out, x.shape), x._dtype)
 
 
 def batch_norm_training(operand, scale, offset, epsilon, feature_index):
@@ -286,7 +286,7 @@ def batch_norm_grad(operand, scale, mean, variance, grad_output, epsilon, featur
         nt = _threads(n)
         _grad_sums[C, nt](xv, gv, C, inner, n, mv, vv, sv, eps, grad_scale, grad_offset, coef)
         launch_1d(_grad_operand, x.size, xv, gv, C, inner, mv, coef, out)
-    return (_result(out.reshape(x.shape), dt), _result(grad_scale, dt), _result(grad_offset, dt))
+    return (_result(shaped(out, x.shape), dt), _result(grad_scale, dt), _result(grad_offset, dt))
 
 
 KERNELS = {
