@@ -87,16 +87,39 @@ def _manager_class():
     return CachingMemoryManager
 
 
-class Block:
-    """The device memory of one xops array, a block of the caching manager. It speaks
-    numba's device-memory protocol (``__cuda_memory__``, ``device_ctypes_pointer``,
-    ``view``) at a fraction of the host cost of numba's owned pointers (two weak
-    finalizers and two proxies per allocation: 5-6 us on an H100 machine, more than a
-    kernel launch); the block goes back to its free list when the last array or view
-    that uses it is gone (``__del__``), as the owned pointers' finalizer does."""
+class _Bytes:
+    """numba's device-memory protocol (``__cuda_memory__``, ``device_ctypes_pointer``,
+    ``view``) over bytes [_start, _start + size) of a :class:`Block` (``owner``)."""
 
     __cuda_memory__ = True
-    __slots__ = ("device_ctypes_pointer", "size", "_cuda_memsize_", "_ptr", "_free")
+    __slots__ = ("device_ctypes_pointer", "size", "_cuda_memsize_")
+
+    @property
+    def device_pointer(self):
+        return self.device_ctypes_pointer.value
+
+    handle = device_pointer_value = device_pointer
+
+    def view(self, start, stop=None):
+        return _View(self.owner, self._start + start, (self.size if stop is None else stop) - start)
+
+    def free(self):
+        """(Nothing: a block returns to the cache when no array uses it.)"""
+
+    def memset(self, byte, count=None, stream=0):
+        _memset(self, byte, count, stream)
+
+
+class Block(_Bytes):
+    """The device memory of one xops array, a block of the caching manager. It speaks
+    numba's device-memory protocol at a fraction of the host cost of numba's owned
+    pointers (two weak finalizers and two proxies per allocation: 5-6 us on an H100
+    machine, more than a kernel launch); the block goes back to its free list when the
+    last array or view that uses it is gone (``__del__``), as the owned pointers'
+    finalizer does."""
+
+    __slots__ = ("_ptr", "_free")
+    _start = 0
 
     def __init__(self, ptr, size, free):
         self._ptr, self._free = ptr, free
@@ -110,32 +133,12 @@ class Block:
     def owner(self):
         return self
 
-    @property
-    def device_pointer(self):
-        return self.device_ctypes_pointer.value
 
-    handle = device_pointer
-
-    @property
-    def device_pointer_value(self):
-        return self.device_ctypes_pointer.value
-
-    def view(self, start, stop=None):
-        return _View(self, start, (self.size if stop is None else stop) - start)
-
-    def free(self):
-        """(Nothing: the block returns to the cache when no array uses it.)"""
-
-    def memset(self, byte, count=None, stream=0):
-        _memset(self, byte, count, stream)
-
-
-class _View:
+class _View(_Bytes):
     """Bytes [start, start + size) of a :class:`Block` (numba's slices and reshapes of
     an array make these); keeps the block alive."""
 
-    __cuda_memory__ = True
-    __slots__ = ("device_ctypes_pointer", "size", "_cuda_memsize_", "owner", "_start")
+    __slots__ = ("owner", "_start")
 
     def __init__(self, owner, start, size):
         if size < 0:
@@ -143,22 +146,6 @@ class _View:
         self.owner, self._start = owner, start
         self.size = self._cuda_memsize_ = size
         self.device_ctypes_pointer = ctypes.c_size_t(owner.device_ctypes_pointer.value + start)
-
-    @property
-    def device_pointer(self):
-        return self.device_ctypes_pointer.value
-
-    handle = device_pointer
-    device_pointer_value = device_pointer
-
-    def view(self, start, stop=None):
-        return _View(self.owner, self._start + start, (self.size if stop is None else stop) - start)
-
-    def free(self):
-        """(Nothing: see :class:`Block`.)"""
-
-    def memset(self, byte, count=None, stream=0):
-        _memset(self, byte, count, stream)
 
 
 def _memset(mem, byte, count, stream):

@@ -127,13 +127,10 @@ def _array_makers():
 
     def empty(shape, dt):
         shape = tuple(map(int, shape))
-        strides, step = [], dt.itemsize
-        for n in reversed(shape):
-            strides.append(step)
-            step *= n
-        if not step:
+        strides, nbytes = _row_major(shape, dt.itemsize)
+        if not nbytes:
             return cuda.device_array(shape, dtype=dt)
-        return array(shape, tuple(reversed(strides)), dt, step, take(step))
+        return array(shape, strides, dt, nbytes, take(nbytes))
 
     def flat(devarr):
         if devarr.ndim == 1:
@@ -146,17 +143,14 @@ def _array_makers():
 
     def shaped(devarr, shape, dtype, start):
         dt = devarr.dtype if dtype is None else np.dtype(dtype)
-        strides, nbytes = [], dt.itemsize
-        for n in reversed(shape):
-            strides.append(nbytes)
-            nbytes *= n
+        strides, nbytes = _row_major(shape, dt.itemsize)
         first = start * devarr.dtype.itemsize
         if not nbytes or not devarr.is_c_contiguous():
             return _shaped_numba(devarr, shape, dtype, start)
         if first + nbytes > devarr.size * devarr.dtype.itemsize:
             raise ValueError(f"{shape} {dt} from element {start} overruns {devarr.shape}")
         mem = devarr.gpu_data if not first else devarr.gpu_data.view(first, first + nbytes)
-        return array(shape, tuple(reversed(strides)), dt, nbytes, mem)
+        return array(shape, strides, dt, nbytes, mem)
 
     _state["empty"], _state["flat"], _state["shaped"] = empty, flat, shaped
     return empty, flat, shaped
@@ -166,6 +160,15 @@ def _array_makers():
 _FIELDS = {
     "ndim", "_dummy", "shape", "strides", "dtype", "size", "alloc_size", "gpu_data", "stream",
 }  # fmt: skip
+
+
+def _row_major(shape, itemsize):
+    """(byte strides, byte size) of a row-major array of ``shape``."""
+    strides, nbytes = [], itemsize
+    for n in reversed(shape):
+        strides.append(nbytes)
+        nbytes *= n
+    return tuple(reversed(strides)), nbytes
 
 
 def _numba_array(shape, strides, dt, nbytes, mem):

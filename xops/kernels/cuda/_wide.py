@@ -12,8 +12,6 @@ last whole group of four are done one per thread by the same launch. Real GPUs o
 the simulator has no libdevice bit casts, so it runs the plain kernel.
 """
 
-import math
-
 import numpy as np
 from numba import cuda, float32, int32, int64
 from numba.cuda import libdevice
@@ -56,7 +54,7 @@ def _kernel(fn):
     if k is None:
         scope = {
             "cuda": cuda, "ld": libdevice, "float32": float32, "int32": int32, "int64": int64,
-            "M": _M32, "dfn": cuda.jit(device=True)(fn), "math": math,
+            "M": _M32, "dfn": cuda.jit(device=True)(fn),
         }  # fmt: skip
         exec(compile(_source(), "<xops cuda map1w>", "exec"), scope)
         k = _cache[fn] = jit(scope["map1w"])

@@ -24,6 +24,7 @@ from numba import cuda
 from ...autodiff import local as _local  # noqa: F401  (declares the alias op, kernel below)
 from ...autodiff.tape import _mode as _tape_mode, keep
 from ...errors import SpecError
+from ...ops._convolution_attrs import _frozen  # (the attribute-key helper of validated calls)
 from ...ops._core import operands
 from ...ops.movement import concatenate_checks
 from ...ops.slicing import _clamped, dynamic_update_slice_checks, pad_checks
@@ -200,14 +201,6 @@ _layouts = {}
 _LAYOUTS_KEPT = 4096
 
 
-def _attr_key(v):
-    if isinstance(v, (list, tuple)):
-        return (type(v).__name__,) + tuple(_attr_key(e) for e in v)
-    if isinstance(v, (int, float, str, bool, type(None), np.integer)):
-        return (type(v).__name__, v)
-    raise TypeError  # (not a plain value: no cache entry)
-
-
 def _probed(name, operand, args, kwargs):
     """(layout, kept attributes) of view op ``name`` on ``operand``: the CPU op run on
     the layout probe, the attributes it keeps for the tape captured (and passed on)."""
@@ -230,12 +223,8 @@ def _view_op(name):
                 kwargs["start_indices"] = _host_scalars(kwargs["start_indices"])
             key = None
         else:
-            try:
-                key = (name, operand.shape, operand._dtype, _attr_key(args))
-                if kwargs:
-                    key += (_attr_key(sorted(kwargs.items())),)
-            except TypeError:
-                key = None
+            attrs = _frozen((args, kwargs))  # (None: an attribute that is not a plain value)
+            key = None if attrs is None else (name, operand.shape, operand._dtype, attrs)
         hit = _layouts.get(key) if key is not None else None
         if hit is None:
             hit = _probed(name, operand, args, kwargs)
