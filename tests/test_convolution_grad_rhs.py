@@ -1,7 +1,11 @@
 """The kernel gradient's per-input-feature GEMMs (``xops.ops.convolution._per_chan``: the
 im2row rows written as one block per input feature, one single-threaded BLAS product
-per feature, the partial products added in order) against float64 references, the
-general path and finite differences; and ``xops.ops._blas.one_thread``."""
+per feature, in pieces shared out to the threads, the partial products added in order)
+against float64 references, the general path and finite differences; and
+``xops.ops._blas.one_thread`` and ``run_pieces``."""
+
+import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -189,3 +193,107 @@ def test_one_thread_without_openblas_does_nothing(monkeypatch):
     g = rng.integers(-3, 4, (4, 5, 8, 8)).astype(np.float32)
     got = np.asarray(convolution_grad_rhs(g, x, (5, 3, 3, 3), **PAD))
     np.testing.assert_array_equal(got, _grad_rhs64(x, g).astype(np.float32))
+
+
+@pytest.fixture
+def numba_threads():
+    """Set Numba's thread count (run_pieces uses that many threads) and restore it."""
+    import numba
+
+    before = numba.get_num_threads()
+    yield numba.set_num_threads
+    numba.set_num_threads(before)
+
+
+def test_pieces_and_threads_give_the_same_bits(monkeypatch, per_chan_calls, numba_threads):
+    """The per-feature rows are written and multiplied in pieces of _PIECE_BYTES shared
+    out to the threads: one feature per piece, three (7 features: a short last piece),
+    all at once, on one or two threads, give one result bit for bit, close to float64."""
+    rng = np.random.default_rng(28)
+    x = rng.standard_normal((7, 3, 10, 10), dtype=np.float32)
+    g = rng.standard_normal((7, 8, 10, 10), dtype=np.float32)
+    feature = 3 * 9 * 100 * 4  # one feature's (B*P, K) rows in bytes
+    monkeypatch.setattr(C, "_THREADED_FLOPS", 0)  # (small shapes run on one thread)
+    results = []
+    for piece_bytes in (1, 3 * feature, 1 << 30):
+        for threads in (1, 2):
+            monkeypatch.setattr(C, "_PIECE_BYTES", piece_bytes)
+            numba_threads(threads)
+            results.append(np.asarray(convolution_grad_rhs(g, x, (8, 3, 3, 3), **PAD)))
+    assert per_chan_calls and all(v is not None for v in per_chan_calls)
+    for got in results[1:]:
+        np.testing.assert_array_equal(got, results[0])
+    want = _grad_rhs64(x, g)
+    assert np.abs(results[0] - want).max() <= 2e-6 * np.abs(want).max()
+
+
+def test_pieces_read_strided_inputs(monkeypatch, per_chan_calls):
+    """Inputs that are views with gaps (every other image, a band of columns: read in
+    place; every other column: copied first) give the bits of their contiguous copies,
+    a piece per feature or all features at once."""
+    rng = np.random.default_rng(29)
+    base = xo.tensor(rng.standard_normal((10, 3, 9, 18), dtype=np.float32))
+    g = rng.standard_normal((5, 6, 9, 9), dtype=np.float32)
+    monkeypatch.setattr(C, "_THREADED_FLOPS", 0)
+    for x, piece_bytes in itertools.product(
+        [base[::2, :, :, 4:13], base[::2, :, :, ::2]], [1, 1 << 30]
+    ):
+        want = _grad_rhs64(np.asarray(x), g)
+        monkeypatch.setattr(C, "_PIECE_BYTES", piece_bytes)
+        got = np.asarray(convolution_grad_rhs(g, x, (6, 3, 3, 3), **PAD))
+        dense = np.asarray(convolution_grad_rhs(g, np.ascontiguousarray(x), (6, 3, 3, 3), **PAD))
+        np.testing.assert_array_equal(got, dense)
+        assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max()
+    assert per_chan_calls and all(v is not None for v in per_chan_calls)
+
+
+def test_pieces_propagate_specials(monkeypatch, per_chan_calls):
+    """One feature per piece: inf and NaN reach the entries they touch, as the
+    reference's padded windows say (the specials test above with the rows in pieces),
+    and no thread warns of them (NumPy's error state is per thread)."""
+    monkeypatch.setattr(C, "_PIECE_BYTES", 1)
+    monkeypatch.setattr(C, "_THREADED_FLOPS", 0)
+    rng = np.random.default_rng(30)
+    x = rng.integers(-2, 3, (3, 2, 6, 6)).astype(np.float32)
+    g = rng.integers(-2, 3, (3, 4, 6, 6)).astype(np.float32)
+    x[2, 1, 3, 0] = -np.inf
+    g[0, 1, 5, 5] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (the filters are process-wide: every thread)
+        got = np.asarray(convolution_grad_rhs(g, x, (4, 2, 3, 3), **PAD))
+    assert per_chan_calls[-1] is not None
+    np.testing.assert_array_equal(got, _grad_rhs_reference(x, g, PAD))
+    assert np.isnan(got).any() and np.isinf(got).any()
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 9])
+def test_run_pieces_takes_every_piece_once(count, numba_threads):
+    """Each index below count goes to exactly one body call, on one BLAS thread (where
+    the count can be set) and in the caller's NumPy error state; a body's error reaches
+    the caller."""
+    numba_threads(2)
+    seen, states = [], []
+
+    def body(pieces):
+        for i in pieces:
+            if _blas.available():
+                assert _blas._state["get"]() == 1
+            seen.append(i)  # list.append is atomic under the GIL
+            states.append(np.geterr()["over"])
+
+    for parallel in (True, False):
+        seen.clear()
+        states.clear()
+        with np.errstate(over="call"):
+            _blas.run_pieces(body, count, parallel)
+        assert sorted(seen) == list(range(count))
+        assert states == ["call"] * count
+
+    def failing(pieces):
+        for i in pieces:
+            if i == count - 1:
+                raise ValueError("piece failed")
+
+    if count:
+        with pytest.raises(ValueError, match="piece failed"):
+            _blas.run_pieces(failing, count)

@@ -392,3 +392,22 @@ def test_compare_fast_path_leaves_other_calls_and_errors_alone():
         xo.compare(x, xo.tensor(np.arange(3.0), "f32"), "LE")
     with pytest.raises(xo.SpecError, match=r"compare \(I3\)"):
         xo.compare(x, x, "LTE")
+
+
+def test_fast_binary_builds_the_tensor_wrap_builds():
+    # fast_binary inlines _wrap: every slot of its result must be what _wrap gives, so
+    # a slot added to Tensor later cannot be left unset on the fast path
+    from xops.tensor import Tensor, _wrap
+
+    a, b = xo.tensor(np.arange(3.0, dtype=np.float32)), xo.tensor(np.ones(3, np.float32))
+    fast = xo.add(a, b)
+    ref = _wrap(np.add(a.numpy(), b.numpy()), a.dtype)
+    for slot in Tensor.__slots__:
+        if slot == "__weakref__":
+            continue
+        got, want = getattr(fast, slot), getattr(ref, slot)
+        if slot == "_value":
+            assert type(got) is np.ndarray and not got.flags.writeable
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert got is want or got == want, slot

@@ -128,3 +128,29 @@ def test_relu_create_graph_records_the_gradient():
     x.grad = None
     F.sum(gx).backward()  # its gradient again: 2 where x > 0
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("dt, word", [(np.float32, np.uint32), (np.float64, np.uint64)])
+def test_relu_one_pass_kernel_keeps_nan_payloads_in_any_shared_layout(dt, word):
+    # from 2048 elements f32/f64 relu and its gradient run one fused pass in the arrays'
+    # shared memory order: NaN payloads (quiet and signalling, either sign) copied as bits
+    rng = np.random.default_rng(5)
+    n = 64 * 48
+    bits = rng.standard_normal(n).astype(dt).view(word)
+    high = word(1) << word(8 * np.dtype(dt).itemsize - 1)
+    exp_all = np.array(np.finfo(dt).max, dt).view(word) | (word(1) << word(np.finfo(dt).nmant))
+    nans = [exp_all | word(1), exp_all | word(5), high | exp_all | word(3)]  # signalling, +/-
+    bits[:3] = nans
+    bits[3:6] = np.array([-0.0, 0.0, -1.0], dt).view(word)
+    x = bits.view(dt).reshape(64, 48)
+    g = rng.standard_normal((64, 48)).astype(dt)
+    g.view(word)[10, :3] = nans
+    for xv, gv in ((x, g), (x.T, g.T), (x[:, ::-1], g[:, ::-1]), (x.T, np.ascontiguousarray(g.T))):
+        want = np.where(xv <= 0, dt(0), xv).view(word)  # np.where copies payloads
+        got = F._zero_where_le0(xv, xv)
+        assert got.shape == xv.shape and got.dtype == dt
+        np.testing.assert_array_equal(got.view(word), want)
+        want_g = np.where(xv <= 0, dt(0), gv).view(word)
+        np.testing.assert_array_equal(F._zero_where_le0(xv, gv).view(word), want_g)
+    # a transposed x keeps its layout through the one-pass kernel
+    assert F._zero_where_le0(x.T, x.T).flags.f_contiguous

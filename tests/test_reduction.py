@@ -806,17 +806,23 @@ HALF = 0.5
 )
 def test_compiled_body_is_the_generic_tree(monkeypatch, body, shape, dims, dtype):
     """A body of elementwise float ops runs compiled, with exactly the generic path's
-    results (and those of the tree the gradient rule records)."""
+    results (and those of the tree the gradient rule records). Where the compiled body
+    does not match the generic path on the probe rows on this CPU (f64 logaddexp on an
+    AVX-512 machine: NumPy's SIMD exp/log1p loops there round differently from libm),
+    the body stays on the generic path: the values are checked the same way."""
     rng = np.random.default_rng(22)
     x = xo.tensor(rng.standard_normal(shape).astype(np.float32), dtype)
     init = xo.tensor(np.float32(-1.25), dtype)
+    monkeypatch.setattr(R, "_VERIFIED", {})
     runs = _spy_program_fold(monkeypatch)
     got = np.asarray(xo.reduce(x, init, dims, body))
     kept = [d for d in range(len(shape)) if d not in dims]
-    assert runs[-1] == (
-        int(np.prod([shape[d] for d in kept])),
-        int(np.prod([shape[d] for d in dims])),
-    )
+    full = (int(np.prod([shape[d] for d in kept])), int(np.prod([shape[d] for d in dims])))
+    (verified,) = R._VERIFIED.values()  # (this body's program, checked once on this CPU)
+    if verified:
+        assert runs[-1] == full
+    else:
+        assert full not in runs and dtype == "f64" and body is _logaddexp
     (gen,) = R._reduce_generic([x], [init], dims, body, [x.dtype])
     (tree,) = R._reduce_tree([x], [init], dims, body, [x.dtype])
     for want in (gen, tree):
@@ -875,15 +881,15 @@ def test_compiled_body_parallel_equals_serial(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------
-# rows in step (issue 15): groups of rows fold side by side, the same tree per row
+# row groups (issue 15): each parallel iteration folds a group of rows, one by one
 # ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("rows,n", [(9, 4096), (7, 200), (13, 33000), (5, 65536)])
-def test_rows_in_step_are_each_rows_tree(rows, n, serial_kernels):
-    """Rows folded _ROWS at a time (whole rows, or chunks of rows longer than the
-    chunk: 65536 = 2 chunks per row, in step across rows) give each row's documented
-    tree, bit for bit, for sums; max keeps NaN and the signed zeros exact."""
+def test_row_groups_are_each_rows_tree(rows, n, serial_kernels):
+    """Rows folded in groups (whole rows, or chunks of rows longer than the chunk:
+    65536 = 2 chunks per row) give each row's documented tree, bit for bit, for sums;
+    max keeps NaN and the signed zeros exact."""
     rng = np.random.default_rng(5)
     v = (rng.standard_normal((rows, n)) * 10.0 ** rng.integers(-4, 5, (rows, n))).astype(np.float32)
     got = np.asarray(xo.reduce(xo.tensor(v), 0.5, [1], xo.add))
@@ -913,13 +919,12 @@ def test_rows_in_step_are_each_rows_tree(rows, n, serial_kernels):
 @pytest.mark.parametrize("rows,n", [(531, 64), (531, 200), (603, 520), (70, 4096)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_tree_rows_in_groups(rows, n, dtype, serial_kernels):
-    """Rows of one length fold as the tree in blocks of _ROWS rows in step
-    (xops.kernels.reduction._fold_tree), in groups of up to _GROUP rows that end in a
-    part block (531 rows: groups of 16, the last of 3; 70 rows: groups of 8, the last of
-    6), rows of one to many first-pass blocks, tails included: each row's documented
-    tree, bit for bit, for sums and products."""
+    """Rows fold as the tree (xops.kernels.reduction._fold_tree) in groups of up to
+    _GROUP rows, the last one shorter (531 rows: groups of 16, the last of 3; 70 rows:
+    groups of 8, the last of 6), rows of one to many first-pass blocks, tails included:
+    each row's documented tree, bit for bit, for sums and products."""
     group = max(1, min(KR._GROUP, rows // 8))
-    assert group > KR._ROWS and (rows % group) % KR._ROWS != 0
+    assert rows % group != 0
     rng = np.random.default_rng(22)
     v = (rng.standard_normal((rows, n)) * 10.0 ** rng.integers(-4, 5, (rows, n))).astype(dtype)
     p = (1 + rng.standard_normal((rows, n)) * 1e-2).astype(dtype)
@@ -929,11 +934,10 @@ def test_tree_rows_in_groups(rows, n, dtype, serial_kernels):
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
-def test_lane_rows_in_step_from_memory(serial_kernels):
-    """Inputs of at least _LANES_IN_STEP elements take the lane fold's rows in step
-    (rows of 2 chunks here): maximum/minimum exact, NaN and signed zeros included."""
+def test_lane_rows_from_memory(serial_kernels):
+    """Rows of 2 chunks on the lane fold, an input larger than the caches: maximum /
+    minimum exact, NaN and signed zeros included."""
     rows, n = 36, 65536
-    assert rows * n >= KR._LANES_IN_STEP
     rng = np.random.default_rng(7)
     w = rng.standard_normal((rows, n)).astype(np.float32)
     w[0] = -0.0
@@ -952,7 +956,7 @@ def test_lane_rows_in_step_from_memory(serial_kernels):
         )
 
 
-def test_integer_rows_in_step(serial_kernels):
+def test_integer_row_groups(serial_kernels):
     """Integer sums and products fold rows as the tree too (wrapping: exact in any
     order): the wrapped NumPy results."""
     rng = np.random.default_rng(6)

@@ -10,7 +10,8 @@ whose results the caller wraps back to the type's width; ``bits`` is the element
 width, ``signed`` its signedness. bf16/f16 arithmetic runs span loops (``run_spans``) on
 the thread pool of ``threaded_unary``; the float32 transcendental functions run theirs
 from a prange loop through their C entry points (``run_span_entry``); bf16/f16 exp looks
-its results up in a table of all 65536 values (``narrow_exp``).
+its results up in a table of all 65536 values (``narrow_exp``). Large shifts and NumPy's
+binary arithmetic ufuncs run in two pieces on two threads (``run_split``).
 """
 
 import contextvars
@@ -18,6 +19,7 @@ import itertools
 import math
 import os
 import threading
+import time
 
 import numpy as np
 from llvmlite import ir
@@ -383,16 +385,10 @@ def select_bits(pred, on_true, on_false, out):
 # core below MEMORY_BOUND_THRESHOLD elements: one core already streams 1M elements at
 # NumPy's single-threaded speed (the f32 ufuncs' and NumPy's shifts'), and a second
 # thread's hand-off cost more than it saved on the shared 2-core machine (issue 15:
-# bf16 add 1M took 2.6x f32's time threaded, 1.0x on one core).
+# bf16 add 1M took 2.6x f32's time threaded, 1.0x on one core). The shifts and NumPy's
+# binary arithmetic ufuncs are cut in two pieces from SPLIT_THRESHOLD (run_split, below:
+# the caller starts at once and takes the larger piece, only while a CPU is spare).
 MEMORY_BOUND_THRESHOLD = 1 << 22
-
-
-def run_memory_bound(kern, n, *args):
-    """``kern(n, *args)`` for a :func:`kernel` loop that does little work per byte: its
-    serial variant below MEMORY_BOUND_THRESHOLD elements, else the usual choice."""
-    if n < MEMORY_BOUND_THRESHOLD:
-        return kern.serial(*args)
-    return kern(n, *args)
 
 
 THREADED_UFUNCS = frozenset((np.exp, np.expm1, np.log, np.log1p, np.tanh, np.sin, np.cos))
@@ -419,6 +415,116 @@ def _get_pool(workers):
                 ThreadPoolExecutor(max_workers=workers, thread_name_prefix="xops-ufunc"),
             )
         return _pool[1]
+
+
+# From SPLIT_THRESHOLD elements (up to MEMORY_BOUND_THRESHOLD for the kernels of
+# run_memory_bound, at any size for split_ufunc) such a map is cut in two pieces
+# (run_split): the caller computes the first CALLER_SHARE of it at once
+# while one pool thread wakes up (20-50 us later) for the rest. Issue 15, 1M f32 add and
+# 1M i32 shift_left on the 2-core AVX-512 EPYC, interleaved, blocks with no other
+# process on the CPU: add 154 -> 100 us (caller share 0.6; halves 136 us, the late
+# helper holding the caller; prange over the same loop 130 us), shift 158 -> 118 us; at
+# 512K the hand-off cost more than it saved (add 66 us on one core, 74-97 us split).
+SPLIT_THRESHOLD = 1 << 20
+CALLER_SHARE = 0.6
+
+
+def run_split(piece, n):
+    """``piece(lo, hi)`` over [0, n) for an output-parallel map that does little work
+    per byte: one call below SPLIT_THRESHOLD elements, with one thread, or while no core
+    is spare (:func:`_spare_core`); else the caller runs ``piece(0, h)`` (h: CALLER_SHARE
+    of n, a whole number of _BLOCK elements, so the second piece starts at the array's
+    own alignment) while a pool thread runs ``piece(h, n)`` in a copy of the caller's
+    context (its NumPy error state). A helper that has not started when the caller is
+    done is cancelled and its piece run by the caller. Each element is computed by the
+    same code whichever piece holds it (the second piece's vector/tail split is the
+    whole array's), so the results are those of ``piece(0, n)``, bit for bit, for any
+    thread count and whichever way a call went."""
+    if not split_now(n):
+        piece(0, n)
+        return
+    h = int(n * CALLER_SHARE) // _BLOCK * _BLOCK
+    job = _get_pool(1).submit(contextvars.copy_context().run, piece, h, n)
+    piece(0, h)
+    if job.cancel():
+        piece(h, n)
+    else:
+        job.result()
+
+
+def split_now(n):
+    """Whether run_split would cut a map of ``n`` elements in two now. Callers with a
+    cheaper one-piece form ask first: the answer costs ~0.1 us while no core is spare
+    (the common case on a loaded machine), ~1.5 us otherwise (Numba's thread count)."""
+    return n >= SPLIT_THRESHOLD and _spare_core() and _threads() >= 2
+
+
+_LOADAVG = None  # (fd of /proc/loadavg or -1, CPUs this process may use); a fork keeps both
+_SPARE = [0.0, True]  # (time.perf_counter until which the answer holds, the answer)
+SPARE_FOR = 0.002  # seconds an answer of _spare_core is reused
+
+
+def _spare_core():
+    """Whether a CPU is free for a helper thread now: fewer runnable tasks system-wide
+    (the 4th field of Linux's /proc/loadavg, the calling thread included) than CPUs
+    this process may run on. A helper on a busy CPU makes the caller wait for it: on the
+    shared 2-core machine with other jobs running, a split 1M f32 add took 320-500 us
+    against 220-330 us in one piece. Reading the file costs 2-4 us, so an answer is
+    kept for SPARE_FOR seconds. True where the file cannot be read."""
+    global _LOADAVG
+    now = _clock()
+    if now < _SPARE[0]:
+        return _SPARE[1]
+    if _LOADAVG is None:
+        try:
+            fd = os.open("/proc/loadavg", os.O_RDONLY)
+        except OSError:
+            fd = -1
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2
+        _LOADAVG = (fd, cpus)
+    fd, cpus = _LOADAVG
+    try:
+        spare = fd < 0 or int(os.pread(fd, 128, 0).split()[3].split(b"/")[0]) < cpus
+    except (OSError, ValueError, IndexError):
+        spare = True
+    _SPARE[:] = now + SPARE_FOR, spare
+    return spare
+
+
+_clock = time.perf_counter
+
+
+def split_ufunc(ufunc, a, b, out):
+    """``ufunc(a, b, out=out)`` in run_split's two pieces, for a C-contiguous ``out``
+    and operands each either C-contiguous of its shape or 0-d (a weak scalar)."""
+    fa, fb, fo = (v.reshape(-1) if v.ndim else v for v in (a, b, out))
+
+    def piece(lo, hi):
+        ufunc(fa[lo:hi] if fa.ndim else fa, fb[lo:hi] if fb.ndim else fb, out=fo[lo:hi])
+
+    run_split(piece, fo.size)
+    return out
+
+
+def run_memory_bound(kern, n, *args):
+    """``kern(n, *args)`` for a :func:`kernel` loop that does little work per byte: its
+    serial variant below MEMORY_BOUND_THRESHOLD elements (cut in two pieces by
+    run_split from SPLIT_THRESHOLD: every argument that is a 1-D array of n elements is
+    sliced, the others passed as they are), else the usual choice."""
+    if n >= MEMORY_BOUND_THRESHOLD:
+        return kern(n, *args)
+    serial = kern.serial
+    if not split_now(n):
+        return serial(*args)
+
+    def piece(lo, hi):
+        serial(*(v[lo:hi] if _is_map_array(v, n) else v for v in args))
+
+    run_split(piece, n)
+
+
+def _is_map_array(v, n):
+    return type(v) is np.ndarray and v.ndim == 1 and v.size == n
 
 
 PIECE = 4 * SPAN  # run_spans' unit of work: 64K elements (exp: ~0.1 ms on one core)

@@ -57,7 +57,8 @@ from ..ops.elementwise import (
     tanh,
 )
 from ..ops.elementwise import maximum as _maximum
-from ..ops.elementwise.arithmetic import _SELECT_KERNEL_MIN, _select_kernel
+from ..kernels import activations as _K_act
+from ..ops.elementwise.arithmetic import _SELECT_KERNEL_MIN, _memory_order, _select_kernel
 from ..ops.indexing import gather
 from ..ops.linalg import dot_general
 from ..ops.movement import broadcast_in_dim, iota, reshape
@@ -173,6 +174,10 @@ def _zero_where_le0(x, v):
     compare + select without their dispatch (select's own raw-bits kernel from its size
     threshold on, in the arrays' memory order, np.where below it: the same bits, NaN
     payloads and signed zeros kept)."""
+    if x.dtype in _RELU_WORDS and v.dtype == x.dtype and v.size >= _SELECT_KERNEL_MIN:
+        out = _relu_fused(x, v)
+        if out is not None:
+            return out
     with np.errstate(invalid="ignore"):  # (NaN compares False, silently, as compare does)
         p = x <= 0
     # (any memory layout; v broadcast from one element, as a sum's cotangent: np.where,
@@ -180,6 +185,25 @@ def _zero_where_le0(x, v):
     if v.size >= _SELECT_KERNEL_MIN and v.dtype.itemsize <= 8 and any(v.strides):
         return _select_kernel(p, np.zeros((), v.dtype), v)
     return np.where(p, v.dtype.type(0), v)
+
+
+_RELU_WORDS = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+
+
+def _relu_fused(x, v):
+    """``_zero_where_le0`` in one pass (``xops.kernels.activations``) for f32/f64 arrays
+    of one shape that share a memory layout (any, e.g. a convolution's transposed
+    result): read and written in memory order, the result in that layout. None when
+    the layouts differ (the caller's two-pass path copies then)."""
+    perm = _memory_order([x, v])
+    if perm is None:
+        return None
+    word = _RELU_WORDS[x.dtype]
+    xs, vs = np.transpose(x, perm).reshape(-1), np.transpose(v, perm).reshape(-1)  # views
+    out = np.empty(xs.shape, x.dtype)
+    kern = _K_act.relu_bits if v is x else _K_act.relu_grad_bits
+    kern(out.size, xs, vs.view(word), out.view(word))
+    return out.reshape([x.shape[d] for d in perm]).transpose(np.argsort(perm))
 
 
 @primitive("relu")

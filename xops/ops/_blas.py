@@ -13,15 +13,22 @@ runs meanwhile also gets one thread, which changes its speed and can change its 
 bits (OpenBLAS's GEMM results depend on the thread count: 1.3e-7 to 7.4e-7 relative
 between 1 and 2 threads on the convolutions' f32 shapes, measured). Where NumPy does not
 use a bundled OpenBLAS (another BLAS, or no such symbol), ``one_thread()`` does nothing.
+
+``run_pieces`` spreads many such products over the cores instead: each thread runs whole
+products on one BLAS thread, taking them from a shared counter.
 """
 
 import contextlib
+import contextvars
 import ctypes
 import glob
+import itertools
 import os
 import threading
 
 import numpy as np
+
+from ..kernels.elementwise import _get_pool, _threads  # the pool run_spans uses
 
 # (set, get) pairs of names, newest packaging first (scipy-openblas wheels prefix them)
 _SYMBOLS = (
@@ -88,3 +95,41 @@ def one_thread():
                 _state["depth"] -= 1
                 if _state["depth"] == 0 and _state["saved"] != 1:
                     setter(_state["saved"])
+
+
+def _taken(counter, count):
+    """The indices below ``count`` that this thread takes from the shared ``counter``."""
+    for i in counter:  # next() on itertools.count is atomic under the GIL
+        if i >= count:
+            return
+        yield i
+
+
+def run_pieces(body, count, parallel=True):
+    """``body(pieces)`` on the calling thread and (``parallel``) on up to
+    numba.get_num_threads() - 1 pool threads, all under ``one_thread()``: ``pieces``
+    yields indices below ``count``, each taken by exactly one thread from a shared
+    counter, so ``body`` must release the GIL for its work (BLAS and the nogil kernels
+    do) and write each piece's results to that piece's own place; pool threads run it in
+    a copy of the caller's context (NumPy's error state is a context variable). The
+    caller starts at once: a pool thread that wakes late (a busy core) takes fewer pieces
+    or none, and the call is never much slower than on one thread (OpenBLAS's own
+    threads wait for each other inside every product instead). Which thread took which
+    piece changes no result."""
+    with one_thread():
+        threads = min(_threads(), count) if parallel else 1
+        if threads < 2:
+            body(range(count))
+            return
+        counter = itertools.count()
+        pool = _get_pool(threads - 1)
+        jobs = [
+            pool.submit(contextvars.copy_context().run, body, _taken(counter, count))
+            for _ in range(threads - 1)
+        ]
+        try:
+            body(_taken(counter, count))
+        finally:
+            for job in jobs:
+                if not job.cancel():  # one that never started has nothing left to do
+                    job.result()

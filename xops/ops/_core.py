@@ -13,6 +13,7 @@ import numpy as np
 
 from ..dtypes import all_dtypes, as_dtype, from_compute, int_to_float, to_compute
 from ..errors import SpecError, check
+from ..kernels import elementwise as K
 from ..registry import _BY_NAME as _OPS
 from ..tensor import Tensor, _default_dtype, _wrap, typestr
 
@@ -344,11 +345,11 @@ except ImportError:  # another NumPy layout: the public context manager
             return fn(*args)
 
 
-def _quiet_call(ufunc, a, b):
-    """``ufunc(a, b)`` on two arrays of one type under ``np.errstate(all="ignore")``
+def _quiet_call(fn, *args):
+    """``fn(*args)`` (a ufunc on arrays of one type) under ``np.errstate(all="ignore")``
     (the spec defines NaN/inf results), at a fraction of the context manager's cost."""
     try:
-        return _quiet_run(ufunc, a, b)
+        return _quiet_run(fn, *args)
     except RuntimeError:
         if _ERRCTX is None:
             raise
@@ -356,7 +357,7 @@ def _quiet_call(ufunc, a, b):
     # lets go of the GIL), or the ufunc raised a RuntimeError itself (it will again)
     token = _ERRCTX.set(_IGNORE)
     try:
-        return ufunc(a, b)
+        return fn(*args)
     finally:
         _ERRCTX.reset(token)
 
@@ -364,6 +365,8 @@ def _quiet_call(ufunc, a, b):
 # weak Python scalars the fast path converts: the conversion is exact for these ranges
 # (as_tensor's own rules give the same value), larger ones take the full path
 _FAST_INT = {"float": 1 << 24, "si": 127, "ui": 127}
+_SPLIT = K.SPLIT_THRESHOLD
+_new_tensor = Tensor.__new__
 
 
 def _fast_scalar(s, dt):
@@ -390,25 +393,30 @@ def fast_binary(op, ufunc, kinds):
     Python scalar exactly representable in its type), no gradient required. Any other
     call returns None and runs the op's full path (all checks, same errors).
 
-    The element types the path takes are validated once, here: the set holds the ids
+    The element types the path takes are validated once, here: the table holds the ids
     of the registered types (never collected, so ids stay theirs) of the op's kinds that
     are held as computed; quantized and narrow types are not in it. A call then costs
-    one set lookup, an identity test of the two types and a shape comparison. Integer
+    one dict lookup, an identity test of the two types and a shape comparison. Integer
     ufuncs on arrays raise no floating-point warnings, so only float/complex calls pay
-    for the quiet error state."""
+    for the quiet error state. Large operands run in two pieces (:func:`binary_map`)."""
     types = [d for d in all_dtypes() if d.kind in kinds and d.compute == d.np]
-    ok = frozenset(id(d) for d in types)
-    quiet = frozenset(id(d) for d in types if d.kind in ("float", "complex"))
+    # type id -> whether it computes in floating point (then runs in the quiet error state)
+    table = {id(d): d.kind in ("float", "complex") for d in types}
+    lookup, split = table.get, _SPLIT
+    # (closure cells: no global lookups on the path)
+    tensor, ndarray, new, quiet_run = Tensor, np.ndarray, _new_tensor, _quiet_run
 
     def fast(args):
-        if len(args) != 2:
+        try:
+            x, y = args
+        except ValueError:
             return None
-        x, y = args
-        if type(x) is Tensor:
+        if type(x) is tensor:
             dt = x._dtype
-            if x.requires_grad or id(dt) not in ok:
+            quiet = lookup(id(dt))
+            if quiet is None or x.requires_grad:
                 return None
-            if type(y) is Tensor:
+            if type(y) is tensor:
                 if y._dtype is not dt or y.requires_grad:
                     return None
                 a, b = x._value, y._value
@@ -418,22 +426,61 @@ def fast_binary(op, ufunc, kinds):
                 a, b = x._value, _fast_scalar(y, dt)
                 if b is None:
                     return None
-        elif type(y) is Tensor:
+            large = a.size >= split
+        elif type(y) is tensor:
             dt = y._dtype
-            if y.requires_grad or id(dt) not in ok:
+            quiet = lookup(id(dt))
+            if quiet is None or y.requires_grad:
                 return None
             a, b = _fast_scalar(x, dt), y._value
             if a is None:
                 return None
+            large = b.size >= split
         else:
             return None
-        if id(dt) not in quiet:
-            return _wrap(ufunc(a, b), dt)
-        try:  # _quiet_call, inlined (a call costs ~0.1 us)
-            r = _quiet_run(ufunc, a, b)
-        except RuntimeError:
-            r = _quiet_call(ufunc, a, b)
-        return _wrap(r, dt)  # (a NumPy scalar for 0-d operands: _wrap makes it 0-d)
+        if large:  # two pieces on two threads
+            r = _quiet_call(binary_map, ufunc, a, b) if quiet else binary_map(ufunc, a, b)
+        elif not quiet:
+            r = ufunc(a, b)
+        else:
+            try:  # _quiet_call, inlined (a call costs ~0.1 us)
+                r = quiet_run(ufunc, a, b)
+            except RuntimeError:
+                r = _quiet_call(ufunc, a, b)
+        # _wrap, inlined (its call and its device-array test cost ~0.1 us of ~1.1)
+        if type(r) is not ndarray:
+            r = np.asarray(r)  # (a NumPy scalar for 0-d operands: the tensor holds 0-d)
+        r.setflags(False)
+        t = new(tensor)
+        t._value = r
+        t._dtype = dt
+        t.requires_grad = False
+        t.grad = None
+        t._node = None
+        return t
 
     op._fast = fast
     return fast
+
+
+def binary_map(ufunc, a, b):
+    """``ufunc(a, b)`` for operands of one type, each of the result's shape or 0-d
+    (a weak scalar): from ``K.SPLIT_THRESHOLD`` elements, C-contiguous ones are computed
+    in two pieces on two threads (``K.split_ufunc``; the same bits: each element is its
+    own), into a result of that type; anything else is the plain call."""
+    full = a if a.ndim else b
+    if (
+        not K.split_now(full.size)
+        or a.dtype != b.dtype
+        or not (a.flags.c_contiguous and b.flags.c_contiguous)
+        or (a.ndim and b.ndim and a.shape != b.shape)
+    ):
+        return ufunc(a, b)
+    key = (ufunc, a.dtype)
+    out = _RESULT_TYPES.get(key)
+    if out is None:  # (divide: integers give float64)
+        out = _RESULT_TYPES[key] = ufunc.resolve_dtypes((a.dtype, a.dtype, None))[-1]
+    return K.split_ufunc(ufunc, a, b, np.empty(full.shape, out))
+
+
+_RESULT_TYPES = {}  # (ufunc, operand type) -> result type (resolving costs ~0.6 us)

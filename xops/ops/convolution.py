@@ -78,6 +78,7 @@ from ._convolution_tables import (
     _words,
     _words_ok,
 )
+from ._convolution_direct import try_direct
 from ._core import check, operands, result
 
 
@@ -213,8 +214,19 @@ _FLOPS_PER_ELEMENT = 64
 # The kernel gradient's im2row runs one GEMM per input feature (see _per_chan) where
 # each product's result (output features x rows) has at most this many elements: thin
 # products, where a second BLAS thread gains little and one GEMM over all features
-# reads rows far apart. Larger results keep one multi-threaded GEMM.
-_PER_CHAN_RESULT = 4096
+# reads rows far apart. Larger results keep one multi-threaded GEMM. The digits CNN's
+# second layer (32 x 144 = 4608) measured faster this way (idle, interleaved, both
+# gradients of the layer, median us: 2469 vs 2980 at batch 32, 4701 vs 5395 at 64, with
+# 4096 here); the mid layer (64 x 288) keeps its one GEMM.
+_PER_CHAN_RESULT = 16384
+# Its im2row rows are written and multiplied in pieces of about this many bytes of rows
+# (see _per_chan_matmul): one core's L2 on the AVX-512 EPYC (the AVX2 ones have 512 KiB:
+# a piece then stays in L3). 256 and 512 KiB measured no faster, with 4x / 2x the calls.
+_PIECE_BYTES = 1 << 20
+# The pieces go to several threads only from this many flops (~0.4 ms on one core): a
+# hand-off costs ~20-50 us, and under load more (measured slower, not faster, on the
+# kernel gradients of CIFAR's batch 8 and the digits CNN's first layer, ~14 MFLOP each).
+_THREADED_FLOPS = 1 << 25
 
 
 def _abs_max(v):
@@ -289,7 +301,11 @@ def _convolution_impl(x, y, a):
             )
         else:
             check_nbytes("convolution", (batch, chan * k_taps, out_pos), work, "im2col temporary")
-        out = _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out)
+        out = None
+        if _FORCE_STRATEGY is None and _FAST_2D:  # (tests that force a packing get it)
+            out = try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, strategy)
+        if out is None:
+            out = _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out)
         if out is None and strategy == "window_sum":
             out = _window_sum_matmul(lhs_c, w, a, work, batch, chan, groups, n_out)
         elif out is None:
@@ -575,16 +591,16 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
         rows, band, runs = _geometry_2d(in_hw, k_hw, out_hw, strides, pads, ldil, rdil)
         cols = np.empty((groups, c_k, batch * out_pos), work)
         img, ch, s_n, s_c, d_n, d_r = batch, chan, step[0], step[1], out_pos, batch * out_pos
-        ow, per_chan = out_hw[1], None
+        ow = out_hw[1]
     else:  # im2row: image/channel roles swapped; taps run over the output, positions over k
         rows, band, runs = _geometry_2d(in_hw, out_hw, k_hw, rdil, pads, ldil, strides)
         per_chan = _per_chan(w, chan, batch * out_pos, _PER_CHAN_RESULT)
-        if per_chan is None:  # rows (B*P, C*K)
-            cols = np.empty((batch * out_pos, chan * k_taps), work)
-            d_n, d_r = k_taps, chan * k_taps
-        else:  # one (B*P, K) block of rows per input feature: (C, B*P, K)
-            cols = np.empty((chan, batch * out_pos, k_taps), work)
-            d_n, d_r = batch * out_pos * k_taps, k_taps
+        if per_chan is not None:
+            geometry = (rows, band, runs)
+            out = _per_chan_matmul(per_chan, flat, step, geometry, batch, out_pos, k_hw[1], word)
+            return out.reshape(n_out, batch, *a.out_spatial).swapaxes(0, 1)
+        cols = np.empty((batch * out_pos, chan * k_taps), work)  # rows (B*P, C*K)
+        d_n, d_r = k_taps, chan * k_taps
         img, ch, s_n, s_c = chan, batch, step[1], step[0]
         ow = k_hw[1]
     K.im2col_2d(
@@ -604,14 +620,46 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
         ow,
     )
     with np.errstate(all="ignore"):
-        if per_chan is not None:  # (C, O, K) @ (C, K, B*P), the parts added in order
-            with _blas.one_thread():  # many small products (see _blas)
-                out = np.add.reduce(np.matmul(per_chan, cols.transpose(0, 2, 1)), axis=0)
-        elif strategy == "im2row":
+        if strategy == "im2row":
             out = np.matmul(w.reshape(n_out, chan * k_taps), cols.T)  # (O, B*P)
         else:  # (G, O/G, C*K/G) @ (G, C*K/G, N*P)
             out = np.matmul(w.reshape(groups, n_out // groups, c_k), cols)
     return out.reshape(n_out, batch, *a.out_spatial).swapaxes(0, 1)
+
+
+def _per_chan_matmul(per_chan, flat, step, geometry, batch, out_pos, n_ow, word):
+    """The thin kernel gradient: for each input feature c, its (B*P, K) block of im2row
+    rows (``im2col_2d``: ``flat``/``step`` the input as (B, C, H, W) words, ``n_ow`` the
+    rows' last dim) and the product per_chan[c] (O, K) @ rows.T, then the C products
+    added in order: (O, B*P).
+
+    The features go in pieces of about _PIECE_BYTES of rows, each piece's rows written
+    into a scratch block of its thread and multiplied while they are still in the
+    core's cache (all the rows at once, 7 MiB on CIFAR's batch 64, went out to memory,
+    freshly faulted in on every call, and were read back); the pieces are shared out by
+    ``_blas.run_pieces`` (the calling thread and the pool's, one BLAS thread each: thin
+    products, see _blas). Every product lands in its own slot and the sum over features
+    runs after them in feature order: the same bits for any thread count and sharing.
+    """
+    chan, n_out, k_taps = per_chan.shape
+    work, b_p = per_chan.dtype, batch * out_pos
+    block = b_p * k_taps  # one feature's rows
+    count = -(-chan // max(1, _PIECE_BYTES // (block * work.itemsize)))
+    per = -(-chan // count)  # pieces of one size: the threads end together
+    products = np.empty((chan, n_out, b_p), work)
+
+    def body(pieces):
+        rows = np.empty((per, b_p, k_taps), work)
+        words = rows.reshape(-1).view(word)
+        for i in pieces:
+            c0, c1 = i * per, min(i * per + per, chan)
+            im2row = (flat[c0 * step[1] :], c1 - c0, batch, step[1], step[0], step[2])
+            K.im2col_2d.serial(*im2row, *geometry, words, block, k_taps, n_ow)
+            np.matmul(per_chan[c0:c1], rows[: c1 - c0].transpose(0, 2, 1), out=products[c0:c1])
+
+    with np.errstate(all="ignore"):  # (the pool threads run in this context)
+        _blas.run_pieces(body, count, 2 * chan * n_out * block >= _THREADED_FLOPS)
+        return np.add.reduce(products, axis=0)
 
 
 # ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from ...autodiff import helpers as _H
 from ...dtypes import as_dtype
 from ...kernels import elementwise as K
 from ...tensor import _wrap
-from .._core import SpecError, compute, kinds_str, operands, result, tstr
+from .._core import SpecError, binary_map, compute, kinds_str, operands, result, tstr
 
 # element-type kinds, as DType.kind spells them, and the groups the ops accept
 _B, _SI, _UI, _F, _C = "bool", "si", "ui", "float", "complex"
@@ -153,8 +153,8 @@ def _fast2(ufunc, x, y):
     """Hot path for types NumPy computes in directly: no conversion. Quiet (IEEE
     overflow/invalid are defined results) and always an ndarray (a ufunc on 0-d
     arrays returns a NumPy scalar)."""
-    with _quiet():
-        return _wrap(np.asarray(ufunc(x._value, y._value)), x._dtype)
+    with _quiet():  # (large operands: two pieces on two threads, the same bits)
+        return _wrap(np.asarray(binary_map(ufunc, x._value, y._value)), x._dtype)
 
 
 def _make_complex(re, im, dtype):

@@ -1,0 +1,192 @@
+"""Large memory-bound elementwise maps in two pieces on two threads (issue 15):
+``K.run_split`` under the binary ufunc fast path (add, subtract, multiply, divide) and the
+32-bit shift kernels. The results must be NumPy's (or the reference's) bit for bit,
+whichever way a call went (split, helper cancelled, no spare core, one thread)."""
+
+import os
+import threading
+import time
+import warnings
+
+import numba
+import numpy as np
+import pytest
+
+import xops as xo
+from xops.kernels import elementwise as K
+
+N = K.SPLIT_THRESHOLD
+_SPARE_CORE = K._spare_core  # (the fixture below stands in for it)
+SIZES = [N - 1, N, N + 4099, 3 * N + 7]
+
+
+@pytest.fixture(autouse=True)
+def _spare(monkeypatch):
+    """Each call may split, whatever else runs on the machine (the test of
+    ``_spare_core`` itself is below)."""
+    monkeypatch.setattr(K, "_spare_core", lambda: True)
+
+
+def _bits(v):
+    return np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(_bits(got), _bits(want))
+
+
+def _data(n, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-(2**31), 2**31 - 1, n, dtype=dtype)
+    with np.errstate(all="ignore"):  # (a few overflow to inf: products and sums do too)
+        v = rng.standard_normal(n).astype(dtype) * dtype(1e38 if dtype != np.float64 else 1e300)
+    v[1::97] = np.nan  # NaN operands in vector and tail positions
+    v[5::89] = -np.inf
+    v[-1] = np.nan
+    return v
+
+
+def _numpy(ufunc, a, b):
+    with np.errstate(all="ignore"):
+        return ufunc(a, b)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.complex64])
+def test_fast_path_bits(n, dtype):
+    a, b = _data(n, dtype, 0), _data(n, dtype, 1)
+    x, y = xo.tensor(a), xo.tensor(b)
+    ops = [(xo.add, np.add), (xo.subtract, np.subtract), (xo.multiply, np.multiply)]
+    if np.dtype(dtype).kind == "f":
+        ops.append((xo.divide, np.divide))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow/invalid warning, helper thread included
+        for op, ufunc in ops:
+            _same(op(x, y)._value, _numpy(ufunc, a, b))
+            _same(op(x, 3)._value, _numpy(ufunc, a, np.array(3, dtype)))
+            _same(op(2, y)._value, _numpy(ufunc, np.array(2, dtype), b))
+
+
+def test_result_is_read_only_and_records():
+    a = _data(N, np.float32, 2)
+    t = xo.tensor(a)
+    r = xo.add(t, t)
+    assert not r._value.flags.writeable and r._node is None
+    t.requires_grad = True
+    r = xo.multiply(t, t)  # the full path (a gradient): the same split, the same bits
+    assert r._node is not None
+    _same(r._value, _numpy(np.multiply, a, a))
+
+
+def test_shapes_and_layouts():
+    a = _data(2 * N, np.float32, 3).reshape(1024, -1)
+    b = _data(2 * N, np.float32, 4).reshape(1024, -1)
+    _same(xo.add(xo.tensor(a), xo.tensor(b))._value, _numpy(np.add, a, b))
+    # non-contiguous operands take the plain ufunc
+    _same(xo.add(xo.tensor(a.T), xo.tensor(b.T))._value, _numpy(np.add, a.T, b.T))
+    # size 0, size 1 and 0-d take the plain ufunc
+    for shape in [(0,), (1,), ()]:
+        z = np.full(shape, 1.5, np.float32)
+        _same(xo.add(xo.tensor(z), xo.tensor(z))._value, z + z)
+
+
+def test_one_thread_and_no_spare_core(monkeypatch):
+    a, b = _data(N, np.float32, 5), _data(N, np.float32, 6)
+    want = _numpy(np.add, a, b)
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        _same(xo.add(xo.tensor(a), xo.tensor(b))._value, want)
+    finally:
+        numba.set_num_threads(old)
+    monkeypatch.setattr(K, "_spare_core", lambda: False)  # every CPU busy: one piece
+    _same(xo.add(xo.tensor(a), xo.tensor(b))._value, want)
+    calls = []
+    K.run_split(lambda lo, hi: calls.append((lo, hi)), N)
+    assert calls == [(0, N)]
+
+
+def test_spare_core_reads_the_run_queue(monkeypatch, tmp_path):
+    assert _SPARE_CORE() in (True, False)  # this machine's /proc/loadavg, or True
+    for running, cpus, spare in [(1, 2, True), (2, 2, False), (3, 2, False), (3, 4, True)]:
+        path = tmp_path / f"loadavg{running}"
+        path.write_text(f"0.50 0.40 0.30 {running}/123 4567\n")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            monkeypatch.setattr(K, "_LOADAVG", (fd, cpus))
+            monkeypatch.setattr(K, "_SPARE", [0.0, None])
+            assert _SPARE_CORE() is spare
+        finally:
+            os.close(fd)
+    monkeypatch.setattr(K, "_LOADAVG", (-1, 2))  # no such file: split as before
+    monkeypatch.setattr(K, "_SPARE", [0.0, None])
+    assert _SPARE_CORE() is True
+
+
+@pytest.mark.parametrize("n", [5, N - 1, N, N + 4097])
+def test_run_split_covers_once(n):
+    seen = np.zeros(n, np.int64)
+    calls = []
+
+    def piece(lo, hi):
+        calls.append((lo, hi))
+        seen[lo:hi] += 1
+
+    K.run_split(piece, n)
+    assert (seen == 1).all()
+    assert all(lo % K._BLOCK == 0 for lo, _ in calls)  # pieces keep the alignment
+    if n < N:
+        assert calls == [(0, n)]
+
+
+def _shift_reference(a, s, kind):
+    u = a.view(np.uint32).astype(np.uint64)
+    s = s.view(np.uint32).astype(np.uint64)
+    if kind == "shift_left":
+        return np.where(s < 32, (u << np.minimum(s, 31)) & 0xFFFFFFFF, 0).astype(np.uint32)
+    if kind == "shift_right_logical":
+        return np.where(s < 32, u >> np.minimum(s, 31), 0).astype(np.uint32)
+    v = a.view(np.int32).astype(np.int64)
+    return (v >> np.minimum(s, 31).astype(np.int64)).astype(np.int32).view(np.uint32)
+
+
+@pytest.mark.parametrize("n", [N, N + 4099])
+@pytest.mark.parametrize("kind", ["shift_left", "shift_right_logical", "shift_right_arithmetic"])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+def test_shifts(n, kind, dtype):
+    rng = np.random.default_rng(7)
+    a = rng.integers(-(2**31), 2**31 - 1, n, dtype=np.int32).view(dtype)
+    s = rng.integers(-40, 40, n, dtype=np.int32).view(dtype)  # amounts >= 32 and "negative"
+    want = _shift_reference(a, s, kind)
+    got = getattr(xo, kind)(xo.tensor(a), xo.tensor(s))._value
+    assert got.dtype == dtype
+    assert np.array_equal(got.view(np.uint32), want)
+    # 2-D (the fast path's reshaped words) and non-contiguous (the full path's copy)
+    m = n // 4 * 4
+    got2 = getattr(xo, kind)(xo.tensor(a[:m].reshape(4, -1)), xo.tensor(s[:m].reshape(4, -1)))
+    assert np.array_equal(got2._value.reshape(-1).view(np.uint32), want[:m])
+    got3 = getattr(xo, kind)(xo.tensor(a[::2]), xo.tensor(s[::2]))._value
+    assert np.array_equal(got3.view(np.uint32), want[::2])
+
+
+def test_run_split_uses_the_helper():
+    """A caller piece slow enough that the helper surely starts: two threads, two pieces,
+    the helper's in the caller's NumPy error state."""
+    threads = {}
+    states = {}
+
+    def piece(lo, hi):
+        if lo == 0:
+            time.sleep(0.05)
+        threads[lo] = threading.get_ident()
+        states[lo] = np.geterr()["over"]
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread")
+    with np.errstate(over="ignore"):
+        K.run_split(piece, N)
+    assert len(threads) == 2 and len(set(threads.values())) == 2
+    assert set(states.values()) == {"ignore"}
+    _same(xo.add(xo.tensor(np.ones(N, np.float32)), 1.0)._value, np.full(N, 2, np.float32))
