@@ -54,7 +54,8 @@ def direct(monkeypatch):
     # the kernel takes up to four input features; by default only one is routed to it
     # (measured: test_default_routes_one_input_feature), the tests exercise all four
     monkeypatch.setattr(D, "_FEW_CHANNELS", 4)
-    monkeypatch.setattr(D, "_PIECES_MIN_FLOPS", 0)  # (small shapes take the pieces too)
+    monkeypatch.setattr(D, "_PIECES_MIN_FLOPS", 0)  # (small shapes take the pieces too,
+    monkeypatch.setattr(D, "_PIECES_STRATEGIES", ("im2col", "window_sum"))  # and any packing)
     for name in ("_few_channels", "_pieces_im2col"):
         monkeypatch.setattr(D, name, spy(name))
     monkeypatch.setattr(D, "pieces_taken", pieces, raising=False)
@@ -373,3 +374,7 @@ def test_pieces_start_at_their_flop_count(monkeypatch):
         got = xo.convolution(xo.tensor(x), xo.tensor(w), padding=pads)
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
     assert taken == [2]
+    # an input gradient (window_sum's: lhs dilation by the stride) stays with its packing
+    g = rng.standard_normal((2, 8, 6, 6)).astype(np.float32)
+    dx = convolution_grad_lhs(g, w, x.shape, window_strides=[2, 2], padding=pads)
+    assert taken == [2] and dx.shape == x.shape

@@ -11,8 +11,8 @@ runs the packings):
 * im2col in pieces of images (``_pieces_im2col``): each piece's columns written into a
   scratch block of its thread and multiplied by the weights while they are still in
   the core's cache, straight into the (N, O, P) result, the pieces shared out by
-  ``_blas.run_pieces`` (one BLAS thread each). For a mid layer's forward and input
-  gradient (the digits CNN's second layer, 16 <-> 32 features on 14 x 14).
+  ``_blas.run_pieces`` (one BLAS thread each). For a mid layer's forward (the digits
+  CNN's second layer, 16 -> 32 features on 14 x 14), where the cost model picked im2col.
 """
 
 import functools
@@ -45,14 +45,18 @@ _MIN_POSITIONS = 100
 # 484 / 998); the digits' second layer (58 MFLOP at batch 32) and the mid layer won or
 # tied, and under load the pieces (one BLAS thread each, shared out) held up where
 # OpenBLAS's two threads waiting for each other inside one GEMM did not (4.1 vs 0.9 ms).
+# Only where the cost model picked im2col (forward-like): an input gradient, that it
+# sends to window_sum, measured slower in pieces idle (median us, window_sum / pieces:
+# CIFAR batch 64 4284 / 5753, mid 7592 / 8670, digits' second layer 846 / 1008).
 _PIECES_MIN_FLOPS = 1 << 25
+_PIECES_STRATEGIES = ("im2col",)
 
 
 def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, strategy):
     """The (batch, n_out, *out_spatial) convolution of ``lhs_c`` (batch, chan, *in) and
     ``w`` (n_out, chan, *kernel) in ``work`` (the few-feature kernel's result is a view
     with strided rows), or None where neither path applies. ``strategy`` (the cost
-    model's packing) is not used: the shapes decide."""
+    model's packing): the pieces replace im2col only."""
     if len(a.in_spatial) != 2 or work not in (np.float32, np.float64) or groups != 1:
         return None
     (oh, ow), (kh, kw) = a.out_spatial, a.k_spatial
@@ -67,7 +71,7 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, strategy):
             return None
         return _few_channels(lhs_c, w, a, work, batch, chan, n_out)
     flops = 2 * batch * n_out * oh * ow * chan * kh * kw
-    if oh * ow >= _MIN_POSITIONS and flops >= _PIECES_MIN_FLOPS:
+    if strategy in _PIECES_STRATEGIES and oh * ow >= _MIN_POSITIONS and flops >= _PIECES_MIN_FLOPS:
         return _pieces_im2col(lhs_c, w, a, work, batch, chan, n_out)
     return None
 
