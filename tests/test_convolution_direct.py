@@ -359,8 +359,10 @@ def test_pieces_give_the_same_bits_on_any_thread_count(direct, monkeypatch):
 
 
 def test_pieces_start_at_their_flop_count(monkeypatch):
-    """im2col in pieces only from _PIECES_MIN_FLOPS (CIFAR's batch 8 stays packed); the
-    result is the packings' either way, to rounding."""
+    """im2col in pieces (where turned on) only from _PIECES_MIN_FLOPS (CIFAR's batch 8
+    stays packed); the result is the packings' either way, to rounding."""
+    assert D._PIECES_STRATEGIES == ()  # (off by default: see its comment)
+    monkeypatch.setattr(D, "_PIECES_STRATEGIES", ("im2col",))
     taken = []
     real = D._pieces_im2col
     monkeypatch.setattr(D, "_pieces_im2col", lambda *args: taken.append(args[4]) or real(*args))

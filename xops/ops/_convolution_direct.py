@@ -11,8 +11,8 @@ runs the packings):
 * im2col in pieces of images (``_pieces_im2col``): each piece's columns written into a
   scratch block of its thread and multiplied by the weights while they are still in
   the core's cache, straight into the (N, O, P) result, the pieces shared out by
-  ``_blas.run_pieces`` (one BLAS thread each). For a mid layer's forward (the digits
-  CNN's second layer, 16 -> 32 features on 14 x 14), where the cost model picked im2col.
+  ``_blas.run_pieces`` (one BLAS thread each), for the packings in _PIECES_STRATEGIES:
+  none by default (see there: idle medians lost; faster under load).
 """
 
 import functools
@@ -45,11 +45,15 @@ _MIN_POSITIONS = 100
 # 484 / 998); the digits' second layer (58 MFLOP at batch 32) and the mid layer won or
 # tied, and under load the pieces (one BLAS thread each, shared out) held up where
 # OpenBLAS's two threads waiting for each other inside one GEMM did not (4.1 vs 0.9 ms).
-# Only where the cost model picked im2col (forward-like): an input gradient, that it
-# sends to window_sum, measured slower in pieces idle (median us, window_sum / pieces:
-# CIFAR batch 64 4284 / 5753, mid 7592 / 8670, digits' second layer 846 / 1008).
+# The packings the pieces may replace: none by default. Idle, their medians lost or
+# tied: input gradients (window_sum / pieces, median us: CIFAR batch 64 4284 / 5753, mid
+# 7592 / 8670, digits' second layer 846 / 1008) and forwards (im2col / pieces: digits'
+# second layer 636 / 719 at batch 32, 1548 / 1595 at 64; the harness's
+# conv_fwd_cifar_b64 1.56 ms with im2col, 2.30 ms in pieces, min 1.60: a pool thread
+# that wakes late). Their minima were lower, and under load they held up far better;
+# ("im2col",) turns them on for forwards.
 _PIECES_MIN_FLOPS = 1 << 25
-_PIECES_STRATEGIES = ("im2col",)
+_PIECES_STRATEGIES = ()
 
 
 def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, strategy):
