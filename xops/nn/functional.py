@@ -58,7 +58,13 @@ from ..ops.elementwise import (
 )
 from ..ops.elementwise import maximum as _maximum
 from ..kernels import activations as _K_act
-from ..ops.elementwise.arithmetic import _SELECT_KERNEL_MIN, _memory_order, _select_kernel
+from ..ops.elementwise.arithmetic import (
+    _SELECT_KERNEL_MIN,
+    _SELECT_WORDS,
+    _memory_order,
+    _select_flat,
+    _select_kernel,
+)
 from ..ops.indexing import gather
 from ..ops.linalg import dot_general
 from ..ops.movement import broadcast_in_dim, iota, reshape
@@ -174,7 +180,7 @@ def _zero_where_le0(x, v):
     compare + select without their dispatch (select's own raw-bits kernel from its size
     threshold on, in the arrays' memory order, np.where below it: the same bits, NaN
     payloads and signed zeros kept)."""
-    if x.dtype in _RELU_WORDS and v.dtype == x.dtype and v.size >= _SELECT_KERNEL_MIN:
+    if x.dtype in _RELU_TYPES and v.dtype == x.dtype and v.size >= _SELECT_KERNEL_MIN:
         out = _relu_fused(x, v)
         if out is not None:
             return out
@@ -187,7 +193,7 @@ def _zero_where_le0(x, v):
     return np.where(p, v.dtype.type(0), v)
 
 
-_RELU_WORDS = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+_RELU_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _relu_fused(x, v):
@@ -198,12 +204,11 @@ def _relu_fused(x, v):
     perm = _memory_order([x, v])
     if perm is None:
         return None
-    word = _RELU_WORDS[x.dtype]
-    xs, vs = np.transpose(x, perm).reshape(-1), np.transpose(v, perm).reshape(-1)  # views
-    out = np.empty(xs.shape, x.dtype)
-    kern = _K_act.relu_bits if v is x else _K_act.relu_grad_bits
-    kern(out.size, xs, vs.view(word), out.view(word))
-    return out.reshape([x.shape[d] for d in perm]).transpose(np.argsort(perm))
+    word = _SELECT_WORDS[x.dtype.itemsize]
+    out = np.empty([x.shape[d] for d in perm], x.dtype)
+    xs, vs = _select_flat(x, perm, x.dtype), _select_flat(v, perm, word)  # (views)
+    _K_act.zero_where_le0_bits(out.size, xs, vs, out.reshape(-1).view(word))
+    return out.transpose(np.argsort(perm))
 
 
 @primitive("relu")
