@@ -547,20 +547,43 @@ def run_spans(span, n, *args):
     if threads < 2 or pieces < 2:
         span(*args, np.int64(0), np.int64(n))
         return
-    taken = itertools.count()  # next() is atomic under the GIL
 
-    def work():
-        for i in taken:
-            if i >= pieces:
-                return
+    def work(indices):
+        for i in indices:
             span(*args, np.int64(i * piece), np.int64(min(i * piece + piece, n)))
 
+    share_pieces(work, pieces, threads)
+
+
+def share_pieces(body, count, threads=None):
+    """``body(indices)`` on the calling thread and up to ``threads`` - 1 (default:
+    numba.get_num_threads() - 1) pool threads: every index below ``count`` is taken by
+    exactly one of them, in turn, from a shared counter (next() is atomic under the
+    GIL), so ``body`` must release the GIL for its work and write each index's results
+    to that index's own place. The caller starts at once: a pool thread that wakes late
+    takes fewer indices or none, and one that never started is cancelled. Pool threads
+    run in a copy of the caller's context (NumPy's error state is a context variable).
+    With fewer than two threads or indices: ``body(range(count))`` alone."""
+    threads = min(_threads() if threads is None else threads, count)
+    if threads < 2:
+        body(range(count))
+        return
+    counter = itertools.count()
+
+    def taken():
+        for i in counter:
+            if i >= count:
+                return
+            yield i
+
     pool = _get_pool(threads - 1)
-    jobs = [pool.submit(work) for _ in range(min(threads, pieces) - 1)]
-    work()
-    for job in jobs:
-        if not job.cancel():  # a helper that never started has nothing left to do
-            job.result()
+    jobs = [pool.submit(contextvars.copy_context().run, body, taken()) for _ in range(threads - 1)]
+    try:
+        body(taken())
+    finally:
+        for job in jobs:
+            if not job.cancel():  # a helper that never started has nothing left to do
+                job.result()
 
 
 @kernel

@@ -19,16 +19,14 @@ products on one BLAS thread, taking them from a shared counter.
 """
 
 import contextlib
-import contextvars
 import ctypes
 import glob
-import itertools
 import os
 import threading
 
 import numpy as np
 
-from ..kernels.elementwise import _get_pool, _threads  # the pool run_spans uses
+from ..kernels.elementwise import share_pieces
 
 # (set, get) pairs of names, newest packaging first (scipy-openblas wheels prefix them)
 _SYMBOLS = (
@@ -97,39 +95,15 @@ def one_thread():
                     setter(_state["saved"])
 
 
-def _taken(counter, count):
-    """The indices below ``count`` that this thread takes from the shared ``counter``."""
-    for i in counter:  # next() on itertools.count is atomic under the GIL
-        if i >= count:
-            return
-        yield i
-
-
 def run_pieces(body, count, parallel=True):
-    """``body(pieces)`` on the calling thread and (``parallel``) on up to
-    numba.get_num_threads() - 1 pool threads, all under ``one_thread()``: ``pieces``
-    yields indices below ``count``, each taken by exactly one thread from a shared
-    counter, so ``body`` must release the GIL for its work (BLAS and the nogil kernels
-    do) and write each piece's results to that piece's own place; pool threads run it in
-    a copy of the caller's context (NumPy's error state is a context variable). The
-    caller starts at once: a pool thread that wakes late (a busy core) takes fewer pieces
-    or none, and the call is never much slower than on one thread (OpenBLAS's own
-    threads wait for each other inside every product instead). Which thread took which
-    piece changes no result."""
+    """``body(pieces)`` under ``one_thread()``, shared out by
+    ``kernels.elementwise.share_pieces`` over the calling thread and (``parallel``) up to
+    numba.get_num_threads() - 1 pool threads: ``pieces`` yields indices below ``count``,
+    each taken by exactly one thread, so ``body`` must release the GIL for its work
+    (BLAS and the nogil kernels do) and write each piece's results to that piece's own
+    place. The caller starts at once: a pool thread that wakes late (a busy core) takes
+    fewer pieces or none, and the call is never much slower than on one thread
+    (OpenBLAS's own threads wait for each other inside every product instead). Which
+    thread took which piece changes no result."""
     with one_thread():
-        threads = min(_threads(), count) if parallel else 1
-        if threads < 2:
-            body(range(count))
-            return
-        counter = itertools.count()
-        pool = _get_pool(threads - 1)
-        jobs = [
-            pool.submit(contextvars.copy_context().run, body, _taken(counter, count))
-            for _ in range(threads - 1)
-        ]
-        try:
-            body(_taken(counter, count))
-        finally:
-            for job in jobs:
-                if not job.cancel():  # one that never started has nothing left to do
-                    job.result()
+        share_pieces(body, count, None if parallel else 1)
