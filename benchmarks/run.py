@@ -9,7 +9,8 @@
 
 Method: backends are interleaved within each round (the order rotates), each sample
 runs the workload back to back for at least ``--sample-ms`` and records the time per
-call, after one untimed call. The table gives the median, the minimum, and the
+call, after a pause of ``--settle-ms`` (thread pools left spinning by the backend before
+go idle: see run_workload) and one untimed call. The table gives the median, the minimum, and the
 median's ratio to NumPy's median (``x_numpy``, lower is faster for xops) and to the
 fastest backend (``x_best``). PyTorch and JAX are used when installed and skipped
 otherwise. Every backend's result is checked against NumPy's before timing (except the
@@ -90,7 +91,15 @@ def _sample(fn, min_seconds, inner):
         inner = max(inner * 2, int(inner * min_seconds / max(dt, 1e-9) * 1.2))
 
 
-def run_workload(w, backends, samples, sample_ms):
+def run_workload(w, backends, samples, sample_ms, settle_ms=0.0):
+    """Every backend's figures for workload ``w``: a checked first call each, then
+    ``samples`` rounds, the backends interleaved (the order rotates), each sample
+    preceded by a pause of ``settle_ms`` and one untimed call. The pause lets thread
+    pools that the previous backend left spinning go idle: OpenBLAS's workers spin for
+    2^28 cycles (~0.1 s) after a threaded product (NumPy's einsum/dot), PyTorch's
+    OpenMP threads likewise, and a sample taken meanwhile has one core instead of two
+    (issue 15, conv_drhs_cifar_b64: xops after NumPy's einsum 3.1 ms min, after any
+    other backend 1.6-1.8 ms, same process, loaded machine)."""
     fns = w.make(backends)
     ref = fns["numpy"]()
     rows = {}
@@ -104,6 +113,8 @@ def run_workload(w, backends, samples, sample_ms):
     for r in range(samples):
         rot = order[r % len(order) :] + order[: r % len(order)]
         for name in rot:
+            if settle_ms:
+                time.sleep(settle_ms / 1e3)
             fns[name]()
             t, rows[name]["inner"] = _sample(fns[name], sample_ms / 1e3, rows[name]["inner"])
             rows[name]["times"].append(t)
@@ -216,7 +227,7 @@ def _write_json(path, machine, results):
         json.dump({"machine": machine, "results": results}, f, indent=1)
 
 
-def _isolated(selected, samples, sample_ms):
+def _isolated(selected, samples, sample_ms, settle_ms):
     """One child process per workload; their tables are printed as they come. Returns
     (rc, machine line, results dict)."""
     import subprocess
@@ -237,6 +248,8 @@ def _isolated(selected, samples, sample_ms):
                 str(samples),
                 "--sample-ms",
                 str(sample_ms),
+                "--settle-ms",
+                str(settle_ms),
                 "--json",
                 js.name,
             ]
@@ -289,6 +302,13 @@ def main(argv=None):
     )
     p.add_argument("--samples", type=int, default=None)
     p.add_argument("--sample-ms", type=float, default=None)
+    p.add_argument(
+        "--settle-ms",
+        type=float,
+        default=None,
+        help="pause before each sample so that thread pools the previous backend left "
+        "spinning go idle (default 120, 0 with --quick)",
+    )
     p.add_argument("--markdown", default=None, help="also write a markdown table here")
     p.add_argument("--json", default=None, help="also write the figures here (JSON)")
     p.add_argument(
@@ -309,6 +329,7 @@ def main(argv=None):
         return gpu.main(args)
     samples = args.samples or (5 if args.quick else 15)
     sample_ms = args.sample_ms or (20 if args.quick else 100)
+    settle_ms = args.settle_ms if args.settle_ms is not None else (0 if args.quick else 120)
     load_all()
 
     def chosen(name):
@@ -321,7 +342,7 @@ def main(argv=None):
         return 0
     t_start = time.perf_counter()
     if args.isolate:
-        rc, machine, merged = _isolated(selected, samples, sample_ms)
+        rc, machine, merged = _isolated(selected, samples, sample_ms, settle_ms)
         merged.update(process_rows.run(proc, args.quick))
         _finish(args, machine, merged, t_start)
         return rc
@@ -329,13 +350,14 @@ def main(argv=None):
     print(f"xops benchmarks  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"machine: {machine_line(backends)}")
     print(
-        f"method: median of {samples} samples, each >= {sample_ms:g} ms of back-to-back calls; "
-        f"backends interleaved (rotated) per round; x_numpy = median / numpy's median\n"
+        f"method: median of {samples} samples, each >= {sample_ms:g} ms of back-to-back calls "
+        f"after a {settle_ms:g} ms pause; backends interleaved (rotated) per round; "
+        f"x_numpy = median / numpy's median\n"
     )
     results = []
     for w in selected:
         t0 = time.perf_counter()
-        rows = run_workload(w, backends, samples, sample_ms)
+        rows = run_workload(w, backends, samples, sample_ms, settle_ms)
         print(_table(w, rows) + f"\n   ({time.perf_counter() - t0:.1f} s)\n", flush=True)
         results.append((w, rows))
     merged = _results_dict(results)

@@ -11,9 +11,11 @@ The MPI figures need two processes, so they run on their own::
 * ``all_reduce`` of 1M f32 across 2 ranks (``xo.all_reduce`` with ``xo.add``: check-in
   + ``Iallreduce``, overlapped on repeated calls) against raw mpi4py reading the same
   buffer (the tensor's memory) into a fixed result buffer: the blocking ``Allreduce`` and
-  ``Iallreduce`` tested in a loop. Blocks of 5 calls of one variant (4 timed: a training
-  loop's repeated call), the variants in a shuffled order, 120 rounds: median (and min)
-  of 480 calls each, the slower rank's time per call;
+  ``Iallreduce`` tested in a loop; and the blocking ``Allreduce`` into a result buffer
+  that starts on a 2 MiB boundary (transparent huge pages, as xops' repeated calls
+  write into: the like-for-like baseline). Blocks of 5 calls of one variant (4 timed: a
+  training loop's repeated call), the variants in a shuffled order, 120 rounds: median
+  (and min) of 480 calls each, the slower rank's time per call;
 * one data-parallel training step of the digits CNN (global batch 32, 16 per rank:
   forward, backward with synchronised batch norm and one gradient ``all_reduce``, Adam)
   beside the same step in one process on the whole batch of 32.
@@ -68,12 +70,18 @@ def _rank_part(rounds):
     tx = xo.tensor(np.random.default_rng(rank).standard_normal(N, dtype=np.float32))
     x = np.asarray(tx)  # the tensor's own memory: both sides read the same buffer
     out = np.empty_like(x)
+    raw = np.empty(x.nbytes + (1 << 21), np.uint8)  # (NumPy asks for huge pages)
+    skip = -raw.ctypes.data % (1 << 21)
+    huge = raw[skip : skip + x.nbytes].view(x.dtype)
     ref = xo.all_reduce(tx, computation=xo.add)  # warm: the split, the check-in
     comm.Allreduce(x, out, op=MPI.SUM)
     assert np.array_equal(np.asarray(ref), out)
 
     def blocking():
         comm.Allreduce(x, out, op=MPI.SUM)
+
+    def blocking_huge():
+        comm.Allreduce(x, huge, op=MPI.SUM)
 
     def polled():  # the non-blocking form, tested in a loop
         req = comm.Iallreduce(x, out, op=MPI.SUM)
@@ -83,7 +91,7 @@ def _rank_part(rounds):
     def ours():
         xo.all_reduce(tx, computation=xo.add)
 
-    fns = {"raw": blocking, "polled": polled, "xops": ours}
+    fns = {"raw": blocking, "polled": polled, "xops": ours, "huge": blocking_huge}
     times = {k: [] for k in fns}
     order = np.random.default_rng(0)  # the same shuffled order on both ranks
     for _ in range(rounds):  # a block of 5 calls per variant; the first is not timed
@@ -99,7 +107,11 @@ def _rank_part(rounds):
     step_dp = _train_steps(xo, dist, rounds=10)
     if rank == 0:
         o, omin = _median_ms(ours_t), 1e3 * min(ours_t)
-        for k, what in (("raw", "Allreduce"), ("polled", "Iallreduce + Test loop")):
+        for k, what in (
+            ("raw", "Allreduce"),
+            ("polled", "Iallreduce + Test loop"),
+            ("huge", "Allreduce into huge pages"),
+        ):
             r, rmin = _median_ms(times[k]), 1e3 * min(times[k])
             print(
                 f"| all_reduce 1M f32, 2 ranks (median; min) | mpi4py {what} {r:.3f} ms; "

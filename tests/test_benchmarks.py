@@ -138,6 +138,18 @@ def test_run_results_dict_and_unchecked_baselines(backends):
     assert set(data["divide_i32_1M"]["backends"]) == {"numpy", "xops", "np_ufunc"}
 
 
+def test_each_sample_waits_for_the_pools_to_settle(backends, monkeypatch):
+    """--settle-ms: a pause before every sample (and none by default, as in smoke runs)."""
+    w = next(w for w in workloads.WORKLOADS if w.name == "divide_i32_1M")
+    pauses = []
+    monkeypatch.setattr(run.time, "sleep", pauses.append)
+    be = {"xops": backends["xops"], "numpy": np}
+    run.run_workload(w, be, samples=2, sample_ms=0.1)
+    assert pauses == []
+    rows = run.run_workload(w, be, samples=2, sample_ms=0.1, settle_ms=30)
+    assert pauses == [0.03] * (2 * len(rows))
+
+
 def test_cuda_rows_list_and_a_clear_error_without_a_gpu(capsys):
     from benchmarks import gpu
     from xops import device

@@ -96,7 +96,7 @@ def test_per_feature_path_equals_general_path_on_integers(monkeypatch, per_chan_
         np.testing.assert_array_equal(got, want)
 
 
-def _grad_rhs_reference(x, g, attrs):
+def _grad_rhs_reference(x, g, attrs, dtype=np.float32):
     strides = attrs.get("window_strides", [1, 1])
     rdil = attrs.get("rhs_dilation", [1, 1])
     x64, g64 = np.asarray(x, np.float64), np.asarray(g, np.float64)
@@ -115,7 +115,7 @@ def _grad_rhs_reference(x, g, attrs):
         rhs_dilation=strides,
         dimension_numbers="CNHW,IOHW,CNHW",
     )
-    return np.asarray(out).astype(np.float32)
+    return np.asarray(out).astype(dtype)
 
 
 @pytest.mark.parametrize("dtype", ["f64", "i32"])
@@ -297,3 +297,69 @@ def test_run_pieces_takes_every_piece_once(count, numba_threads):
     if count:
         with pytest.raises(ValueError, match="piece failed"):
             _blas.run_pieces(failing, count)
+
+
+# -- the per-feature pieces on other shapes and types, on one and two threads -----------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "n, c, h, w, o, attrs",
+    [
+        (7, 3, 10, 10, 8, PAD),  # 7 features: pieces of 3 leave a short last one
+        (5, 2, 9, 13, 6, dict(window_strides=[2, 1], padding=[(1, 0), (2, 1)])),
+        (6, 3, 11, 9, 5, dict(rhs_dilation=[1, 2], padding=[(0, 1), (2, 2)])),
+        (4, 1, 12, 7, 16, dict(padding=[(0, 0), (0, 0)])),
+    ],
+)
+def test_pieces_and_threads_on_strided_shapes(
+    per_chan_calls, numba_threads, monkeypatch, dtype, n, c, h, w, o, attrs
+):
+    """f32 and f64, strides / rhs dilation / no padding of the forward convolution: one
+    feature per piece, pieces of 3 (a short last one) and all at once, on one or two
+    threads, give one result bit for bit, close to the float64 reference."""
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    k = np.zeros((o, c, 3, 3), dtype)
+    g = rng.standard_normal(np.asarray(convolution_reference(x, k, **attrs)).shape).astype(dtype)
+    feature = c * 9 * g.shape[2] * g.shape[3] * np.dtype(dtype).itemsize
+    monkeypatch.setattr(C, "_THREADED_FLOPS", 0)
+    results = []
+    for piece_bytes, threads in itertools.product((1, 3 * feature, 1 << 30), (1, 2)):
+        monkeypatch.setattr(C, "_PIECE_BYTES", piece_bytes)
+        numba_threads(threads)
+        results.append(np.asarray(convolution_grad_rhs(g, x, k.shape, **attrs)))
+    assert per_chan_calls and all(v is not None for v in per_chan_calls)
+    for got in results[1:]:
+        np.testing.assert_array_equal(got, results[0])
+    want = _grad_rhs_reference(x, g, attrs, np.float64)
+    assert results[0].dtype == dtype
+    tol = 2e-6 if dtype == np.float32 else 4e-15
+    assert np.abs(results[0] - want).max() <= tol * np.abs(want).max()
+
+
+def test_cifar_shape_on_one_and_two_threads(per_chan_calls, numba_threads):
+    """CIFAR's first layer at batch 64 (the benchmark's shape: 8 pieces on the
+    threads): one and two threads give the same bits, within 2e-6 of the largest
+    float64 entry."""
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((64, 3, 32, 32), dtype=np.float32)
+    g = rng.standard_normal((64, 32, 32, 32), dtype=np.float32)
+    results = []
+    for threads in (1, 2):
+        numba_threads(threads)
+        results.append(np.asarray(convolution_grad_rhs(g, x, (32, 3, 3, 3), **PAD)))
+    assert per_chan_calls[-1] is not None
+    np.testing.assert_array_equal(results[0], results[1])
+    want = _grad_rhs64(x, g)
+    assert np.abs(results[0] - want).max() <= 2e-6 * np.abs(want).max()
+
+
+def test_batch_one_is_exact():
+    """Batch 1 (one input feature of the gradient's convolution: no per-feature
+    GEMMs) stays exact on integers."""
+    rng = np.random.default_rng(33)
+    x = rng.integers(-3, 4, (1, 3, 9, 9)).astype(np.float32)
+    g = rng.integers(-3, 4, (1, 5, 9, 9)).astype(np.float32)
+    got = np.asarray(convolution_grad_rhs(g, x, (5, 3, 3, 3), **PAD))
+    np.testing.assert_array_equal(got, _grad_rhs64(x, g).astype(np.float32))

@@ -164,6 +164,7 @@ def test_ranks_that_disagree_on_a_repeated_call_all_raise_and_stay_in_step(tmp_p
                                   computation=xo.maximum)
         for _ in range(2):               # both signatures known on both ranks
             eq(a(), [1, 3, 5, 7]); eq(b(), [1, 2, 3])
+        assert len(d.current()._repeats) == 2   # (a and b take all_reduce's repeated path)
         for mine in ((a, b), (b, a), (a, "new"), ("new", a)):
             try:
                 f = mine[r]
@@ -196,6 +197,93 @@ def test_ranks_that_disagree_on_a_repeated_call_all_raise_and_stay_in_step(tmp_p
     p = mpirun([prog])
     assert p.returncode == 0, p.stdout + p.stderr
     assert _reports(tmp_path) == ["disagree\n" * 6 + "ok\n"] * 2
+
+
+def test_a_repeated_all_reduce_reuses_a_result_buffer_only_when_nothing_holds_it(tmp_path):
+    # a repeated all_reduce of one array writes into one of two buffers of its own
+    # (mpi._Repeat), reused once nothing refers to it: results that are held, views of
+    # them, buffer exports and a payload MPI may still use are never written over
+    prog = _script(
+        tmp_path,
+        """
+        eq = np.testing.assert_array_equal
+        x = lambda k: t(np.full(5, k + r, np.float32))
+        f = lambda v: xo.all_reduce(v, computation=xo.add)
+        held = [f(x(k)) for k in range(6)]              # all held: every one its own
+        for k, y in enumerate(held):
+            eq(y, np.full(5, 2 * k + 1))
+        rep = [v for v in d.current()._repeats.values() if v.shape == (5,)]
+        assert len(rep) == 1 and len(rep[0].spare) == 2, rep
+        spare = [s.ctypes.data for s in rep[0].spare]
+        assert [np.asarray(y).ctypes.data for y in held[1:3]] == spare  # (the first: pool)
+        view = np.asarray(held[1])[1:3]                  # a view outlives its tensor
+        mv = memoryview(np.asarray(held[2]))             # and a buffer export
+        del held, y
+        prev = None
+        for k in range(10, 16):                          # y = f(x) in a loop
+            y = f(x(k))
+            eq(y, np.full(5, 2 * k + 1))
+            if prev is not None:
+                eq(prev, np.full(5, 2 * k - 1))
+            prev = y
+        eq(view, [3, 3]); eq(np.asarray(mv), np.full(5, 5))
+        del view, mv
+        y = prev = None
+        addrs = {np.asarray(f(x(k))).ctypes.data for k in range(4)}  # dropped at once
+        assert addrs == {spare[0]}, (addrs, spare)
+        held = f(x(1))
+        eq(f(x(2)), np.full(5, 5)); eq(held, np.full(5, 3))
+        n = 3 << 19                                      # 6 MiB: kept 2 MiB-aligned
+        big = lambda k: t(np.arange(n, dtype=np.float32).reshape(3, -1) + k + r)
+        want = lambda k: 2 * np.arange(n, dtype=np.float32).reshape(3, -1) + 2 * k + 1
+        ys = [f(big(k)) for k in range(4)]
+        for k, y in enumerate(ys):
+            eq(y, want(k))
+        rep = [v for v in d.current()._repeats.values() if v.shape == (3, n // 3)]
+        assert [s.ctypes.data % (1 << 21) for s in rep[0].spare] == [0, 0]
+        row = np.asarray(ys[1])[2]                       # a view of a kept buffer
+        del ys, y
+        for k in range(5, 9):
+            eq(f(big(k)), want(k))
+        eq(row, want(1)[2])
+        g = xo.grad(lambda v: xo.reduce(xo.multiply(v, f(v)), 0.0, [0], xo.add))
+        for k in range(3):                               # under the tape too
+            eq(g(x(k)), 2 * f(x(k)))
+        report("ok")
+    """,
+    )
+    p = mpirun([prog])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _reports(tmp_path) == ["ok\n", "ok\n"]
+
+
+def test_a_repeated_call_that_a_rank_never_joins_is_a_timeout(tmp_path):
+    prog = _script(
+        tmp_path,
+        """
+        import os
+        for _ in range(3):                                # known: the repeated path
+            xo.all_reduce(t([1.0, 2.0]), computation=xo.add)
+        if r == 0:
+            try:
+                xo.all_reduce(t([1.0, 2.0]), computation=xo.add)
+            except d.CollectiveTimeout as e:
+                print("timeout:", e, flush=True)
+            try:
+                xo.all_reduce(t([1.0, 2.0]), computation=xo.add)
+            except d.CollectiveError as e:
+                print("then:", e, flush=True)
+            os._exit(3)
+    """,
+    )
+    p = mpirun([prog], env={"XOPS_COLLECTIVE_TIMEOUT": "2"})
+    assert (
+        "timeout: all_reduce (timeout): rank 0 (process (0, 0)) waited 2 s for every "
+        "rank to reach all_reduce" in p.stdout
+    ), p.stdout + p.stderr
+    assert "then: all_reduce (process grid): an earlier collective failed" in p.stdout, (
+        p.stdout + p.stderr
+    )
 
 
 def test_a_rank_that_never_joins_is_a_timeout_not_a_hang(tmp_path):

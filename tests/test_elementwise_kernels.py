@@ -14,7 +14,7 @@ import xops as xo
 from xops.kernels import config
 from xops.kernels import elementwise as K
 from conftest import assert_tensor, bits
-from test_elementwise import RECORDS, accepted, make_operands, rng_for
+from test_elementwise import RECORDS, accepted, ieee_max, ieee_min, make_operands, rng_for
 
 N = 4099  # several chunks per thread, and not a multiple of anything
 
@@ -277,3 +277,31 @@ def test_zero_d_results_are_arrays_for_every_path():
             out = fn(x, x, "EQ") if fn is xo.compare else fn(x, x)
             value = np.asarray(out)
             assert type(value) is np.ndarray and value.shape == () and not value.flags.writeable
+
+
+@pytest.mark.parametrize("op", [xo.maximum, xo.minimum])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bf16"])
+def test_extremum_with_a_scalar_is_the_array_path(monkeypatch, op, dtype):
+    """maximum/minimum with one operand a weak scalar (xo.maximum(h, 0.0)) run a kernel
+    that takes the scalar as it is: bit for bit what the operand broadcast to an array
+    gives, either order, NaN and signed zeros on both sides, serial and parallel."""
+    rng = np.random.default_rng(7)
+    x = xo.tensor(np.asarray(_floats(rng, "float64")), dtype)  # (rounded to the type)
+    xs = xo.tensor(np.asarray(x)[:4089].reshape(87, 47), dtype)
+    for s in (0.0, -0.0, np.nan, 0.5, -np.inf):
+        full = xo.tensor(np.full(xs.shape, s), dtype)
+        for scalar in (s,):  # (a weak Python scalar: the spec ops take no other broadcast)
+            for threshold in (1 << 62, 0):
+                monkeypatch.setattr(config, "PARALLEL_THRESHOLD", threshold)
+                for got, want in ((op(xs, scalar), op(xs, full)), (op(scalar, xs), op(full, xs))):
+                    assert got.shape == want.shape and got.dtype == want.dtype
+                    np.testing.assert_array_equal(bits(got), bits(want))
+    used = K.float_maximum_scalar if op is xo.maximum else K.float_minimum_scalar
+    assert used._serial is not None and used._parallel is not None, "the scalar kernel did not run"
+    ref = ieee_max if op is xo.maximum else ieee_min  # the spec's picks, in float64
+    x64 = np.asarray(x, np.float64)
+    for s in (0.0, -0.0):
+        want, got = ref(x64, np.float64(s)), np.asarray(op(x, s), np.float64)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        keep = ~np.isnan(want)
+        np.testing.assert_array_equal(got[keep].view(np.uint64), want[keep].view(np.uint64))

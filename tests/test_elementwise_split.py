@@ -190,3 +190,75 @@ def test_run_split_uses_the_helper():
     assert len(threads) == 2 and len(set(threads.values())) == 2
     assert set(states.values()) == {"ignore"}
     _same(xo.add(xo.tensor(np.ones(N, np.float32)), 1.0)._value, np.full(N, 2, np.float32))
+
+
+# A full operand and a broadcast one constant along its trailing dims (a bias), row by row
+
+
+def _nan_payloads(v, seed):
+    """Quiet NaNs of several payloads and both signs: which operand's NaN a result
+    takes shows in its bits."""
+    rng = np.random.default_rng(seed)
+    word = np.uint32 if v.dtype == np.float32 else np.uint64
+    quiet = word(0x7FC00000) if word is np.uint32 else word(0x7FF8000000000000)
+    picks = rng.choice(v.size, max(1, v.size // 50), replace=False)
+    flat = v.reshape(-1).view(word)
+    flat[picks] = quiet | rng.integers(1, 1 << 20, picks.size).astype(word)
+    flat[picks[::2]] |= word(1) << word(8 * v.itemsize - 1)
+    return v
+
+
+ROW_CASES = [
+    # (full shape, the broadcast operand's shape, its dims in the full shape)
+    ((64, 16, 28, 28), (16,), [1]),  # a conv bias, NCHW
+    ((6, 3, 40), (6, 3), [0, 1]),  # constant along the last dim
+    ((5, 7, 2, 33), (7,), [1]),  # the trailing block (2, 33)
+    ((3, 1, 4, 50), (3, 1), [0, 1]),  # size-1 dims
+    ((2, 300), (), []),  # a scalar broadcast: one row
+]
+
+
+@pytest.mark.parametrize("full, small, dims", ROW_CASES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", [xo.add, xo.subtract, xo.multiply, xo.divide])
+def test_broadcast_rows_bits(full, small, dims, dtype, op):
+    rng = np.random.default_rng(11)
+    a = _nan_payloads(_data(int(np.prod(full)), dtype, 2).reshape(full), 3)
+    s = _nan_payloads(rng.standard_normal(small).astype(dtype), 4)
+    if s.size > 2:
+        s.reshape(-1)[:2] = [0.0, -0.0]
+    x, b = xo.tensor(a), xo.broadcast_in_dim(xo.tensor(s), dims, list(full))
+    ufunc = {xo.add: np.add, xo.subtract: np.subtract, xo.multiply: np.multiply}.get(op, np.divide)
+    bv = np.asarray(b)
+    for got, want in ((op(x, b), _numpy(ufunc, a, bv)), (op(b, x), _numpy(ufunc, bv, a))):
+        _same(np.asarray(got), want)
+    assert K.rows_binary(ufunc, a, bv) is not None  # (the row path took it)
+
+
+def test_broadcast_rows_pieces_and_threads(monkeypatch):
+    """Two pieces (run_split, the row bounds from the element bounds) and the parallel
+    variant give the same bits as the ufunc."""
+    a = _nan_payloads(_data(3 * 7 * 1000, np.float32, 5).reshape(3, 7, 1000), 6)
+    s = np.random.default_rng(7).standard_normal(7).astype(np.float32)
+    bv = np.broadcast_to(s.reshape(1, 7, 1), a.shape)
+    want = _numpy(np.subtract, a, bv)
+    monkeypatch.setattr(K, "SPLIT_THRESHOLD", 1000)
+    for split_rows in (0, 1, 2):  # caller share: no row, some rows, cut inside a row
+        monkeypatch.setattr(K, "CALLER_SHARE", split_rows / 4)
+        _same(K.rows_binary(np.subtract, a, bv), want)
+    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", 1000)
+    monkeypatch.setattr(xo.kernels.config, "PARALLEL_THRESHOLD", 0)
+    _same(K.rows_binary(np.subtract, a, bv), want)
+    _same(K.rows_binary(np.subtract, bv, a), _numpy(np.subtract, bv, a))
+
+
+def test_broadcast_rows_leave_other_layouts_to_numpy():
+    a = np.ones((8, 100), np.float32)
+    lead = np.broadcast_to(np.arange(100, dtype=np.float32), a.shape)  # constant down columns
+    assert K.rows_binary(np.add, a, lead) is None
+    short = np.broadcast_to(np.ones((8, 1), np.float32), (8, 4))  # rows below ROWS_MIN
+    assert K.rows_binary(np.add, np.ones((8, 4), np.float32), short) is None
+    assert K.rows_binary(np.power, a, np.broadcast_to(np.ones((8, 1), np.float32), a.shape)) is None
+    both = np.broadcast_to(np.ones((8, 1), np.float32), a.shape)
+    assert K.rows_binary(np.add, both, both) is None
+    assert K.rows_binary(np.add, a.astype(np.float16), both.astype(np.float16)) is None

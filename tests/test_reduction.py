@@ -1035,3 +1035,61 @@ def test_signature_cache_keeps_gradients_and_rebinding():
         assert_tensor(xo.reduce(xo.tensor(v), 1.0, [1], body), np.array([0.0, 60.0], np.float32))
     finally:
         my_add = saved
+
+
+@pytest.mark.parametrize(
+    "shape,dims",
+    [((5, 3, 8, 8), [0, 2, 3]), ((4, 3, 9, 9), [0, 2, 3]), ((2, 3, 1, 4, 8, 9), [0, 4, 5])],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_outer_and_inner_blocks_fold_in_place(shape, dims, dtype, serial_kernels):
+    """Reduced dims around a kept block (a per-channel sum of NCHW over N, H, W) fold in
+    place: each inner row as the row tree, then the rows of each kept index left to
+    right from the init value (a tree the spec allows), bit for bit; max/min exact on
+    NaN and signed zeros; integers exact."""
+    assert R._fold_plan(shape, tuple(dims))[6] is not None
+    rng = np.random.default_rng(22)
+    v = (rng.standard_normal(shape) * 10.0 ** rng.integers(-4, 5, shape)).astype(dtype)
+    kept = [d for d in range(len(shape)) if d not in dims]
+    a, c = shape[dims[0]], int(np.prod([shape[d] for d in kept]))
+    rows = v.reshape(a, c, -1)  # (the dims are in that order: outer, kept, inner)
+    got = np.asarray(xo.reduce(xo.tensor(v), 0.5, dims, xo.add)).reshape(-1)
+    want = []
+    for k in range(c):
+        acc = dtype(0.5)
+        for n in range(a):
+            acc = np.add(acc, _tree_reference(rows[n, k], np.add))
+        want.append(acc)
+    np.testing.assert_array_equal(got.view(np.uint8), np.array(want, dtype).view(np.uint8))
+    s = v.copy()
+    s[(0,) * len(shape)] = np.nan
+    s.reshape(a, c, -1)[1, 1, :] = 0.0
+    s.reshape(a, c, -1)[0, 1, :] = -0.0
+    for body, init, ref in ((xo.maximum, -np.inf, np.max), (xo.minimum, np.inf, np.min)):
+        out = np.asarray(xo.reduce(xo.tensor(s), init, dims, body)).reshape(-1)
+        np.testing.assert_array_equal(out, ref(s, axis=tuple(dims)).reshape(-1))
+    zeros = np.zeros(shape, dtype)
+    zeros.reshape(a, c, -1)[a - 1] = -0.0
+    top = np.asarray(xo.reduce(xo.tensor(zeros), -np.inf, dims, xo.maximum))
+    low = np.asarray(xo.reduce(xo.tensor(zeros), np.inf, dims, xo.minimum))
+    assert not np.signbit(top).any() and np.signbit(low).all()
+    i = rng.integers(-(2**62), 2**62, shape)
+    with np.errstate(over="ignore"):
+        assert_tensor(xo.reduce(xo.tensor(i), 0, dims, xo.add), i.sum(axis=tuple(dims)), "i64")
+
+
+def test_outer_and_inner_blocks_parallel_equals_serial(monkeypatch):
+    x = xo.tensor(np.random.default_rng(23).standard_normal((64, 16, 28, 28)).astype(np.float32))
+    serial = np.asarray(xo.reduce(x, 0.0, [0, 2, 3], xo.add))
+    monkeypatch.setattr(kconfig, "PARALLEL_THRESHOLD", 0)
+    parallel = np.asarray(xo.reduce(x, 0.0, [0, 2, 3], xo.add))
+    np.testing.assert_array_equal(parallel.view(np.uint32), serial.view(np.uint32))
+    want = np.asarray(x).astype(np.float64).sum(axis=(0, 2, 3))
+    np.testing.assert_allclose(serial, want, rtol=1e-5)
+
+
+def test_short_inner_blocks_gather_the_reduced_dims_first():
+    assert R._fold_plan((5, 3, 4, 4), (0, 2, 3))[6] is None  # (16 < _SPLIT_ROW)
+    v = np.random.default_rng(24).integers(-8, 9, (5, 3, 4, 4)).astype(np.float32)
+    assert_tensor(xo.reduce(xo.tensor(v), 0.0, [0, 2, 3], xo.add), v.sum(axis=(0, 2, 3)))

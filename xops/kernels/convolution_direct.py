@@ -26,11 +26,13 @@ def direct_few_channels(x, wf, offs, lo_h, lo_w, row, out_w, xp, out):
     scratch ``xp[n]``.
 
     ``x`` (N, C, H, W); ``wf`` (O, T): the weights (O, C, KH, KW) flat, T = C*KH*KW
-    taps; ``row``, ``out_w``: WP and OW; ``out`` (N, O, OH*WP): the output (N, O, OH,
-    OW) at WP columns a row, with OH = HP - KH + 1 and OW = WP - KW + 1 (stride 1),
-    so that each tap adds one contiguous run ``out[e] += w * xp[e + offset]`` (the
-    columns past OW are scratch: the caller returns a view without them; the last
-    row's are never written); ``xp`` (N, C*HP*WP): image n's planes with ``lo_h`` rows
+    taps; ``row``, ``out_w``: WP and OW; ``out`` (N, O, OH*OW): the output (N, O, OH,
+    OW), OH = HP - KH + 1 and OW = WP - KW + 1 (stride 1). Each plane is summed at WP
+    columns a row in a scratch plane of the iteration, so that each tap adds one
+    contiguous run ``acc[e] += w * xp[e + offset]`` (the columns past OW are scratch;
+    the last row's are never written), then its OW columns copied out (in L1): the
+    result is C-contiguous, which the ops after a convolution (a bias, a relu) read
+    fastest; ``xp`` (N, C*HP*WP): image n's planes with ``lo_h`` rows
     and ``lo_w`` columns of zeros before them (HP x WP each, the rest zeros too);
     ``offs`` (T,): tap t's offset c*HP*WP + kh*WP + kw.
 
@@ -46,9 +48,11 @@ def direct_few_channels(x, wf, offs, lo_h, lo_w, row, out_w, xp, out):
     n_out, n_taps = wf.shape
     plane = xp.shape[1] // n_chan
     n_wp, n_hp = u(row), u(plane // row)
-    run = u(out.shape[2] - (row - out_w))  # past it: the last row's scratch columns
+    n_oh = out.shape[2] // out_w
+    run = u(n_oh * row - (row - out_w))  # past it: the last row's scratch columns
     zero = out.dtype.type(0)
     for n in prange(n_img):
+        a = np.empty(n_oh * row, out.dtype)  # (the plane being summed, WP columns a row)
         xn = xp[n]
         for e in range(n_chan * plane):
             xn[u(e)] = zero
@@ -61,7 +65,6 @@ def direct_few_channels(x, wf, offs, lo_h, lo_w, row, out_w, xp, out):
                         xn[d + u(j)] = src[u(j)]
         for o in range(n_out):
             wo = wf[o]
-            a = out[n, o]
             t = 0
             if n_taps >= 4:
                 w0, w1, w2, w3 = wo[0], wo[1], wo[2], wo[3]
@@ -84,3 +87,9 @@ def direct_few_channels(x, wf, offs, lo_h, lo_w, row, out_w, xp, out):
                 for e in range(run):
                     a[e] += w0 * x0[e]
                 t += 1
+            dst = out[n, o]
+            for i in range(n_oh):
+                src = a[u(i) * n_wp :]
+                d = i * out_w
+                for j in range(out_w):
+                    dst[u(d + j)] = src[u(j)]

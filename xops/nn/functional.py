@@ -58,6 +58,7 @@ from ..ops.elementwise import (
 )
 from ..ops.elementwise import maximum as _maximum
 from ..kernels import activations as _K_act
+from ..kernels import pool as _pool
 from ..ops.elementwise.arithmetic import (
     _SELECT_KERNEL_MIN,
     _SELECT_WORDS,
@@ -205,7 +206,7 @@ def _relu_fused(x, v):
     if perm is None:
         return None
     word = _SELECT_WORDS[x.dtype.itemsize]
-    out = np.empty([x.shape[d] for d in perm], x.dtype)
+    out = _pool.empty([x.shape[d] for d in perm], x.dtype)  # (recycled: no page faults)
     xs, vs = _select_flat(x, perm, x.dtype), _select_flat(v, perm, word)  # (views)
     _K_act.zero_where_le0_bits(out.size, xs, vs, out.reshape(-1).view(word))
     return out.transpose(np.argsort(perm))

@@ -16,6 +16,7 @@ import functools
 import numpy as np
 
 from ..kernels import convolution_direct as K
+from ..kernels import pool as _pool
 
 # Few input features: the contraction per output is C*K products, far below a GEMM's
 # peak. Measured idle (2-core AVX-512 EPYC, interleaved, median us, old path / this
@@ -49,16 +50,16 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
 
 def _few_channels(lhs_c, w, a, work, batch, chan, n_out):
     """``direct_few_channels``: each image's planes padded once, then every output
-    feature summed from them (see the kernel for the order of the adds), at WP columns
-    a row: the result is a view of the first OW (a copy would cost a pass over it)."""
+    feature summed from them (see the kernel for the order of the adds): the result
+    C-contiguous (N, O, OH, OW)."""
     (oh, ow), (kh, kw) = a.out_spatial, a.k_spatial
     (lo_h, _), (lo_w, _) = a.padding
     hp, wp = oh + kh - 1, ow + kw - 1
     x = np.ascontiguousarray(lhs_c, work)  # (one kernel signature for every layout)
     wf = np.ascontiguousarray(w, work).reshape(n_out, chan * kh * kw)
     offs = _tap_offsets(chan, kh, kw, hp, wp)
-    xp = np.empty((batch, chan * hp * wp), work)
-    out = np.empty((batch, n_out, oh, wp), work)
+    xp = _pool.empty((batch, chan * hp * wp), work)  # (recycled: no page faults)
+    out = _pool.empty((batch, n_out, oh, ow), work)
     macs = batch * n_out * oh * wp * chan * kh * kw
     with np.errstate(all="ignore"):
         K.direct_few_channels(
@@ -73,7 +74,7 @@ def _few_channels(lhs_c, w, a, work, batch, chan, n_out):
             xp,
             out.reshape(batch, n_out, -1),
         )
-    return out[..., :ow]  # a view, as the GEMM paths' results are
+    return out
 
 
 @functools.lru_cache(maxsize=16)

@@ -14,6 +14,7 @@ import numpy as np
 from ..dtypes import all_dtypes, as_dtype, from_compute, int_to_float, to_compute
 from ..errors import SpecError, check
 from ..kernels import elementwise as K
+from ..kernels import pool as _pool
 from ..registry import _BY_NAME as _OPS
 from ..tensor import Tensor, _default_dtype, _wrap, typestr
 
@@ -365,7 +366,9 @@ def _quiet_call(fn, *args):
 # weak Python scalars the fast path converts: the conversion is exact for these ranges
 # (as_tensor's own rules give the same value), larger ones take the full path
 _FAST_INT = {"float": 1 << 24, "si": 127, "ui": 127}
-_SPLIT = K.SPLIT_THRESHOLD
+# operands from this many elements go through binary_map (two pieces, or a broadcast one
+# row by row); below, the plain ufunc call
+_MAPPED = min(K.SPLIT_THRESHOLD, 1 << 16)
 _new_tensor = Tensor.__new__
 
 
@@ -398,11 +401,12 @@ def fast_binary(op, ufunc, kinds):
     are held as computed; quantized and narrow types are not in it. A call then costs
     one dict lookup, an identity test of the two types and a shape comparison. Integer
     ufuncs on arrays raise no floating-point warnings, so only float/complex calls pay
-    for the quiet error state. Large operands run in two pieces (:func:`binary_map`)."""
+    for the quiet error state. Large operands go through :func:`binary_map` (two pieces, or
+    a broadcast operand row by row)."""
     types = [d for d in all_dtypes() if d.kind in kinds and d.compute == d.np]
     # type id -> whether it computes in floating point (then runs in the quiet error state)
     table = {id(d): d.kind in ("float", "complex") for d in types}
-    lookup, split = table.get, _SPLIT
+    lookup, split = table.get, _MAPPED
     # (closure cells: no global lookups on the path)
     tensor, ndarray, new, quiet_run = Tensor, np.ndarray, _new_tensor, _quiet_run
 
@@ -465,22 +469,29 @@ def fast_binary(op, ufunc, kinds):
 
 def binary_map(ufunc, a, b):
     """``ufunc(a, b)`` for operands of one type, each of the result's shape or 0-d
-    (a weak scalar): from ``K.SPLIT_THRESHOLD`` elements, C-contiguous ones are computed
-    in two pieces on two threads (``K.split_ufunc``; the same bits: each element is its
-    own), into a result of that type; anything else is the plain call."""
+    (a weak scalar): a C-contiguous operand and one broadcast along its trailing dims
+    (a bias) are computed row by row (``K.rows_binary``); C-contiguous ones into a
+    result from the buffer pool (no page faults: a training step's maps of a few MiB
+    otherwise fault in fresh memory, depending on what glibc returned to the OS), from
+    ``K.SPLIT_THRESHOLD`` elements in two pieces on two threads (``K.split_ufunc``);
+    the same bits either way (each element is its own), into a result of that type;
+    anything else is the plain call."""
     full = a if a.ndim else b
-    if (
-        not K.split_now(full.size)
-        or a.dtype != b.dtype
-        or not (a.flags.c_contiguous and b.flags.c_contiguous)
-        or (a.ndim and b.ndim and a.shape != b.shape)
-    ):
+    contiguous = a.flags.c_contiguous and b.flags.c_contiguous
+    if not contiguous and a.ndim and b.ndim:
+        r = K.rows_binary(ufunc, a, b)  # (a full operand and a broadcast one: a bias)
+        if r is not None:
+            return r
+    if not contiguous or a.dtype != b.dtype or (a.ndim and b.ndim and a.shape != b.shape):
         return ufunc(a, b)
     key = (ufunc, a.dtype)
     out = _RESULT_TYPES.get(key)
     if out is None:  # (divide: integers give float64)
         out = _RESULT_TYPES[key] = ufunc.resolve_dtypes((a.dtype, a.dtype, None))[-1]
-    return K.split_ufunc(ufunc, a, b, np.empty(full.shape, out))
+    res = _pool.empty(full.shape, out)
+    if K.split_now(full.size):
+        return K.split_ufunc(ufunc, a, b, res)
+    return ufunc(a, b, out=res)
 
 
 _RESULT_TYPES = {}  # (ufunc, operand type) -> result type (resolving costs ~0.6 us)

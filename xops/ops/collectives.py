@@ -357,6 +357,8 @@ def _memo_key(op, computation, groups_attr, channel_id, use_global_device_ids, x
         or type(use_global_device_ids) is not bool
     ):
         return None
+    if len(xs) == 1:  # (no comprehension: a repeated call's every step counts)
+        return (op, computation, rows, channel_id, use_global_device_ids, xs[0]._dtype)
     return (op, computation, rows, channel_id, use_global_device_ids, *[x._dtype for x in xs])
 
 
@@ -419,6 +421,9 @@ def _reduce(op, labels, xs, groups_attr, channel_id, use_global_device_ids, comp
                 outs.append(np.asarray(acc._value, order="C"))
         return outs
 
+    if len(xs) == 1:  # (the same without comprehensions: see _memo_key)
+        got = ctx.all_reduce(op, key, pgs, [np.asarray(xs[0]._value, order="C")], fold, native)
+        return [_wrap(np.asarray(got[0]), dts[0])], pgs, ctx
     got = ctx.all_reduce(op, key, pgs, _arrays(xs), fold, native)
     return [_wrap(np.asarray(a), dt) for a, dt in zip(got, dts)], pgs, ctx
 
@@ -445,7 +450,7 @@ def all_reduce(
     [[xo.tensor([ 6,  8, 10, 12], i64[4])], [xo.tensor([ 6,  8, 10, 12], i64[4])]]
     """
     op = "all_reduce"
-    xs, variadic = _variadic(op, operand)
+    xs, variadic = ([operand], False) if type(operand) is Tensor else _variadic(op, operand)
     outs, _, _ = _reduce(
         op, _ALL_REDUCE, xs, replica_groups, channel_id, use_global_device_ids, computation
     )

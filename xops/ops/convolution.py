@@ -54,6 +54,7 @@ import numpy as np
 from ..autodiff import helpers as _H
 from ..autodiff.tape import primitive
 from ..kernels import convolution as K
+from ..kernels import pool as _pool
 from ..limits import check_nbytes
 from ..registry import declare
 from ..tensor import Tensor, typestr
@@ -388,7 +389,7 @@ def _im2col_matmul(lhs_c, w, a, work, batch, chan, groups, n_out, im2row):
         d_n, d_c, d_k, d_p = out_pos * rows, k_taps, 1, rows
     else:  # (C*K, N, P)
         d_n, d_c, d_k, d_p = out_pos, k_taps * batch * out_pos, batch * out_pos, 1
-    cols = np.empty(batch * rows * out_pos, work)
+    cols = _pool.empty(batch * rows * out_pos, work)
     planes = padded.reshape(-1)
     plane = planes.size // (batch * chan)
     if work == np.complex128:  # two float64 passes into the interleaved columns
@@ -442,11 +443,11 @@ def _window_sum_matmul(lhs_c, w, a, work, batch, chan, groups, n_out):
     if taps is not None:
         width, row = a.in_spatial[-1], taps[0]
         cols = math.prod(a.in_spatial[:-1]) * row
-        buf = np.empty((chan, batch, cols // row, row), work)
+        buf = _pool.empty((chan, batch, cols // row, row), work)
         body, zero = buf[..., :width], buf[..., width:]
     else:
         cols = math.prod(a.in_spatial) + 1
-        buf = np.empty((chan, batch, cols), work)
+        buf = _pool.empty((chan, batch, cols), work)
         body, zero = buf[:, :, :-1], buf[:, :, -1:]
     # channel-major: one GEMM for all images
     if taps is None or not _copy_rows(lhs_c, buf, a, work, batch, chan):
@@ -457,7 +458,7 @@ def _window_sum_matmul(lhs_c, w, a, work, batch, chan, groups, n_out):
     w2 = (
         w.reshape(groups, o_g, c_g, k_taps).transpose(0, 1, 3, 2).reshape(groups, o_g * k_taps, c_g)
     )
-    out = np.empty((batch, n_out, math.prod(a.out_spatial)), work)
+    out = _pool.empty((batch, n_out, math.prod(a.out_spatial)), work)
     with np.errstate(all="ignore"):
         y = np.matmul(w2, buf.reshape(groups, c_g, batch * cols))  # (G, O/G*K, N*cols)
         y = y.reshape(n_out * k_taps, batch, cols)
@@ -589,7 +590,7 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
     c_k = chan * k_taps // groups
     if strategy == "im2col":
         rows, band, runs = _geometry_2d(in_hw, k_hw, out_hw, strides, pads, ldil, rdil)
-        cols = np.empty((groups, c_k, batch * out_pos), work)
+        cols = _pool.empty((groups, c_k, batch * out_pos), work)
         img, ch, s_n, s_c, d_n, d_r = batch, chan, step[0], step[1], out_pos, batch * out_pos
         ow = out_hw[1]
     else:  # im2row: image/channel roles swapped; taps run over the output, positions over k
@@ -599,7 +600,7 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
             geometry = (rows, band, runs)
             out = _per_chan_matmul(per_chan, flat, step, geometry, batch, out_pos, k_hw[1], word)
             return out.reshape(n_out, batch, *a.out_spatial).swapaxes(0, 1)
-        cols = np.empty((batch * out_pos, chan * k_taps), work)  # rows (B*P, C*K)
+        cols = _pool.empty((batch * out_pos, chan * k_taps), work)  # rows (B*P, C*K)
         d_n, d_r = k_taps, chan * k_taps
         img, ch, s_n, s_c = chan, batch, step[1], step[0]
         ow = k_hw[1]
@@ -623,8 +624,17 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
         if strategy == "im2row":
             out = np.matmul(w.reshape(n_out, chan * k_taps), cols.T)  # (O, B*P)
         else:  # (G, O/G, C*K/G) @ (G, C*K/G, N*P)
-            out = np.matmul(w.reshape(groups, n_out // groups, c_k), cols)
-    return out.reshape(n_out, batch, *a.out_spatial).swapaxes(0, 1)
+            prod = _pool.empty((groups, n_out // groups, batch * out_pos), work)
+            out = np.matmul(w.reshape(groups, n_out // groups, c_k), cols, out=prod)
+    out = out.reshape(n_out, batch, *a.out_spatial).swapaxes(0, 1)
+    if strategy == "im2col" and batch > 1:
+        # the forward result in NCHW memory order: the elementwise ops that follow (a
+        # bias, a relu) read the operands' memory in one order, C order at best
+        # (one copy here, against a strided bias add and a copy in the relu after it)
+        res = _pool.empty(out.shape, work)
+        np.copyto(res, out)
+        out = res
+    return out
 
 
 def _per_chan_matmul(per_chan, flat, step, geometry, batch, out_pos, n_ow, word):
@@ -646,10 +656,10 @@ def _per_chan_matmul(per_chan, flat, step, geometry, batch, out_pos, n_ow, word)
     block = b_p * k_taps  # one feature's rows
     count = -(-chan // max(1, _PIECE_BYTES // (block * work.itemsize)))
     per = -(-chan // count)  # pieces of one size: the threads end together
-    products = np.empty((chan, n_out, b_p), work)
+    products = _pool.empty((chan, n_out, b_p), work)
 
     def body(pieces):
-        rows = np.empty((per, b_p, k_taps), work)
+        rows = _pool.empty((per, b_p, k_taps), work)
         words = rows.reshape(-1).view(word)
         for i in pieces:
             c0, c1 = i * per, min(i * per + per, chan)

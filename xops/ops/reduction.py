@@ -566,10 +566,9 @@ def _reduce_sizes(shape, dims):
     return kept, out_shape, math.prod(shape[d] for d in dims), math.prod(out_shape)
 
 
-def _reduce_layout(shape, dims):
-    """(O, R, I) such that the input viewed as (O, R, I) reduces over R with no copy,
-    or None where the reduced dims are not one block once size-1 dims are ignored."""
-    classes = []  # run-length: [reduced?, size]
+def _classes(shape, dims):
+    """``shape`` as runs of reduced / kept dims, size-1 dims ignored: [[reduced?, size]]."""
+    classes = []
     for d, size in enumerate(shape):
         if size == 1:
             continue
@@ -578,6 +577,13 @@ def _reduce_layout(shape, dims):
             classes[-1][1] *= size
         else:
             classes.append([red, size])
+    return classes
+
+
+def _reduce_layout(shape, dims):
+    """(O, R, I) such that the input viewed as (O, R, I) reduces over R with no copy,
+    or None where the reduced dims are not one block once size-1 dims are ignored."""
+    classes = _classes(shape, dims)
     flags = [c[0] for c in classes]
     if flags.count(True) > 1:
         return None
@@ -589,14 +595,33 @@ def _reduce_layout(shape, dims):
     return o, classes[k][1], i
 
 
+_SPLIT_ROW = 64  # _split_layout: the shortest inner block folded in place (the tree's)
+
+
+def _split_layout(shape, dims):
+    """(A, C, I) where the input is reduced over an outer and an inner block with one
+    kept block between, (A, C, I) as such (a per-channel sum of (N, C, H, W) over N, H,
+    W: a bias's or a batch norm's gradient), and the inner block holds at least
+    _SPLIT_ROW elements; else None."""
+    classes = _classes(shape, dims)
+    if [c[0] for c in classes] != [True, False, True] or classes[2][1] < _SPLIT_ROW:
+        return None
+    return tuple(c[1] for c in classes)
+
+
 _PLANS = {}  # (shape, dims) -> _fold_plan's answer (a function of those two only)
 _PLANS_MAX = 4096
 
 
 def _fold_plan(shape, dims):
     """How the fold kernels reduce a C-contiguous array of ``shape`` over ``dims``:
-    ``(out_shape, empty, perm, swap, layout, steps)``. ``empty``: the result is the init
-    value (nothing to reduce, or nothing to reduce to); ``perm``: a transpose gathering
+    ``(out_shape, empty, perm, swap, layout, steps, split)``. ``empty``: the result is
+    the init value (nothing to reduce, or nothing to reduce to); ``split``: (A, C, I)
+    where the reduced dims are an outer and an inner block around a kept one
+    (:func:`_split_layout`), folded in place in two steps: each (a, c) row of I elements
+    as a row, then the A row results of each c left to right from the init value (the
+    init, then each row's tree in order: a tree the spec allows, with no copy of the
+    input), else None; ``perm``: a transpose gathering
     the reduced dims last (one copy) where they are not one block, else None; ``swap``:
     (O, R, I) with few columns I, copied as (O, I, R) (rows are faster; the copy keeps
     each row in order), else None; ``layout``: (O, R, I) the kernels view the array as,
@@ -608,10 +633,13 @@ def _fold_plan(shape, dims):
         return plan
     dl = list(dims)
     kept, out_shape, r, m = _reduce_sizes(shape, dl)
-    perm, swap, layout, steps = None, None, None, ()
+    perm, swap, layout, steps, split = None, None, None, (), None
     if r and m:
         layout = _reduce_layout(shape, set(dl))
-        if layout is None:  # reduced dims apart: gather them last (one copy), in order
+        split = None if layout is not None else _split_layout(shape, set(dl))
+        if split is not None:
+            layout = (split[0] * split[1], split[2], 1)
+        elif layout is None:  # reduced dims apart: gather them last (one copy), in order
             perm = kept + sorted(dl)
             layout = (m, r, 1)
         o, r, i = layout
@@ -619,12 +647,14 @@ def _fold_plan(shape, dims):
             swap, layout = layout, (o * i, r, 1)
         elif i > 1:
             steps = ((i if o >= 16 else builtins.max(1024, -(-i // 8)), None),)
-        if layout[2] == 1:
+        if split is not None:
+            steps = ((split[2], None),)  # (each row one tree)
+        elif layout[2] == 1:
             # rows: longer than _ROW_CHUNK, they fold chunk by chunk (in parallel), then
             # the chunk results in order (a tree the spec allows)
             nc = -(-r // _ROW_CHUNK)
             steps = ((_ROW_CHUNK, None),) if nc == 1 else ((_ROW_CHUNK, nc), (nc, None))
-    plan = (out_shape, not (r and m), perm, swap, layout, steps)
+    plan = (out_shape, not (r and m), perm, swap, layout, steps, split)
     if len(_PLANS) >= _PLANS_MAX:
         _PLANS.clear()
     _PLANS[key] = plan
@@ -640,11 +670,18 @@ def _run_fold(x, init, plan, kdt, code):
     """The fold kernels' result for ``x`` along ``plan`` (:func:`_fold_plan`), with the
     init value given as the holder array ``init`` (0-d, x's element type)."""
     dt = x._dtype
-    out_shape, empty, perm, swap, layout, steps = plan
+    out_shape, empty, perm, swap, layout, steps, split = plan
     if empty:
         return _wrap(_full(out_shape, _wrap(init, dt)), dt)
     iv = _kernel_value(init, dt, kdt)
     a = _to_kernel(x, kdt)
+    if split is not None:
+        n_a, n_c, n_i = split
+        rows = np.empty((n_a * n_c, 1), kdt)
+        KR.fold(code, a.size, a.reshape(n_a * n_c, n_i, 1), rows, iv, False, n_i)
+        out = np.empty((1, n_c), kdt)
+        KR.fold(code, rows.size, _readonly(rows.reshape(1, n_a, n_c)), out, iv, True, n_c)
+        return _from_kernel(out.reshape(out_shape), dt)
     if perm is not None:
         a = _readonly(_contig(a.transpose(perm)))
     if swap is not None:

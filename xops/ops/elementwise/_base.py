@@ -11,6 +11,7 @@ import numpy as np
 from ...autodiff import helpers as _H
 from ...dtypes import as_dtype
 from ...kernels import elementwise as K
+from ...kernels import pool as _pool
 from ...tensor import _wrap
 from .._core import SpecError, binary_map, compute, kinds_str, operands, result, tstr
 
@@ -112,25 +113,37 @@ def _int_kernel(kern_signed, kern_unsigned, x, y, small=None):
     dt = x._dtype
     if small is not None and dt.bits <= 32:
         a, b, shape = _word_pair(x, y, False)
-        out = np.empty_like(a)
+        out = _pool.empty(a.shape, a.dtype)
         small(out.size, a, b, out)
         return result(out.reshape(shape), dt)
     wide = np.uint64 if dt.kind == _UI and dt.bits == 64 else np.int64
     a, b, shape = _flat_pair(x, y, wide)
-    out = np.empty_like(a)
+    out = _pool.empty(a.shape, a.dtype)
     (kern_unsigned if wide is np.uint64 else kern_signed)(out.size, a, b, out)
     return result(out.reshape(shape), dt)
 
 
 def _float_kernel2(kern, x, y):
-    a, b = np.broadcast_arrays(compute(x), compute(y))
+    a, b = compute(x), compute(y)
+    with_scalar = _SCALAR_KERNELS.get(kern)
+    if with_scalar is not None and a.dtype == b.dtype and (a.size == 1 or b.size == 1):
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        s_first = a.size == 1 and b.shape == shape
+        if s_first or a.shape == shape:  # one operand a scalar: no array of it
+            full, s = (b, a) if s_first else (a, b)
+            flat = np.ascontiguousarray(full).reshape(-1)
+            out = _pool.empty(flat.shape, flat.dtype)
+            with_scalar(out.size, flat, s.reshape(-1)[0], out, s_first)
+            return result(out.reshape(shape), x._dtype)
+    a, b = np.broadcast_arrays(a, b)
     a = np.ascontiguousarray(a).reshape(-1)
     b = np.ascontiguousarray(b).reshape(-1)
-    out = np.empty_like(a)
+    out = _pool.empty(a.shape, a.dtype)  # (recycled: no page faults)
     kern(out.size, a, b, out)
     return result(out.reshape(np.broadcast_shapes(x.shape, y.shape)), x._dtype)
 
 
+_SCALAR_KERNELS = {K.float_maximum: K.float_maximum_scalar, K.float_minimum: K.float_minimum_scalar}
 _NARROW_FORMATS = {"bf16": K.BF16, "f16": K.F16}
 
 

@@ -13,6 +13,7 @@ from ...autodiff.helpers import broadcast_to as _broadcast_to, sum_to as _sum_to
 from ...autodiff.tape import is_grad_enabled, primitive
 from ...dtypes import all_dtypes, as_dtype
 from ...kernels import elementwise as K
+from ...kernels import pool as _pool
 from ...tensor import Tensor, _wrap
 from .._core import SpecError, as_tensor, check, compute, fast_binary, operands, result, tstr
 from .._core import _fast_scalar, _quiet_call
@@ -94,7 +95,7 @@ def _minmax_vjp_cpu(g, out, lhs, rhs):
     half = r.dtype.type(0.5)
 
     def grad(a, b):
-        ga = np.empty(res.size, r.dtype)
+        ga = _pool.empty(res.size, r.dtype)
         if b.size == res.size:
             K.extremum_grad(ga.size, gv, a, b, res, half, ga)
         else:  # a weak scalar: one element, never an array of it
@@ -219,7 +220,7 @@ def round_nearest_afz(operand):
     """
     x = _unary("round_nearest_afz", operand, (_F,))
     a = np.ascontiguousarray(compute(x)).reshape(-1)
-    out = np.empty_like(a)
+    out = _pool.empty(a.shape, a.dtype)
     K.round_nearest_afz(out.size, a, out)
     return result(out.reshape(x.shape), x._dtype)
 
@@ -616,7 +617,7 @@ def _select_kernel(p, t, f, c_order=False):
     word = _SELECT_WORDS[t.dtype.itemsize]
     perm = None if c_order else _memory_order([a for a in (p, t, f) if not _is_scalar_branch(a)])
     shape = p.shape if perm is None else tuple(p.shape[d] for d in perm)
-    out = np.empty(shape, t.dtype)
+    out = _pool.empty(shape, t.dtype)
     K.select_bits(
         out.size,
         _select_flat(p, perm, np.bool_),
