@@ -305,3 +305,12 @@ def test_extremum_with_a_scalar_is_the_array_path(monkeypatch, op, dtype):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         keep = ~np.isnan(want)
         np.testing.assert_array_equal(got[keep].view(np.uint64), want[keep].view(np.uint64))
+
+
+def test_extremum_with_a_scalar_reads_a_transposed_operand_in_its_order():
+    v = np.asarray(_floats(np.random.default_rng(8), "float32"))[:4096].reshape(8, 8, 64)
+    h = xo.transpose(xo.tensor(v), [1, 0, 2])
+    for op in (xo.maximum, xo.minimum):
+        got, want = op(h, 0.0), op(xo.tensor(np.ascontiguousarray(np.asarray(h))), 0.0)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(bits(got), bits(want))

@@ -262,3 +262,18 @@ def test_broadcast_rows_leave_other_layouts_to_numpy():
     both = np.broadcast_to(np.ones((8, 1), np.float32), a.shape)
     assert K.rows_binary(np.add, both, both) is None
     assert K.rows_binary(np.add, a.astype(np.float16), both.astype(np.float16)) is None
+
+
+@pytest.mark.parametrize("op", [np.add, np.subtract, np.multiply, np.divide])
+def test_broadcast_rows_of_a_transposed_operand(op):
+    """A full operand in another memory order (a convolution's (O, N, P) result viewed as
+    NCHW) is read in that order, the result in that layout: NumPy's bits."""
+    a = _nan_payloads(_data(5 * 7 * 66, np.float32, 8).reshape(7, 5, 66), 9).swapaxes(0, 1)
+    s = _nan_payloads(np.random.default_rng(10).standard_normal(7).astype(np.float32), 11)
+    bv = np.broadcast_to(s.reshape(1, 7, 1), a.shape)
+    for args in ((a, bv), (bv, a)):
+        got = K.rows_binary(op, *args)
+        assert got is not None and got.shape == a.shape and got.strides == a.strides
+        _same(got, _numpy(op, *args))
+    sliced = a[:, :, ::2]  # (gaps: not one memory order)
+    assert K.rows_binary(op, sliced, bv[:, :, ::2]) is None

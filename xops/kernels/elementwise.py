@@ -844,12 +844,28 @@ def rows_binary(ufunc, a, b):
         return None
     if a.shape != b.shape or a.dtype.itemsize > 8:
         return None
-    if a.flags.c_contiguous:
-        full, v, s_first = a, b, False
-    elif b.flags.c_contiguous:
-        full, v, s_first = b, a, True
-    else:
+    for full, v, s_first in ((a, b, False), (b, a, True)):
+        if full.flags.c_contiguous:
+            return _rows(kern, full, v, s_first)
+    for full, v, s_first in ((a, b, False), (b, a, True)):
+        perm = memory_order(full)  # (a transposed result: read it in its own order)
+        if perm is not None:
+            out = _rows(kern, full.transpose(perm), v.transpose(perm), s_first)
+            return None if out is None else out.transpose(np.argsort(perm))
+    return None
+
+
+def memory_order(a):
+    """The permutation of a's dims in which it is C-contiguous (a transposed array's
+    memory order), or None (a broadcast, a slice with gaps)."""
+    if 0 in a.strides and a.size > 1:
         return None
+    perm = np.argsort([-abs(s) for s in a.strides], kind="stable")
+    return perm if a.transpose(perm).flags.c_contiguous else None
+
+
+def _rows(kern, full, v, s_first):
+    """rows_binary for a C-contiguous ``full``."""
     d, k = v.ndim, 1
     while d and (v.strides[d - 1] == 0 or v.shape[d - 1] == 1):
         d -= 1

@@ -131,10 +131,16 @@ def _float_kernel2(kern, x, y):
         s_first = a.size == 1 and b.shape == shape
         if s_first or a.shape == shape:  # one operand a scalar: no array of it
             full, s = (b, a) if s_first else (a, b)
+            perm = None if full.flags.c_contiguous else K.memory_order(full)
+            if perm is not None:  # (a transposed result: read in its memory order)
+                full = full.transpose(perm)
             flat = np.ascontiguousarray(full).reshape(-1)
             out = _pool.empty(flat.shape, flat.dtype)
             with_scalar(out.size, flat, s.reshape(-1)[0], out, s_first)
-            return result(out.reshape(shape), x._dtype)
+            out = out.reshape(full.shape)
+            if perm is not None:
+                out = out.transpose(np.argsort(perm))
+            return result(out, x._dtype)
     a, b = np.broadcast_arrays(a, b)
     a = np.ascontiguousarray(a).reshape(-1)
     b = np.ascontiguousarray(b).reshape(-1)
