@@ -848,20 +848,22 @@ def rows_binary(ufunc, a, b):
         if full.flags.c_contiguous:
             return _rows(kern, full, v, s_first)
     for full, v, s_first in ((a, b, False), (b, a, True)):
-        perm = memory_order(full)  # (a transposed result: read it in its own order)
+        perm = memory_order([full])  # (a transposed result: read it in its own order)
         if perm is not None:
             out = _rows(kern, full.transpose(perm), v.transpose(perm), s_first)
             return None if out is None else out.transpose(np.argsort(perm))
     return None
 
 
-def memory_order(a):
-    """The permutation of a's dims in which it is C-contiguous (a transposed array's
-    memory order), or None (a broadcast, a slice with gaps)."""
-    if 0 in a.strides and a.size > 1:
-        return None
-    perm = np.argsort([-abs(s) for s in a.strides], kind="stable")
-    return perm if a.transpose(perm).flags.c_contiguous else None
+def memory_order(arrays):
+    """A permutation of the dims in which every array of the list is C-contiguous (all
+    share one memory layout, e.g. all transposed alike: a transposed array's memory
+    order), or None (layouts that differ, a broadcast, a slice with gaps)."""
+    perm = np.argsort([-abs(s) for s in arrays[0].strides], kind="stable")
+    for a in arrays:
+        if not np.transpose(a, perm).flags.c_contiguous:
+            return None
+    return perm
 
 
 def _rows(kern, full, v, s_first):

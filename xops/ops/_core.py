@@ -442,7 +442,7 @@ def fast_binary(op, ufunc, kinds):
             large = b.size >= split
         else:
             return None
-        if large:  # two pieces on two threads
+        if large:  # (binary_map: a pooled result, two pieces, or a broadcast row by row)
             r = _quiet_call(binary_map, ufunc, a, b) if quiet else binary_map(ufunc, a, b)
         elif not quiet:
             r = ufunc(a, b)

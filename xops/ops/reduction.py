@@ -621,7 +621,8 @@ def _fold_plan(shape, dims):
     (:func:`_split_layout`), folded in place in two steps: each (a, c) row of I elements
     as a row, then the A row results of each c left to right from the init value (the
     init, then each row's tree in order: a tree the spec allows, with no copy of the
-    input), else None; ``perm``: a transpose gathering
+    input; the plan's other fields are then unused: None, ()), else None; ``perm``: a
+    transpose gathering
     the reduced dims last (one copy) where they are not one block, else None; ``swap``:
     (O, R, I) with few columns I, copied as (O, I, R) (rows are faster; the copy keeps
     each row in order), else None; ``layout``: (O, R, I) the kernels view the array as,
@@ -637,19 +638,16 @@ def _fold_plan(shape, dims):
     if r and m:
         layout = _reduce_layout(shape, set(dl))
         split = None if layout is not None else _split_layout(shape, set(dl))
-        if split is not None:
-            layout = (split[0] * split[1], split[2], 1)
-        elif layout is None:  # reduced dims apart: gather them last (one copy), in order
-            perm = kept + sorted(dl)
+        if layout is None and split is None:  # reduced dims apart: gather them last
+            perm = kept + sorted(dl)  # (one copy, in order)
             layout = (m, r, 1)
+    if layout is not None:
         o, r, i = layout
         if 1 < i < 8:
             swap, layout = layout, (o * i, r, 1)
         elif i > 1:
             steps = ((i if o >= 16 else builtins.max(1024, -(-i // 8)), None),)
-        if split is not None:
-            steps = ((split[2], None),)  # (each row one tree)
-        elif layout[2] == 1:
+        if layout[2] == 1:
             # rows: longer than _ROW_CHUNK, they fold chunk by chunk (in parallel), then
             # the chunk results in order (a tree the spec allows)
             nc = -(-r // _ROW_CHUNK)

@@ -131,7 +131,7 @@ def _float_kernel2(kern, x, y):
         s_first = a.size == 1 and b.shape == shape
         if s_first or a.shape == shape:  # one operand a scalar: no array of it
             full, s = (b, a) if s_first else (a, b)
-            perm = None if full.flags.c_contiguous else K.memory_order(full)
+            perm = None if full.flags.c_contiguous else K.memory_order([full])
             if perm is not None:  # (a transposed result: read in its memory order)
                 full = full.transpose(perm)
             flat = np.ascontiguousarray(full).reshape(-1)
@@ -172,7 +172,7 @@ def _fast2(ufunc, x, y):
     """Hot path for types NumPy computes in directly: no conversion. Quiet (IEEE
     overflow/invalid are defined results) and always an ndarray (a ufunc on 0-d
     arrays returns a NumPy scalar)."""
-    with _quiet():  # (large operands: two pieces on two threads, the same bits)
+    with _quiet():  # (binary_map: pooled results, pieces, broadcast rows; the same bits)
         return _wrap(np.asarray(binary_map(ufunc, x._value, y._value)), x._dtype)
 
 

@@ -585,14 +585,7 @@ def _is_scalar_branch(v):
     return v.ndim == 0 or not builtins.any(v.strides)
 
 
-def _memory_order(arrays):
-    """A permutation of the dims in which every array is C-contiguous (all share one
-    memory layout, e.g. all transposed alike), or None."""
-    perm = np.argsort([-builtins.abs(s) for s in arrays[0].strides], kind="stable")
-    for a in arrays:
-        if not np.transpose(a, perm).flags.c_contiguous:
-            return None
-    return perm
+_memory_order = K.memory_order  # (the kernels' rows_binary reads layouts alike)
 
 
 def _select_flat(v, perm, word):
