@@ -339,6 +339,15 @@ for dt in FL:
     scalar = from_dtype(np.dtype(dt))
     sig = (arr(dt),) * 4 + (i64, i64) + (scalar,) * 8 + (arr(dt),) * 3
     check(f"adam {dt}", OPT._adam_kernel(np.dtype(dt).type), sig)
+    for n in (1, OPT.MANY):  # the multi-tensor update: tuples of arrays indexed at run time
+        many = (types.UniTuple(arr(dt), n),) * 4 + (types.UniTuple(i64, n), i64, i64)
+        sig = many + (scalar,) * 8 + (arr(dt),)
+        try:
+            ptx, _ = cuda.compile_ptx(OPT._adam_many_kernel(np.dtype(dt).type, n), sig, cc=(8, 0))
+            if "fma." in ptx:
+                fails.append(f"adam_many {n} {dt}: a product contracted into an fma")
+        except Exception as e:
+            fails.append(f"adam_many {n} {dt}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     sig = (arr(dt),) * 3 + (i64,) * 4 + (scalar,) * 4 + (arr(dt),) * 2
     check(f"sgd {dt}", OPT._sgd_kernel(np.dtype(dt).type), sig)
 # float -> integer convert (xops/kernels/cuda/elementwise.py): NaN, saturation, truncation
@@ -356,7 +365,8 @@ from xops.kernels.cuda import nn_fused as NNF  # noqa: E402
 for dt in FL:
     check(f"relu {dt}", NNF._relu_k, (arr(dt), arr(dt)))
     check(f"relu grad {dt}", NNF._relu_grad_k, (arr(dt),) * 3)
-    sig = (arr(dt),) * 4 + (i64,) + (sc(dt),) * 3 + (arr(dt),) * 2
+    check(f"nan mask {dt}", NNF._nan_mask_k, (arr(dt),) * 3)
+    sig = (arr(dt),) * 4 + (i64,) + (sc(dt),) * 3 + (arr(dt),) * 2 + (arr("i8"),) * 2
     try:
         ptx, _ = cuda.compile_ptx(NNF._running_kernel(np.dtype(dt).type), sig, cc=(8, 0))
         if "fma." in ptx:

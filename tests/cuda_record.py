@@ -2,7 +2,11 @@
 test that ran a kernel passed. It is how ``xops.kernels.cuda.GPU_VERIFIED`` (the "GPU"
 entries of docs/status.md's CUDA column) is established; docs/gpu.md gives the command:
 
-    OUT=. PYTHONPATH=tests python -m pytest -q -p no:benchmark -p cuda_record tests/test_cuda*.py
+    OUT=. PYTHONPATH=tests python -m pytest -q -p no:benchmark -p cuda_record \
+        -W ignore::RuntimeWarning tests/test_cuda*.py
+
+(``-W ignore::RuntimeWarning``, as the simulator run: the tests' NumPy reference code warns
+on IEEE special values, and setup.cfg turns warnings into errors.)
 
 Each process writes ``$OUT/cuda_ops_<worker>.json`` (one per pytest-xdist worker):
 ``{op: {"verified": bool, "tests": {test id: outcome}}}``.

@@ -142,3 +142,70 @@ def test_nn_batchnorm_module_trains_its_running_statistics_on_the_device():
     assert d.device == "cuda:0"
     np.testing.assert_allclose(d.numpy(), h.numpy(), rtol=1e-6)
     np.testing.assert_allclose(bns[0].running_var.numpy(), bns[1].running_var.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("momentum", [0.3, None])
+def test_batchnorm_counts_its_batches_in_the_running_statistics_launch(momentum, monkeypatch):
+    """``num_batches_tracked`` goes up by one per training forward on the device, as on
+    the CPU; with a momentum the running-statistics launch writes it (no add op), with
+    ``momentum=None`` (the cumulative average reads it first) an add does."""
+    from xops import nn
+
+    x, _, _ = _batch("f32", seed=3)
+    counted = []
+    fused = _device._updates["cuda", "batch_norm_running"]
+
+    def spy(*a):
+        out = fused(*a)
+        counted.append(a[-1] is not None and out is not None and len(out) == 3)
+        return out
+
+    monkeypatch.setitem(_device._updates, ("cuda", "batch_norm_running"), spy)
+    bns = [nn.BatchNorm1d(4, momentum=momentum) for _ in range(2)]
+    bns[0] = bns[0].to("cuda")
+    for k in range(3):
+        bns[0](cu(x * (k + 1), "f32"))
+        bns[1](xo.tensor(x * (k + 1), "f32"))
+    d, h = bns[0].num_batches_tracked, bns[1].num_batches_tracked
+    assert d.device == "cuda:0" and d.dtype == h.dtype == "i64"
+    assert int(d.numpy()) == int(h.numpy()) == 3
+    assert counted == [momentum is not None] * 3
+    np.testing.assert_allclose(bns[0].running_var.numpy(), bns[1].running_var.numpy(), rtol=1e-6)
+    bns[0].eval()
+    bns[0](cu(x, "f32"))  # (eval mode: not counted)
+    assert int(bns[0].num_batches_tracked.numpy()) == 3
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+def test_max_pool_gradient_nan_mask_is_one_kernel_and_the_cpu_gradient(dt, monkeypatch):
+    """Max pooling's gradient on the device masks the cotangent of NaN windows (they send
+    nothing back, as on the CPU) with one fused kernel; under ``create_graph`` the ops'
+    select, which is recorded. Both give the CPU's gradient bit for bit."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4, 4))
+    x[0, 1, 0, 1] = np.nan  # (one NaN window of 2x2)
+    x[1, 2, 3, 3] = -0.0
+    calls = []
+    fused = _device._updates["cuda", "nan_mask"]
+    monkeypatch.setitem(
+        _device._updates, ("cuda", "nan_mask"), lambda *a: calls.append(1) or fused(*a)
+    )
+
+    def loss(t):
+        y = F.max_pool2d(t, 2)
+        return xo.reduce(y * y, 0.0, [0, 1, 2, 3], xo.add)
+
+    ref = xo.grad(loss)(xo.tensor(x, dt))
+    got = xo.grad(loss)(cu(x, dt))
+    assert got.device == "cuda:0" and len(calls) == 1
+    assert _bits(got) == _bits(ref)
+    ref_g = ref.numpy()
+    assert ref_g[0, 1, 0, 1] == 0 and np.count_nonzero(ref_g[0, 1, :2, :2]) == 0
+    # a gradient of the gradient: the inner backward pass records, so its mask is the
+    # ops' select (recorded); the outer pass (first order again) takes the kernel; the
+    # select_and_scatter rule's constants live on the device
+    del calls[:]
+    g2 = xo.grad(lambda t: xo.reduce(xo.grad(loss)(t), 0.0, [0, 1, 2, 3], xo.add))
+    want = g2(xo.tensor(x, dt)).numpy()
+    np.testing.assert_array_equal(g2(cu(x, dt)).numpy(), want)
+    assert len(calls) == 1 and np.count_nonzero(want) == 2 * 3 * 2 * 2 - 1  # (NaN: none)

@@ -48,18 +48,17 @@ def launches(monkeypatch):
     """Records each fused update's calls: whether it ran (True) or declined (False)."""
     calls = []
 
-    def counting(fused):
+    def counting(fused, many):
         def counted(*args):
             out = fused(*args)
-            calls.append(out is not None)
+            calls.extend([out is not None] * (len(args[0]) if many else 1))  # (per parameter)
             return out
 
         return counted
 
-    for name in ("adam", "sgd"):
-        monkeypatch.setitem(
-            _device._updates, ("cuda", name), counting(_device._updates["cuda", name])
-        )
+    for name in ("adam", "adam_many", "sgd"):
+        fused = _device._updates["cuda", name]
+        monkeypatch.setitem(_device._updates, ("cuda", name), counting(fused, name == "adam_many"))
     return calls
 
 
@@ -112,7 +111,68 @@ def test_views_and_narrow_types_take_the_op_by_op_update(launches):
     want = _one_step(xo.convert(x, "bf16"), gb)
     got = _one_step(xo.convert(x.to("cuda"), "bf16"), gb.to("cuda"))
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
-    assert launches == [False]  # (the strided one declined; bf16 never reached it)
+    # (the strided one declined, by the multi-tensor update then the single one; bf16
+    # never reached either)
+    assert launches == [False, False]
+
+
+def _address(devarr):
+    host = getattr(devarr, "_ary", None)  # (the simulator's arrays wrap host memory)
+    return host.ctypes.data if host is not None else devarr.device_ctypes_pointer.value
+
+
+def test_multi_tensor_adam_batches_parameters_and_equals_the_cpu(launches):
+    """Adam over 11 parameters of two types and two histories: f32 ones (more than
+    ``MANY``: two launches a step) and f64 ones, one of them added to the optimizer's
+    group only later (its first step while the others are at their third). Every result
+    bit for bit the CPU's; the new tensors of one launch share one device buffer."""
+    from xops.kernels.cuda import optim as cuda_optim
+
+    rng = np.random.default_rng(3)
+    shapes = [(4, 3), (5,), (), (2, 2, 2), (7,), (3, 1), (6,), (1,), (9,)]
+
+    def build(device):
+        ps = [xo.tensor(rng.normal(size=s).astype(np.float32), device=device) for s in shapes]
+        ps += [xo.tensor(rng.normal(size=(3,)).astype(np.float64), device=device)]
+        late = xo.tensor(rng.normal(size=(2, 3)).astype(np.float64), device=device)
+        for p in ps + [late]:
+            p.requires_grad = True
+        return ps, late
+
+    results = {}
+    for device in ("cpu", "cuda"):
+        rng = np.random.default_rng(3)
+        ps, late = build(device)
+        opt = optim.AdamW(ps, lr=0.03, weight_decay=0.2)
+        for k in range(3):
+            if k == 2:
+                opt.add_param_group({"params": [late]})
+            for p in ps + ([late] if k == 2 else []):
+                p.grad = xo.tensor(rng.normal(size=p.shape).astype(p.numpy().dtype), device=device)
+            opt.step()
+        results[device] = [p.to("cpu").numpy() for p in ps + [late]]
+        if device == "cuda":
+            assert opt.state[id(late)]["step"] == 1 and opt.state[id(ps[0])]["step"] == 3
+            ptr = [_address(p._value) for p in ps[:2]]
+            assert len(shapes) > cuda_optim.MANY
+    for a, b in zip(results["cuda"], results["cpu"]):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
+    assert launches and all(launches) and len(launches) == 3 * 10 + 1
+    assert ptr[1] - ptr[0] == 12 * 4  # (the first two f32 results: one buffer, in order)
+
+
+def test_a_mismatched_gradient_updates_no_parameter():
+    ps = [xo.tensor(np.ones(3, np.float32), device="cuda") for _ in range(2)]
+    for p in ps:
+        p.requires_grad = True
+    opt = optim.Adam(ps, lr=0.1)
+    ps[0].grad = xo.tensor(np.ones(3, np.float32), device="cuda")
+    ps[1].grad = xo.tensor(np.ones(4, np.float32), device="cuda")
+    with pytest.raises(ValueError, match="does not match its parameter"):
+        opt.step()
+    assert opt.state.get(id(ps[0]), {}) == {}
+    np.testing.assert_array_equal(ps[0].to("cpu").numpy(), np.ones(3, np.float32))
 
 
 def test_engine_zeros_and_rule_constants_are_shared_on_the_device():

@@ -23,10 +23,17 @@ TOL = {"f32": 4e-6, "f64": 1e-13, "bf16": 2.0**-7, "f16": 2.0**-10, "c64": 4e-6,
 rng = np.random.default_rng(5)
 
 
+def _parts(a):
+    """float64 values of ``a``; a complex array's real and imaginary parts side by side."""
+    if np.iscomplexobj(a):
+        return np.stack([a.real, a.imag], axis=-1).astype(np.float64)
+    return a.astype(np.float64)
+
+
 def _close(dev, ref, dtype):
     assert dev.device == "cuda:0" and ref.device == "cpu"
     assert dev.dtype == ref.dtype and dev.shape == ref.shape, (dev, ref)
-    d, r = dev.numpy().astype(np.float64), ref.numpy().astype(np.float64)
+    d, r = _parts(dev.numpy()), _parts(ref.numpy())
     np.testing.assert_array_equal(np.isnan(d), np.isnan(r))
     scale = np.nanmax(np.abs(r), initial=0.0)
     np.testing.assert_allclose(np.nan_to_num(d), np.nan_to_num(r), rtol=0, atol=TOL[dtype] * scale)

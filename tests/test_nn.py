@@ -788,3 +788,15 @@ def test_cnn_forward_and_gradients_match_torch():
         np.testing.assert_allclose(
             np.asarray(p.grad), tparams[name].grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=name
         )
+
+
+def test_batchnorm_counts_a_batch_before_a_failed_training_forward():
+    """As PyTorch's module: num_batches_tracked goes up, then the one-value-per-channel
+    check raises; a good batch then counts once more."""
+    bn = nn.BatchNorm1d(3)
+    with pytest.raises(ValueError, match="more than one value per channel"):
+        bn(xo.tensor(np.ones((1, 3), np.float32)))
+    assert int(bn.num_batches_tracked.numpy()) == 1
+    bn(xo.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)))
+    assert int(bn.num_batches_tracked.numpy()) == 2
+    np.testing.assert_allclose(bn.running_mean.numpy(), [0.15, 0.25, 0.35], rtol=1e-6)

@@ -438,6 +438,17 @@ def batch_norm(
     ``training=False``: ``xo.batch_norm_inference`` with the running statistics.
     ``weight`` / ``bias`` (gamma / beta) default to 1 / 0.
     """
+    return _batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def _batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps, count=None):
+    """:func:`batch_norm`; ``count`` (BatchNorm's ``num_batches_tracked``, training with
+    running statistics) is incremented here: by the fused running-statistics kernel when
+    it runs (one launch on a device instead of an op more), else by an add."""
+    untracked = running_mean is None and running_var is None
+    if count is not None and (untracked or not training):
+        assign_(count, count + 1)  # (no running statistics to update with it)
+        count = None
     if x.ndim < 2:
         raise ValueError(f"batch_norm: input must be (N, C, ...), got {x.type}")
     c = x.shape[1]
@@ -447,17 +458,25 @@ def batch_norm(
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: evaluation mode needs running_mean and running_var")
         return batch_norm_inference(x, scale, offset, running_mean, running_var, eps, 1)
-    out, batch_mean, batch_var = batch_norm_training(x, scale, offset, eps, 1)
-    if running_mean is not None or running_var is not None:
-        n = x.size // c
-        if n <= 1:
+    try:
+        out, batch_mean, batch_var = batch_norm_training(x, scale, offset, eps, 1)
+        n = x.size // c if c else 0
+        if n <= 1 and not untracked:
             raise ValueError(
                 f"batch_norm: training needs more than one value per channel, got input {x.type}"
             )
+    except Exception:
+        if count is not None:  # (counted before the failure, as PyTorch's module counts)
+            assign_(count, count + 1)
+        raise
+    if not untracked:
         with no_grad():
             m = float(momentum)
-            if _running_fused(running_mean, batch_mean, running_var, batch_var, m, n / (n - 1)):
+            s = n / (n - 1)
+            if _running_fused(running_mean, batch_mean, running_var, batch_var, m, s, count):
                 return out
+            if count is not None:
+                assign_(count, count + 1)
             if running_mean is not None:
                 assign_(running_mean, _running_update(running_mean, batch_mean, m, None))
             if running_var is not None:
@@ -465,7 +484,7 @@ def batch_norm(
     return out
 
 
-def _running_fused(running_mean, batch_mean, running_var, batch_var, m, scale):
+def _running_fused(running_mean, batch_mean, running_var, batch_var, m, scale, count=None):
     """Both running statistics updated by one fused device kernel (``device._updates``
     "batch_norm_running": :func:`_running_update`'s formulas and bits, in one launch
     instead of ~8 ops) when the given ones and the batch's are f32 / f64 of one type,
@@ -484,12 +503,16 @@ def _running_fused(running_mean, batch_mean, running_var, batch_var, m, scale):
         return False
     om, bm = (None, None) if running_mean is None else (running_mean._value, batch_mean._value)
     ov, bv = (None, None) if running_var is None else (running_var._value, batch_var._value)
-    new = update(om, bm, ov, bv, m, scale)
+    if count is not None and (count.device != dev or count._dtype.name != "i64"):
+        return False
+    new = update(om, bm, ov, bv, m, scale, None if count is None else count._value)
     if new is None:
         return False
     for o, v in zip((running_mean, running_var), new):
         if o is not None:
             assign_(o, _wrap(v, dt))
+    if count is not None:
+        assign_(count, _wrap(new[2], count._dtype))
     return True
 
 

@@ -552,16 +552,20 @@ class _BatchNorm(Module):
                 f"{type(self).__name__}({self.num_features}): input has "
                 f"{x.shape[1]} channels ({x.type})"
             )
+        count = None
         if self.training and self.track_running_stats:
             count = self.num_batches_tracked  # counted where it lives (no device sync)
-            assign_(count, count + 1)
+            if self.momentum is None:  # (read below: counted first)
+                assign_(count, count + 1)
+                count = None
         # batch statistics in training mode, and in eval mode without running statistics
         # (as PyTorch); running_mean/var are None when they are not tracked
         use_batch = self.training or not self.track_running_stats
         momentum = self.momentum
         if momentum is None:  # cumulative moving average over the batches seen (PyTorch)
             momentum = 1.0 / max(int(self.num_batches_tracked), 1)
-        return F.batch_norm(
+        # (the counter goes up with the running statistics: on a device, in their launch)
+        return F._batch_norm(
             x,
             self.running_mean,
             self.running_var,
@@ -570,6 +574,7 @@ class _BatchNorm(Module):
             use_batch,
             momentum,
             self.eps,
+            count,
         )
 
     def extra_repr(self):

@@ -311,15 +311,37 @@ def bound_arguments(fn, args, kwargs):
     applied (as the tape binds an op's arguments): a reference implementation takes
     exactly its op's arguments this way, so the spec's parameter list stays in one
     place, the op's signature."""
-    sig = _SIGNATURES.get(fn)
-    if sig is None:  # (inspect.signature costs more than the binding: once per function)
-        sig = _SIGNATURES[fn] = inspect.signature(fn)
+    known = _SIGNATURES.get(fn)
+    if known is None:  # (inspect.signature costs more than the binding: once per function)
+        sig = inspect.signature(fn)
+        params = sig.parameters.values()
+        plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        index = {p.name: i for i, p in enumerate(params)}
+        known = _SIGNATURES[fn] = (sig, [(p.name, p.default) for p in params], index, plain)
+    sig, named, index, plain = known
+    n = len(args)
+    if plain and n <= len(named) and all(index.get(k, -1) >= n for k in kwargs):
+        # (a plain signature binds by position, then by name, then the defaults: what
+        # inspect does; a missing argument falls through to inspect's own error)
+        bound = {}
+        for i, (k, default) in enumerate(named):
+            if i < n:
+                bound[k] = args[i]
+            elif k in kwargs:
+                bound[k] = kwargs[k]
+            elif default is not _EMPTY:
+                bound[k] = default
+            else:
+                break
+        else:
+            return bound
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.arguments
 
 
-_SIGNATURES = {}  # function -> its inspect.Signature (ops and kernels: a fixed set)
+_SIGNATURES = {}  # function -> (inspect.Signature, [(name, default)], index, plain)
+_EMPTY = inspect.Parameter.empty
 
 
 # ---------------------------------------------------------------------------------------

@@ -37,9 +37,10 @@ import math
 
 import numpy as np
 
+from .. import device as _device
 from ..autodiff.helpers import _on, zeros_like as _zeros_like
 from ..autodiff.local import local_vjp
-from ..autodiff.tape import no_grad, primitive
+from ..autodiff.tape import is_grad_enabled, no_grad, primitive
 from ..dtypes import as_dtype
 from ..kernels import pool as _pool
 from ..kernels import reduction as KR
@@ -94,7 +95,6 @@ from .reduction import (
     _variadic,
     _widen,
     _zero_entries,
-    _zeros,
 )
 
 __all__ = ["reduce_window", "select_and_scatter"]
@@ -231,6 +231,19 @@ def _identity_of(name, t):
     return bool(v == (-np.inf if name == "maximum" else np.inf))
 
 
+def _nan_masked(out, g):
+    """``g`` where ``out`` is not NaN, 0 where it is: ``select(compare(out, out, EQ), g,
+    0)``; off the host and outside ``create_graph``, one fused device kernel (the same
+    values) where the device has one (``device._updates`` "nan_mask")."""
+    if not is_grad_enabled():
+        fused = _device._updates.get((out.device.kind, "nan_mask"))
+        if fused is not None and g._dtype == out._dtype and g.shape == out.shape:
+            d = fused(out._value, g._value)
+            if d is not None:
+                return _wrap(d, g._dtype)
+    return _E.select(_E.compare(out, out, "EQ"), g, _zeros_like(out))
+
+
 @reduce_window.defvjp
 def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
     """add: the transpose of the windowing (g dilated by the strides, padded, summed over
@@ -272,7 +285,7 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
             # off the CPU always the mask, so that no data is read back to the host)
             host = out.device.kind == "cpu"
             nan = not host or np.isnan(np.sum(compute(out), dtype=np.float64))
-            gm = _E.select(_E.compare(out, out, "EQ"), g, _zeros_like(out)) if nan else g
+            gm = _nan_masked(out, g) if nan else g
             gx = (
                 select_and_scatter(
                     x,
@@ -387,7 +400,7 @@ def _reduce_window_choice_vjp(g, out, x, init, geo, name):
     gx = geo.unpad(gxp, dt) if _needs(x) else None
     gi = None
     if _needs(init):
-        holes = geo.padded(_zeros(x.shape, dt), _M.constant(1, dt))  # 1 at padding / holes
+        holes = geo.padded(_zeros_on(x.shape, dt, x), _const_on(1, dt, x))  # 1: padding, holes
         gi = _E.add(
             _sum(_E.select(_E.compare(arg, -1, "EQ"), g, zeros)), _sum(_E.multiply(gxp, holes))
         )
@@ -578,7 +591,7 @@ def _select_and_scatter_vjp(
     rank = x.ndim
     # (the window attributes are kept parsed by the op: lists of ints, padding pairs)
     geo = _Geometry(x.shape, window_dimensions, window_strides, [1] * rank, [1] * rank, padding)
-    go = _zeros(x.shape, x._dtype) if _needs(operand) else None
+    go = _zeros_on(x.shape, x._dtype, x) if _needs(operand) else None
     gs = _select_and_gather(g, x, init, geo, select) if _needs(source) else None
     gi = _sum(g) if _needs(init_value) else None
     return go, gs, gi, None, None, None, None, None
@@ -590,18 +603,18 @@ def _select_and_gather(g, x, init, geo, select_fn):
     with no operand element gets 0)."""
     op = "select_and_scatter"
     dt = g._dtype
-    zeros = _zeros(geo.out, dt)
+    zeros = _zeros_on(geo.out, dt, g)
     if math.prod(geo.out) == 0:
         return zeros
     positions = geo.positions()
     with no_grad():
-        xp = geo.padded(x, init)
+        xp = geo.padded(x, _on(init, x))
         valid = geo.padded(
-            _M.broadcast_in_dim(_M.constant(True, "i1"), [], list(x.shape)),
-            _M.constant(False, "i1"),
+            _M.broadcast_in_dim(_const_on(True, "i1", x), [], list(x.shape)),
+            _const_on(False, "i1", x),
         )
         pick = geo.slot(xp, positions[0])
-        arg = _bcast(_M.constant(-1, "i64"), geo.out)
+        arg = _bcast(_const_on(-1, "i64", x), geo.out)
         for k, w in enumerate(positions):
             v = geo.slot(xp, w)
             (keep,) = outputs(op, "C9", "select", select_fn(pick, v), 1)
@@ -611,12 +624,22 @@ def _select_and_gather(g, x, init, geo, select_fn):
             )
             pick = _E.select(replace, v, pick)
             arg = _E.select(replace, k, arg)
-    gp = geo.padded(g, _M.constant(0, dt))
+    gp = geo.padded(g, _const_on(0, dt, g))
     gs = None
     for k, w in enumerate(positions):
         term = _E.select(_E.compare(arg, k, "EQ"), geo.slot(gp, w), zeros)
         gs = term if gs is None else _E.add(gs, term)
     return gs
+
+
+def _const_on(value, dt, like):
+    """The 0-d constant ``value`` of element type ``dt`` on ``like``'s device."""
+    return _on(_M.constant(value, dt), like)
+
+
+def _zeros_on(shape, dt, like):
+    """Zeros of ``shape`` and element type ``dt`` on ``like``'s device (one broadcast)."""
+    return _bcast(_const_on(0, dt, like), shape)
 
 
 def _check_select(op, select, init):

@@ -95,6 +95,7 @@ class Optimizer:
         # (overflow to inf is the IEEE result here, not a warning: the host updates)
         with no_grad(), np.errstate(all="ignore"):
             for group in self.param_groups:
+                todo = []
                 for p in group["params"]:
                     if p.grad is None:
                         continue
@@ -104,9 +105,15 @@ class Optimizer:
                             f"{type(self).__name__}.step: .grad {g.type} does "
                             f"not match its parameter {p.type}"
                         )
-                    state = self.state.setdefault(id(p), {})
-                    assign_(p, self._update(p.detach(), g.detach(), state, group))
+                    todo.append((p, g, self.state.setdefault(id(p), {})))
+                for p, new in self._update_group(todo, group):
+                    assign_(p, new)
         return loss
+
+    def _update_group(self, todo, group):
+        """``[(p, new p)]`` for the ``(p, grad, state)`` of one group (all checked): one
+        :meth:`_update` each, unless the optimizer updates several at once."""
+        return [(p, self._update(p.detach(), g.detach(), state, group)) for p, g, state in todo]
 
     def _update(self, p, g, state, group):
         raise NotImplementedError
@@ -303,6 +310,40 @@ class Adam(Optimizer):
         if not (0 <= b1 < 1 and 0 <= b2 < 1):
             raise ValueError(f"invalid betas {betas}: each must be in [0, 1)")
         super().__init__(params, dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=weight_decay))
+
+    def _update_group(self, todo, group):
+        """Parameters on a device with a multi-tensor kernel (``device._updates``
+        "adam_many"), f32 / f64 with moments of their type, shape and device, are updated
+        together, a launch per several parameters (batched by device, type, step number
+        and first step; the bits of :meth:`_update`'s); the others one by one."""
+        batches, rest = {}, []
+        for p, g, state in todo:
+            m, v = state.get("exp_avg"), state.get("exp_avg_sq")
+            moments = [s for s in (m, v) if s is not None]
+            if p.device.kind != "cpu" and len(moments) != 1:
+                if _fused("adam_many", p, g, *moments) is not None:
+                    key = (str(p.device), p._dtype.name, state.get("step", 0), m is None)
+                    batches.setdefault(key, []).append((p, g, state))
+                    continue
+            rest.append((p, g, state))
+        done = []
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        for (_, _, t, first), items in batches.items():
+            p0 = items[0][0]
+            update = _fused("adam_many", p0)
+            moments = (lambda s: (None, None)) if first else (
+                lambda s: (s["exp_avg"]._value, s["exp_avg_sq"]._value)
+            )  # fmt: skip
+            arrays = [(p._value, *moments(s), g._value) for p, g, s in items]
+            news = update(arrays, lr, b1, b2, eps, wd, self._decoupled, t + 1)
+            if news is None:
+                rest += items
+                continue
+            dt = p0._dtype
+            for (p, _, state), (np_, m, v) in zip(items, news):
+                state.update(step=t + 1, exp_avg=_wrap(m, dt), exp_avg_sq=_wrap(v, dt))
+                done.append((p, _wrap(np_, dt)))
+        return done + super()._update_group(rest, group)
 
     def _update(self, p, g, state, group):
         m, v = state.get("exp_avg"), state.get("exp_avg_sq")

@@ -304,7 +304,6 @@ def convolution(op, lhs, rhs, *attributes):
             f"has no cuda kernel for {in_dt.name} operands with a {out_dt.name} result "
             f"(i1, si8-64, ui8-64, f32, f64)",
         )
-    dn = a.dn
     n_sp = len(a.in_spatial)
     if n_sp > MAX_SPATIAL:
         raise SpecError(
@@ -318,12 +317,43 @@ def convolution(op, lhs, rhs, *attributes):
     size = math.prod(shape)
     if size == 0:
         return from_holder(out, out_dt)
+    plan = _plans.get(a)
+    if plan is None:
+        if len(_plans) >= _PLANS_KEPT:
+            _plans.clear()
+        plan = _plans[a] = _plan(a, x.shape, y.shape, in_dt.np, out_dt.np, size)
+    kind, kernel, config, args, fold = plan
+    if kind == "planar":
+        splits, acc_np = fold
+        part = device_empty((size * splits,), acc_np) if splits > 1 else _one(acc_np)
+        kernel[config](xv, wv, *args, part, flat(out))
+        if splits > 1:
+            _fold(in_dt.np, out_dt.np)[(size + THREADS - 1) // THREADS, THREADS](
+                part, splits, flat(out)
+            )
+    else:
+        kernel[config](xv, wv, *args, flat(out))
+    return from_holder(out, out_dt)
 
-    xs, ws = c_strides(x.shape), c_strides(y.shape)
-    n_out = y.shape[dn.kernel_output_feature_dimension]
-    cg = y.shape[dn.kernel_input_feature_dimension]
+
+# a validated convolution (the checks' cached result, one per signature: shapes, types,
+# attributes) -> its launch plan: what convolution() works out from the signature alone
+_plans = {}
+_PLANS_KEPT = 1024
+
+
+def _plan(a, x_shape, y_shape, in_np, out_np, size):
+    """(kind, kernel, launch configuration, the arguments between the operands and the
+    result, fold) of the validated convolution ``a``: "planar" (fold: the number of
+    kernel-row splits and the partial sums' type) or "general" (fold None)."""
+    dn = a.dn
+    n_sp = len(a.in_spatial)
+    shape = a.result_shape
+    xs, ws = c_strides(x_shape), c_strides(y_shape)
+    n_out = y_shape[dn.kernel_output_feature_dimension]
+    cg = y_shape[dn.kernel_input_feature_dimension]
     per_f, per_b = n_out // a.fgc, n_out // a.bgc  # output features per group
-    n_b = x.shape[dn.input_batch_dimension] // a.bgc  # the result's batch
+    n_b = x_shape[dn.input_batch_dimension] // a.bgc  # the result's batch
     dims = []  # per spatial dim: what both tables hold about it
     for s in range(n_sp):
         dims.append(
@@ -375,15 +405,9 @@ def convolution(op, lhs, rhs, *attributes):
         threads = min(THREADS, -(-positions // 32) * 32)
         grid = (-(-positions // threads), n_b * (n_out // ob))
         splits, chunk = _split(hw[0][1], hw[1][1] * cg * ob, grid[0] * grid[1] * threads)
-        acc_np = _accumulator(in_dt.np, out_dt.np)
-        part = device_empty((size * splits,), acc_np) if splits > 1 else _one(acc_np)
-        kernel = _planar(in_dt.np, out_dt.np, ob)
-        kernel[grid + (splits,), threads](xv, wv, table, chunk, part, flat(out))
-        if splits > 1:
-            _fold(in_dt.np, out_dt.np)[(size + THREADS - 1) // THREADS, THREADS](
-                part, splits, flat(out)
-            )
-        return from_holder(out, out_dt)
+        kernel = _planar(in_np, out_np, ob)
+        fold = (splits, _accumulator(in_np, out_np))
+        return "planar", kernel, (grid + (splits,), threads), (table, chunk), fold
 
     rank = len(shape)
     roles = [0] * rank  # what each output dim is: 0 batch, 1 feature, 2 + s spatial s
@@ -392,9 +416,7 @@ def convolution(op, lhs, rhs, *attributes):
         roles[d] = 2 + s
     table = tuple(shape) + tuple(roles) + sum(dims, ())
     table = device_table(("conv general",) + table, lambda: table)
-    _direct(in_dt.np, out_dt.np)[(size + THREADS - 1) // THREADS, THREADS](
-        xv,
-        wv,
+    args = (
         table,
         rank,
         n_sp,
@@ -407,9 +429,9 @@ def convolution(op, lhs, rhs, *attributes):
         xs[dn.input_feature_dimension],
         ws[dn.kernel_output_feature_dimension],
         ws[dn.kernel_input_feature_dimension],
-        flat(out),
     )
-    return from_holder(out, out_dt)
+    config = ((size + THREADS - 1) // THREADS, THREADS)
+    return "general", _direct(in_np, out_np), config, args, None
 
 
 def _narrow(op, x, y, out_dt, attributes):

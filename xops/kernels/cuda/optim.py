@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from . import _rounded
-from ._storage import compiled, device_empty, flat, launch_1d, numba_cuda
+from ._storage import compiled, device_empty, flat, launch_1d, numba_cuda, shaped
 
 __all__ = ["UPDATES"]
 
@@ -74,6 +74,90 @@ def adam(p, m, v, g, lr, b1, b2, eps, wd, decoupled, t):
     return outs
 
 
+def _adam_many_kernel(np_type, n):
+    """Adam's update of ``n`` parameters in one launch, one element per thread: the
+    parameters' elements numbered one after another (parameter j's end at ``ends[j]``),
+    each thread finds its parameter and computes :func:`_adam_kernel`'s steps; the new
+    p, m and v of element i go to ``out[i]``, ``out[total + i]`` and ``out[2 total + i]``."""
+    mul, add, sub, div, sqrt = _rounded.ops(np_type)
+
+    def adam_many(ps, gs, ms, vs, ends, first, wd_mode, c_wd, b1, c1, b2, c2, sbc2, eps, step,
+                  out):  # fmt: skip
+        i = cuda.grid(1)
+        total = ends[n - 1]
+        if i < total:
+            j = 0
+            start = 0
+            while i >= ends[j]:
+                start = ends[j]
+                j += 1
+            k = i - start
+            pi, gi = ps[j][k], gs[j][k]
+            if wd_mode == 1:
+                pi = mul(pi, c_wd)
+            elif wd_mode == 2:
+                gi = add(gi, mul(pi, c_wd))
+            g2 = mul(gi, gi)
+            if first:
+                mi, vi = mul(gi, c1), mul(g2, c2)
+            else:
+                mi = add(mul(ms[j][k], b1), mul(gi, c1))
+                vi = add(mul(vs[j][k], b2), mul(g2, c2))
+            denom = add(div(sqrt(vi), sbc2), eps)
+            out[i] = sub(pi, mul(div(mi, denom), step))
+            out[total + i] = mi
+            out[2 * total + i] = vi
+
+    adam_many.__name__ = f"adam_many{n}_{np.dtype(np_type).name}"
+    return adam_many
+
+
+MANY = 8  # parameters per launch of the multi-tensor update (its kernel parameters: ~2 KiB)
+
+
+def adam_many(items, lr, b1, b2, eps, wd, decoupled, t):
+    """One Adam / AdamW step of several parameters: ``items`` a list of device arrays
+    ``(p, m, v, g)`` of one f32/f64 type (each tuple of one shape; ``m, v`` None on the
+    first step, for all of them), step number ``t``. The new ``(p, m, v)`` of each, the
+    bits of :func:`adam`'s, from one launch per :data:`MANY` parameters and one
+    allocation per launch (the results are views of it); None when an array is not
+    C-contiguous."""
+    if not all(a.is_c_contiguous() for item in items for a in item if a is not None):
+        return None
+    c = items[0][0].dtype.type
+    bc1, bc2 = 1 - b1**t, 1 - b2**t
+    wd_mode, c_wd = (0, c(0)) if not wd else (1, c(1 - lr * wd)) if decoupled else (2, c(wd))
+    first = items[0][1] is None
+    scalars = (
+        int(first), wd_mode, c_wd, c(b1), c(1 - b1), c(b2), c(1 - b2), c(math.sqrt(bc2)), c(eps),
+        c(lr / bc1),
+    )  # fmt: skip
+    news = []
+    for lo in range(0, len(items), MANY):
+        part = items[lo : lo + MANY]
+        n = len(part)
+        kernel = _KERNELS.get(("adam_many", c, n))
+        if kernel is None:
+            kernel = _KERNELS["adam_many", c, n] = compiled(_adam_many_kernel(c, n))
+        ends, total = [], 0
+        for p, _, _, _ in part:
+            total += p.size
+            ends.append(total)
+        if not total:  # (size-0 parameters only)
+            news += [tuple(device_empty(p.shape, p.dtype) for _ in range(3)) for p, *_ in part]
+            continue
+        ps = tuple(flat(p) for p, _, _, _ in part)
+        gs = tuple(flat(g) for _, _, _, g in part)
+        ms = gs if first else tuple(flat(m) for _, m, _, _ in part)
+        vs = gs if first else tuple(flat(v) for _, _, v, _ in part)
+        out = device_empty((3 * total,), part[0][0].dtype)
+        launch_1d(kernel, total, ps, gs, ms, vs, tuple(ends), *scalars, out)
+        for (p, _, _, _), end in zip(part, ends):
+            start = end - p.size
+            news.append(tuple(shaped(out, p.shape, None, start + k * total) for k in range(3)))
+    return news
+
+
 def _sgd_kernel(np_type):
     """SGD's update of one element per thread: ``p_out`` and the momentum buffer
     ``b_out`` from ``p, g`` and the buffer ``b`` (unread on the first step, ``first``);
@@ -122,4 +206,4 @@ def sgd(p, b, g, lr, momentum, dampening, wd, nesterov):
     return p_out, (b_out if mode else None)
 
 
-UPDATES = {"adam": adam, "sgd": sgd}
+UPDATES = {"adam": adam, "adam_many": adam_many, "sgd": sgd}
