@@ -30,6 +30,7 @@ def kernel(request, monkeypatch):
     if request.param == "split":
         monkeypatch.setattr(CV, "_SPLIT_BELOW", 10**9)
         monkeypatch.setattr(CV, "_SPLIT_MIN_WORK", 1)
+        monkeypatch.setattr(CV, "_SPLIT_MIN_SUM", 0)
     return request.param
 
 

@@ -222,3 +222,32 @@ def test_batch_norm_2d_train_and_eval(affine):
     for ref, d in zip(*runs):
         assert d.device == "cuda:0"
         _close(d, ref)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("shape, fi", [((3, 4, 5), 1), ((6, 2), 0), ((2, 3, 0), 1), ((4, 3), 1)])
+def test_one_kernel_paths_give_the_two_kernel_bits(dt, shape, fi, monkeypatch):
+    """Features of at most FUSED_N elements take one launch per op (a block per feature
+    also writes the elements): bit for bit the two-kernel paths' results, which larger
+    features take (forced here with FUSED_N = 0)."""
+    from xops.kernels.cuda import normalization as N
+
+    c = shape[fi]
+    x = _rng.standard_normal(shape) * 2 + 0.5
+    g = _rng.standard_normal(shape)
+    scale, offset = _rng.uniform(0.5, 2, c), _rng.standard_normal(c)
+    args = [cu(v, dt) for v in (x, scale, offset)]
+
+    def run():
+        out = xo.batch_norm_training(*args, 1e-3, fi)
+        grads = xo.batch_norm_grad(args[0], args[1], out[1], out[2], cu(g, dt), 1e-3, fi)
+        return [t.numpy() for t in (*out, *grads)]
+
+    fused = run()
+    monkeypatch.setattr(N, "FUSED_N", 0)
+    split = run()
+    for a, b in zip(fused, split):
+        np.testing.assert_array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
+    ref = xo.batch_norm_training(*(xo.tensor(v, dt) for v in (x, scale, offset)), 1e-3, fi)
+    for a, r in zip(fused[:3], ref):
+        np.testing.assert_allclose(a, r.numpy(), rtol=_TOL[dt], atol=_TOL[dt] * 4)

@@ -65,6 +65,10 @@ _MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y
 # GPU holds some 10**5 threads at once; a kernel gradient has few outputs, long sums).
 _SPLIT_BELOW = 32768
 _SPLIT_MIN_WORK = 512
+# ... and only when a thread's whole sum is longer than _SPLIT_MIN_SUM products: shorter
+# sums take little device time unsplit, while a split costs a fold launch and a buffer,
+# host time that small convolutions (a training step's) are bound by
+_SPLIT_MIN_SUM = 8192
 _OK = frozenset(np.dtype(t) for t in "? i1 i2 i4 i8 u1 u2 u4 u8 f4 f8".split())
 
 _cache = {}
@@ -261,6 +265,8 @@ _ones = {}  # dtype -> a one-element device array (an argument the kernel never 
 def _split(rows, per_row, threads):
     """(parts, rows per part) of the planar kernel's sums over ``rows`` kernel rows of
     ``per_row`` products each, run by ``threads`` threads (see _SPLIT_BELOW)."""
+    if rows * per_row <= _SPLIT_MIN_SUM:
+        return 1, rows
     parts = min(
         rows,
         _MAX_GRID_Y,  # (gridDim.z has the same limit)
@@ -317,11 +323,12 @@ def convolution(op, lhs, rhs, *attributes):
     size = math.prod(shape)
     if size == 0:
         return from_holder(out, out_dt)
-    plan = _plans.get(a)
+    key = (a, _PLANAR, _SPLIT_BELOW, _SPLIT_MIN_WORK, _SPLIT_MIN_SUM)  # (tests switch these)
+    plan = _plans.get(key)
     if plan is None:
         if len(_plans) >= _PLANS_KEPT:
             _plans.clear()
-        plan = _plans[a] = _plan(a, x.shape, y.shape, in_dt.np, out_dt.np, size)
+        plan = _plans[key] = _plan(a, x.shape, y.shape, in_dt.np, out_dt.np, size)
     kind, kernel, config, args, fold = plan
     if kind == "planar":
         splits, acc_np = fold
@@ -336,8 +343,9 @@ def convolution(op, lhs, rhs, *attributes):
     return from_holder(out, out_dt)
 
 
-# a validated convolution (the checks' cached result, one per signature: shapes, types,
-# attributes) -> its launch plan: what convolution() works out from the signature alone
+# (a validated convolution (the checks' cached result, one per signature: shapes, types,
+# attributes), the module's switches) -> its launch plan: what convolution() works out
+# from the signature alone
 _plans = {}
 _PLANS_KEPT = 1024
 

@@ -128,6 +128,67 @@ def _moments(x, C, inner, n, mean, var):
 
 
 @jit
+def _moments_normalize(x, C, inner, n, mean, var, scale, offset, eps, out):
+    """:func:`_moments` then :func:`_normalize` of feature c in one block (features of at
+    most ``FUSED_N`` elements: each thread normalises a few): the statistics as
+    ``_moments`` stores them, then each element from the stored (rounded) mean and
+    variance with ``_normalize``'s formula: the two kernels' bits."""
+    c = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    pn = cuda.shared.array(T, float64)
+    pm = cuda.shared.array(T, float64)
+    pq = cuda.shared.array(T, float64)
+    cnt = float64(0.0)
+    mu = float64(0.0)
+    m2 = float64(0.0)
+    j = t
+    while j < n:
+        o = j // inner
+        v = float64(x[(o * C + c) * inner + (j - o * inner)])
+        cnt += 1.0
+        d = v - mu
+        mu += d / cnt
+        m2 += d * (v - mu)
+        j += nt
+    pn[t] = cnt
+    pm[t] = mu
+    pq[t] = m2
+    cuda.syncthreads()
+    h = nt // 2
+    while h > 0:
+        if t < h and pn[t + h] > 0.0:
+            na = pn[t]
+            nb = pn[t + h]
+            nab = na + nb
+            d = pm[t + h] - pm[t]
+            pm[t] += d * (nb / nab)
+            pq[t] += pq[t + h] + d * d * (na * (nb / nab))
+            pn[t] = nab
+        cuda.syncthreads()
+        h //= 2
+    if t == 0:
+        if n > 0:
+            mean[c] = pm[0]
+            var[c] = pq[0] / n
+        else:  # an empty batch: 0/0 = NaN, as the spec's formula gives
+            mean[c] = math.nan
+            var[c] = math.nan
+        pn[0] = float64(mean[c])  # (the stored values, rounded to their type)
+        pn[1] = float64(var[c])
+    cuda.syncthreads()
+    m = pn[0]
+    a = float64(scale[c]) / math.sqrt(pn[1] + eps)
+    b = float64(offset[c])
+    j = t
+    while j < n:
+        o = j // inner
+        k = (o * C + c) * inner + (j - o * inner)
+        out[k] = (float64(x[k]) - m) * a + b
+        j += nt
+
+
+@jit
 def _normalize(x, C, inner, mean, var, scale, offset, eps, out):
     """One thread per element: ``(x - mean) * (scale / sqrt(var + eps)) + offset`` in
     float64, rounded once to out's type."""
@@ -180,6 +241,60 @@ def _grad_sums(x, g, C, inner, n, mean, var, scale, eps, grad_scale, grad_offset
         if n > 0:  # (no element reads them otherwise)
             coef[1, c] = pg[0] / n
             coef[2, c] = k * inv_std * (gs / n)
+
+
+@jit
+def _grad_fused(x, g, C, inner, n, mean, var, scale, eps, grad_scale, grad_offset, out):
+    """:func:`_grad_sums` then :func:`_grad_operand` of feature c in one block (features
+    of at most ``FUSED_N`` elements): the same sums, tree and coefficients (kept in shared
+    memory), then each element with ``_grad_operand``'s formula: the two kernels' bits."""
+    c = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    pg = cuda.shared.array(T, float64)
+    pc = cuda.shared.array(T, float64)
+    mu = float64(mean[c])
+    ag = float64(0.0)
+    ac = float64(0.0)
+    j = t
+    while j < n:
+        o = j // inner
+        k = (o * C + c) * inner + (j - o * inner)
+        gv = float64(g[k])
+        ag += gv
+        ac += gv * (float64(x[k]) - mu)
+        j += nt
+    pg[t] = ag
+    pc[t] = ac
+    cuda.syncthreads()
+    s = nt // 2
+    while s > 0:
+        if t < s:
+            pg[t] += pg[t + s]
+            pc[t] += pc[t + s]
+        cuda.syncthreads()
+        s //= 2
+    if t == 0:
+        inv_std = float64(1.0) / math.sqrt(float64(var[c]) + eps)
+        gs = pc[0] * inv_std  # sum(g * xhat)
+        k = float64(scale[c]) * inv_std
+        grad_scale[c] = gs
+        grad_offset[c] = pg[0]
+        pc[0] = k
+        if n > 0:
+            pc[1] = pg[0] / n
+            pc[2] = k * inv_std * (gs / n)
+    cuda.syncthreads()
+    k0 = pc[0]
+    k1 = pc[1]
+    k2 = pc[2]
+    j = t
+    while j < n:
+        o = j // inner
+        i = (o * C + c) * inner + (j - o * inner)
+        gm = float64(g[i]) - k1
+        out[i] = k0 * gm - k2 * (float64(x[i]) - mu)
+        j += nt
 
 
 @jit
@@ -238,6 +353,12 @@ def _result(arr, dt):
     return encode(from_holder(arr, _F64), dt) if is_narrow(dt) else from_holder(arr, dt)
 
 
+# Features of at most this many elements take the one-kernel paths (a block per feature
+# also does the elementwise part: at most ~16 elements per thread; larger features keep
+# the one-thread-per-element kernels, which fill the GPU)
+FUSED_N = 16 * T
+
+
 def _normalize_into(x, xv, C, inner, mean, var, scale, offset, eps):
     out = device_empty((x.size,), _work(x._dtype).np)
     launch_1d(_normalize, x.size, xv, C, inner, mean, var, scale, offset, eps, out)
@@ -253,6 +374,10 @@ def batch_norm_training(operand, scale, offset, epsilon, feature_index):
     dt = x._dtype
     mean = device_empty((C,), _work(dt).np)
     var = device_empty((C,), _work(dt).np)
+    if C and n <= FUSED_N and not is_narrow(dt):  # (one launch; the two kernels' bits)
+        out = device_empty((x.size,), dt.np)
+        _moments_normalize[C, _threads(n)](xv, C, inner, n, mean, var, sv, ov, eps, out)
+        return from_holder(shaped(out, x.shape), dt), from_holder(mean, dt), from_holder(var, dt)
     if C:
         _moments[C, _threads(n)](xv, C, inner, n, mean, var)
     mean_t, var_t = _result(mean, dt), _result(var, dt)
@@ -281,7 +406,11 @@ def batch_norm_grad(operand, scale, mean, variance, grad_output, epsilon, featur
     grad_scale = device_empty((C,), _work(dt).np)
     grad_offset = device_empty((C,), _work(dt).np)
     out = device_empty((x.size,), _work(dt).np)
-    if C:
+    if C and n <= FUSED_N:  # (one launch; the two kernels' bits)
+        _grad_fused[C, _threads(n)](
+            xv, gv, C, inner, n, mv, vv, sv, eps, grad_scale, grad_offset, out
+        )
+    elif C:
         coef = device_empty((3, C), np.float64)
         nt = _threads(n)
         _grad_sums[C, nt](xv, gv, C, inner, n, mv, vv, sv, eps, grad_scale, grad_offset, coef)
