@@ -10,6 +10,7 @@ RSS slope fit, and the process rows' child (a few training steps, its peak RSS).
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -190,3 +191,26 @@ def test_cuda_targets_and_row_notes():
         {},
         "not available: ValueError: no to()",
     )
+
+
+def test_gpu_host_harness_counts_the_steps_launches():
+    """``python -m benchmarks.gpu_host`` (the GPU step's host time on the simulator, launches
+    stubbed) runs in its own process and reports the launches per step by kernel."""
+    pytest.importorskip("numba.cuda")
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu_host", "--steps", "2", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("digits step (batch 32) host time")
+    launches = dict(kv.rsplit(" ", 1) for kv in lines[1].split("  ", 1)[1].split(", "))
+    assert int(lines[1].split()[3]) == sum(map(int, launches.values()))
+    assert launches["conv2"] == "5" and launches["adam_many8_float32"] == "1"
+    assert any(line.split()[0] == "convolution" for line in lines[3:])

@@ -67,6 +67,25 @@ def test_gemm_every_dimension_numbering():
     same(*_dot(x[:, :, 0], x[:, :, 1], **_dims([0], [0], [1], [1])))
 
 
+def test_gemm_plans_kept_per_signature_give_each_call_its_own_result():
+    """A product's launch plan is kept per signature (operands read in place); the next
+    calls of that signature take it with their own data, and products that copy an
+    operand first (no single stride) work it out each time. Bit-exact integers."""
+    from xops.kernels.cuda import linalg as L
+
+    cases = [
+        ((2, 5, 13), (2, 13, 7), _dims([0], [0], [2], [1])),  # in place: kept
+        ((3, 4, 2), (4, 3), _dims([], [], [1], [0])),  # lhs copied: not kept
+    ]
+    for sa, sb, kw in cases:
+        for _ in range(3):
+            a = RNG.integers(-50, 50, sa).astype(np.int32)
+            b = RNG.integers(-50, 50, sb).astype(np.int32)
+            same(*_dot(a, b, **kw))
+    kept = [k for k in L._plans if k[0] in ((2, 5, 13), (3, 4, 2))]
+    assert [k[:2] for k in kept] == [((2, 5, 13), (2, 13, 7))]
+
+
 def test_gemm_floats_transposed_operands_and_the_large_tile(monkeypatch):
     from xops.kernels.cuda import linalg as L
 

@@ -163,6 +163,48 @@ def _sum_all_vjp(g, out, xs, weight):
     return ([xo.multiply(g, weight), xo.multiply(g, weight)], None)
 
 
+@tape.primitive("fastpath_keyword_only")
+def keyword_only(x, scale=2.0, *, shift, power=1.0):
+    return xo.add(xo.multiply(x, scale), shift)
+
+
+@keyword_only.defvjp
+def _keyword_only_vjp(g, out, x, scale, shift, power):
+    assert (scale, power) in ((2.0, 1.0), (3.0, 7.0)) and shift == 1.0  # bound in order
+    return (xo.multiply(g, scale),)
+
+
+def test_keyword_only_parameters_bind_in_signature_order():
+    """The tape's binder and ``bound_arguments`` bind keyword-only parameters by name
+    (defaults applied, signature order) and leave errors to inspect."""
+    from xops.ops._core import bound_arguments
+
+    x = xo.tensor([1.0, 2.0], requires_grad=True)
+    for call, want in [
+        (lambda: keyword_only(x, shift=1.0), 2.0),
+        (lambda: keyword_only(x, 3.0, power=7.0, shift=1.0), 3.0),
+    ]:
+        x.grad = None
+        xo.reduce(call(), 0.0, [0], xo.add).backward()
+        np.testing.assert_array_equal(np.asarray(x.grad), [want, want])
+    for bad in [(x, 1.0, 2.0), (x,)]:  # too many positional / missing keyword-only
+        with pytest.raises(TypeError):
+            keyword_only(*bad, **({} if len(bad) == 1 else {"shift": 1.0}))
+
+    def f(a, b=2, *, c, d=4):
+        pass
+
+    assert list(bound_arguments(f, (1,), {"c": 3}).items()) == [
+        ("a", 1), ("b", 2), ("c", 3), ("d", 4)
+    ]  # fmt: skip
+    assert list(bound_arguments(f, (1, 5), {"d": 6, "c": 3}).items()) == [
+        ("a", 1), ("b", 5), ("c", 3), ("d", 6)
+    ]  # fmt: skip
+    for args, kwargs in [((1,), {}), ((1, 2, 3), {"c": 1}), ((1,), {"c": 1, "a": 2})]:
+        with pytest.raises(TypeError):
+            bound_arguments(f, args, kwargs)
+
+
 def test_the_tape_binds_defaults_keywords_and_varargs():
     x = xo.tensor([1.0, 2.0], requires_grad=True)
     for call, want in [

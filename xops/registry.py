@@ -38,6 +38,8 @@ accumulation, Tensor methods) reaches them without importing them.
 'dequantize'
 """
 
+import numpy as np
+
 from . import device as _device
 from .errors import SpecError
 
@@ -294,20 +296,33 @@ _ATOMS = frozenset({int, float, bool, str, complex, type(None)})  # (attributes:
 def _devices(args, kwargs, found):
     """``found`` filled with str(device) -> device of every tensor in ``args`` and
     ``kwargs`` (at any depth of lists and tuples). One flat scan: every op call on a
-    device runs it over all its attributes, so plain values are skipped by type first."""
+    device runs it over all its attributes, so plain values are skipped by type first,
+    and a tensor's device is read from its holder (NumPy's arrays: the CPU)."""
     todo = [*args, *kwargs.values()] if kwargs else list(args)
     while todo:
         a = todo.pop()
         t = type(a)
         if t in _ATOMS:
             continue
-        if t is list or t is tuple or isinstance(a, (list, tuple)):
+        if t is list or t is tuple:
+            todo.extend(a)
+        elif t in _TENSOR_TYPES:
+            if type(a._value) is _ndarray:
+                found.setdefault("cpu", _device.cpu)
+            else:
+                dev = a.device
+                found.setdefault(str(dev), dev)
+        elif isinstance(a, (list, tuple)):
             todo.extend(a)
         elif hasattr(a, "_dtype"):
             dev = getattr(a, "device", None)
             if dev is not None:
                 found.setdefault(str(dev), dev)
     return found
+
+
+_TENSOR_TYPES = set()  # {xops.tensor.Tensor} (added by that module: it imports this one)
+_ndarray = np.ndarray
 
 
 def kernel(op, args, kwargs):

@@ -13,6 +13,7 @@ from .dtypes import as_dtype, delegate
 from .errors import SpecError
 from . import device as _dev
 from .device import of as _device_of, host_copy as _host_copy
+from . import registry as _registry
 from .registry import op as _op  # ops by name, at call time: they sit above this layer
 
 __all__ = ["Tensor", "tensor", "typestr"]
@@ -423,6 +424,9 @@ class Tensor:
         # tape does not travel: an unpickled tensor is a leaf
         # (a CUDA tensor pickles its host copy and unpickles on the CPU)
         return (_unpickle, (_host_value(self), self._dtype, self.requires_grad))
+
+
+_registry._TENSOR_TYPES.add(Tensor)  # (the device scan reads a Tensor's holder directly)
 
 
 class _Escapes(threading.local):

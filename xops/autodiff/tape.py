@@ -272,14 +272,16 @@ def _binder(sig):
     """``bind(args, kwargs, kept)``: the call's arguments bound to the op's parameters in
     signature order, defaults applied, ``kept`` (canonical attributes, see :func:`keep`)
     in place of the arguments as given: what the tape node stores. Plain signatures (no
-    ``*args``, keyword-only or positional-only parameters) bind by position from
+    ``*args``, ``**kwargs`` or positional-only parameters) bind by position from
     precomputed names and defaults; anything else, or a call the fast way cannot bind
     (a missing or unknown argument), goes through ``inspect`` (its errors unchanged)."""
     params = list(sig.parameters.values())
     names = [p.name for p in params]
     defaults = [p.default for p in params]
     index = {n: i for i, n in enumerate(names)}
-    plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+    kinds = [p.kind for p in params]
+    plain = all(k in (_POS_OR_KW, _KW_ONLY) for k in kinds)
+    positional = kinds.count(_POS_OR_KW)  # (keyword-only ones come after these)
     empty = inspect.Parameter.empty
 
     def slow(args, kwargs, kept):
@@ -291,7 +293,7 @@ def _binder(sig):
 
     def bind(args, kwargs, kept):
         n = len(args)
-        if not plain or n > len(names):
+        if not plain or n > positional:
             return slow(args, kwargs, kept)
         values = [*args, *defaults[n:]]
         for changes, fresh_only in ((kwargs, True), (kept, False)):
@@ -305,6 +307,9 @@ def _binder(sig):
         return tuple(values)
 
     return bind
+
+
+_POS_OR_KW, _KW_ONLY = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
 
 
 def keep(op, **attributes):

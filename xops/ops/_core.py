@@ -315,14 +315,17 @@ def bound_arguments(fn, args, kwargs):
     if known is None:  # (inspect.signature costs more than the binding: once per function)
         sig = inspect.signature(fn)
         params = sig.parameters.values()
-        plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        kinds = [p.kind for p in params]
+        plain = all(k in (_POS_OR_KW, _KW_ONLY) for k in kinds)
         index = {p.name: i for i, p in enumerate(params)}
-        known = _SIGNATURES[fn] = (sig, [(p.name, p.default) for p in params], index, plain)
-    sig, named, index, plain = known
+        named = [(p.name, p.default) for p in params]
+        known = _SIGNATURES[fn] = (sig, named, index, plain, kinds.count(_POS_OR_KW))
+    sig, named, index, plain, positional = known
     n = len(args)
-    if plain and n <= len(named) and all(index.get(k, -1) >= n for k in kwargs):
-        # (a plain signature binds by position, then by name, then the defaults: what
-        # inspect does; a missing argument falls through to inspect's own error)
+    if plain and n <= positional and all(index.get(k, -1) >= n for k in kwargs):
+        # (a signature without * / ** or positional-only parameters binds by position,
+        # then by name, then the defaults: what inspect does; a missing argument falls
+        # through to inspect's own error)
         bound = {}
         for i, (k, default) in enumerate(named):
             if i < n:
@@ -340,8 +343,9 @@ def bound_arguments(fn, args, kwargs):
     return bound.arguments
 
 
-_SIGNATURES = {}  # function -> (inspect.Signature, [(name, default)], index, plain)
+_SIGNATURES = {}  # function -> (Signature, [(name, default)], index, plain, positional)
 _EMPTY = inspect.Parameter.empty
+_POS_OR_KW, _KW_ONLY = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
 
 
 # ---------------------------------------------------------------------------------------

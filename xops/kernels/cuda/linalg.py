@@ -35,6 +35,7 @@ from ...autodiff.tape import keep
 from ...errors import SpecError
 from ...limits import check_nbytes
 from ...ops._core import operands
+from ...ops import linalg as _linalg
 from ...ops.linalg import dot_general_checks
 from ._storage import device_empty, flat, from_holder, jit
 from .elementwise import _OK, convert
@@ -224,8 +225,18 @@ def dot_general(lhs, rhs, *attributes, **named):
     batching and contracting dimensions, precision_config, preferred_element_type)."""
     op = "dot_general"
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
-    *dims, out_dt = dot_general_checks(x, y, *_attributes(attributes, named))
-    keep(op, **dict(zip(_NAMES, dims)))  # (parsed, for the gradient)
+    vals = _attributes(attributes, named)
+    # (the CPU op's validated signatures: the checks read only types, shapes, attributes)
+    key = _linalg._signature(x, y, vals[:4], vals[4], vals[5])
+    hit = _linalg._CHECKED.get(key) if key is not None else None
+    if hit is not None and hit[0] is x._dtype and hit[1] is y._dtype:
+        *dims, out_dt = hit[2]
+    else:
+        checked = dot_general_checks(x, y, *vals)
+        if key is not None and len(_linalg._CHECKED) < _linalg._CHECKED_MAX:
+            _linalg._CHECKED[key] = (x._dtype, y._dtype, checked)
+        *dims, out_dt = checked
+    keep(op, **{k: list(v) for k, v in zip(_NAMES, dims)})  # (parsed, for the gradient)
     lb, rb, lc, rc = dims
     ok = [t.np in _OK or is_narrow(t) for t in (x._dtype, out_dt)]
     if not all(ok) or x._dtype.kind == "bool" or x._dtype.quantized:
@@ -246,6 +257,25 @@ def dot_general(lhs, rhs, *attributes, **named):
 
 def _gemm_run(x, y, dims, out_dt):
     """dot_general of device tensors ``x``, ``y`` of type ``out_dt`` (checked)."""
+    key = (x.shape, y.shape, *map(tuple, dims), x._dtype.np, out_dt.np, _SMALL)  # (tests: tiles)
+    plan = _plans.get(key)
+    if plan is not None:  # (operands read in place, results of one launch per batch piece)
+        shape, kernel, launches, strides = plan
+        out = device_empty(shape, out_dt.np)
+        a, b, o = flat(x._value), flat(y._value), flat(out)
+        for grid, z0, m, n, kk in launches:
+            kernel[grid, (T, T)](a, b, o, z0, m, n, kk, *strides)
+        return from_holder(out, out_dt)
+    return _gemm_first(x, y, dims, out_dt, key)
+
+
+# (operand shapes, dimension numbers, types) -> the launch plan of a product whose
+# operands are read in place: _gemm_first works it out once per signature
+_plans = {}
+_PLANS_KEPT = 1024
+
+
+def _gemm_first(x, y, dims, out_dt, key):
     op = "dot_general"
     lb, rb, lc, rc = dims
     lf = [d for d in range(x.ndim) if d not in lb and d not in lc]
@@ -275,10 +305,29 @@ def _gemm_run(x, y, dims, out_dt):
             f"limit), got {m}",
         )
     kernel = _gemm(x._dtype.np, tm)
+    launches = []
     for z0 in range(0, nb, _MAX_Z):  # (one launch unless the batch passes the grid's z)
         grid = ((n + bm - 1) // bm, (m + bm - 1) // bm, min(nb - z0, _MAX_Z))
-        kernel[grid, (T, T)](a, b, flat(out), z0, m, n, kk, sab, sam, sak, sbb, sbk, sbn)
+        launches.append((grid, z0, m, n, kk))
+    strides = (sab, sam, sak, sbb, sbk, sbn)
+    for grid, z0, m, n, kk in launches:
+        kernel[grid, (T, T)](a, b, flat(out), z0, m, n, kk, *strides)
+    if _in_place(x, y, dims):  # (a copied operand: the next call works it out again)
+        if len(_plans) >= _PLANS_KEPT:
+            _plans.clear()
+        _plans[key] = (tuple(shape), kernel, launches, strides)
     return from_holder(out, out_dt)
+
+
+def _in_place(x, y, dims):
+    """Whether both operands are read in place (each dimension group has one stride)."""
+    lb, rb, lc, rc = dims
+    lf = [d for d in range(x.ndim) if d not in lb and d not in lc]
+    rf = [d for d in range(y.ndim) if d not in rb and d not in rc]
+    sx, sy = c_strides(x.shape), c_strides(y.shape)
+    return None not in [_group_stride(x.shape, sx, g) for g in (lb, lf, lc)] + [
+        _group_stride(y.shape, sy, g) for g in (rb, rc, rf)
+    ]
 
 
 KERNELS = {"dot_general": dot_general}
