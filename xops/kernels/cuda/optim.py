@@ -20,17 +20,18 @@ __all__ = ["UPDATES"]
 cuda = numba_cuda()
 
 
-def _adam_kernel(np_type):
-    """Adam's update of one element per thread: ``p_out, m_out, v_out`` from ``p, g`` and
-    the moments ``m, v`` (unread on the first step, ``first``); ``wd_mode`` 1 scales p by
-    ``c_wd`` (AdamW's decoupled decay), 2 adds ``c_wd * p`` to the gradient (L2)."""
-    mul, add, sub, div, sqrt = _rounded.ops(np_type)
+_STEPS = {}
 
-    def adam(p, g, m, v, first, wd_mode, c_wd, b1, c1, b2, c2, sbc2, eps, step, p_out, m_out,
-             v_out):  # fmt: skip
-        i = cuda.grid(1)
-        if i < p_out.shape[0]:
-            pi, gi = p[i], g[i]
+
+def _adam_step(np_type):
+    """The device function of one element's Adam step: ``(p, m, v)`` new from ``p, g``
+    and the moments ``m, v`` (not read on the first step, ``first``); ``wd_mode`` 1 scales
+    p by ``c_wd`` (AdamW's decoupled decay), 2 adds ``c_wd * p`` to the gradient (L2)."""
+    fn = _STEPS.get(np_type)
+    if fn is None:
+        mul, add, sub, div, sqrt = _rounded.ops(np_type)
+
+        def adam_step(pi, gi, mo, vo, first, wd_mode, c_wd, b1, c1, b2, c2, sbc2, eps, step):
             if wd_mode == 1:
                 pi = mul(pi, c_wd)
             elif wd_mode == 2:
@@ -39,10 +40,27 @@ def _adam_kernel(np_type):
             if first:
                 mi, vi = mul(gi, c1), mul(g2, c2)
             else:
-                mi, vi = add(mul(m[i], b1), mul(gi, c1)), add(mul(v[i], b2), mul(g2, c2))
+                mi, vi = add(mul(mo, b1), mul(gi, c1)), add(mul(vo, b2), mul(g2, c2))
             denom = add(div(sqrt(vi), sbc2), eps)
-            p_out[i] = sub(pi, mul(div(mi, denom), step))
-            m_out[i], v_out[i] = mi, vi
+            return sub(pi, mul(div(mi, denom), step)), mi, vi
+
+        fn = _STEPS[np_type] = cuda.jit(device=True)(adam_step)
+    return fn
+
+
+def _adam_kernel(np_type):
+    """Adam's update of one element per thread (:func:`_adam_step`): ``p_out, m_out,
+    v_out`` from ``p, g`` and the moments ``m, v`` (any array of the size on the first
+    step: not read)."""
+    one = _adam_step(np_type)
+
+    def adam(p, g, m, v, first, wd_mode, c_wd, b1, c1, b2, c2, sbc2, eps, step, p_out, m_out,
+             v_out):  # fmt: skip
+        i = cuda.grid(1)
+        if i < p_out.shape[0]:
+            p_out[i], m_out[i], v_out[i] = one(
+                p[i], g[i], m[i], v[i], first, wd_mode, c_wd, b1, c1, b2, c2, sbc2, eps, step
+            )
 
     adam.__name__ = f"adam_{np.dtype(np_type).name}"
     return adam
@@ -77,9 +95,9 @@ def adam(p, m, v, g, lr, b1, b2, eps, wd, decoupled, t):
 def _adam_many_kernel(np_type, n):
     """Adam's update of ``n`` parameters in one launch, one element per thread: the
     parameters' elements numbered one after another (parameter j's end at ``ends[j]``),
-    each thread finds its parameter and computes :func:`_adam_kernel`'s steps; the new
-    p, m and v of element i go to ``out[i]``, ``out[total + i]`` and ``out[2 total + i]``."""
-    mul, add, sub, div, sqrt = _rounded.ops(np_type)
+    each thread finds its parameter and takes :func:`_adam_step`; the new p, m and v of
+    element i go to ``out[i]``, ``out[total + i]`` and ``out[2 total + i]``."""
+    one = _adam_step(np_type)
 
     def adam_many(ps, gs, ms, vs, ends, first, wd_mode, c_wd, b1, c1, b2, c2, sbc2, eps, step,
                   out):  # fmt: skip
@@ -92,21 +110,10 @@ def _adam_many_kernel(np_type, n):
                 start = ends[j]
                 j += 1
             k = i - start
-            pi, gi = ps[j][k], gs[j][k]
-            if wd_mode == 1:
-                pi = mul(pi, c_wd)
-            elif wd_mode == 2:
-                gi = add(gi, mul(pi, c_wd))
-            g2 = mul(gi, gi)
-            if first:
-                mi, vi = mul(gi, c1), mul(g2, c2)
-            else:
-                mi = add(mul(ms[j][k], b1), mul(gi, c1))
-                vi = add(mul(vs[j][k], b2), mul(g2, c2))
-            denom = add(div(sqrt(vi), sbc2), eps)
-            out[i] = sub(pi, mul(div(mi, denom), step))
-            out[total + i] = mi
-            out[2 * total + i] = vi
+            out[i], out[total + i], out[2 * total + i] = one(
+                ps[j][k], gs[j][k], ms[j][k], vs[j][k], first, wd_mode, c_wd, b1, c1, b2, c2,
+                sbc2, eps, step,
+            )  # fmt: skip
 
     adam_many.__name__ = f"adam_many{n}_{np.dtype(np_type).name}"
     return adam_many
