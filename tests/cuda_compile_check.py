@@ -162,18 +162,14 @@ i64, f64 = types.int64, types.float64
 coef = types.Array(types.float64, 2, "C")
 for t in FL:  # the batch norm ops
     x = arr(t)
-    check("bn moments", BN._moments.py_func, (x, i64, i64, i64, x, x))
+    check("bn moments", BN._moments.py_func, (x, i64, i64, i64, x, x, x, x, f64, x, i64))
     check("bn normalize", BN._normalize.py_func, (x, i64, i64, x, x, x, x, f64, x))
-    sig = (x, x, i64, i64, i64, x, x, x, f64, x, x, coef)
+    sig = (x, x, i64, i64, i64, x, x, x, f64, x, x, coef, x, i64)
     check("bn grad sums", BN._grad_sums.py_func, sig)
     check("bn grad operand", BN._grad_operand.py_func, (x, x, i64, i64, x, coef, x))
-    sig = (x, i64, i64, i64, x, x, x, x, f64, x)
-    check("bn moments+normalize", BN._moments_normalize.py_func, sig)
-    sig = (x, x, i64, i64, i64, x, x, x, f64, x, x, x)
-    check("bn grad fused", BN._grad_fused.py_func, sig)
     f8x = types.Array(types.float64, 1, "C")  # (narrow operands: float64 work arrays)
-    sig = (f8x, f8x, i64, i64, i64, f8x, f8x, f8x, f64, f8x, f8x, f8x)
-    check("bn grad fused narrow", BN._grad_fused.py_func, sig)
+    sig = (f8x, f8x, i64, i64, i64, f8x, f8x, f8x, f64, f8x, f8x, coef, f8x, i64)
+    check("bn grad sums narrow", BN._grad_sums.py_func, sig)
 from xops.kernels.cuda import convolution as CV  # noqa: E402
 
 for a_t, o_t in [(t, t) for t in SI + UI + FL + B] + [

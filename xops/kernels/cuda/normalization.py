@@ -78,61 +78,15 @@ _TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @jit
-def _moments(x, C, inner, n, mean, var):
+def _moments(x, C, inner, n, mean, var, scale, offset, eps, out, fused):
     """Block c: feature c's mean and biased variance in one pass over its n elements,
     stored rounded to mean's/var's type. Each thread keeps float64 (count, mean, M2) of
     its share by Welford's update; a fixed-order tree merges them by Chan et al.'s
     ``M2 = M2_a + M2_b + d^2 n_a n_b / n`` (no E[x^2] - E[x]^2 cancellation: the CPU's
-    tiles merge the same way)."""
-    c = cuda.blockIdx.x
-    t = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    pn = cuda.shared.array(T, float64)
-    pm = cuda.shared.array(T, float64)
-    pq = cuda.shared.array(T, float64)
-    cnt = float64(0.0)
-    mu = float64(0.0)
-    m2 = float64(0.0)
-    j = t
-    while j < n:
-        o = j // inner
-        v = float64(x[(o * C + c) * inner + (j - o * inner)])
-        cnt += 1.0
-        d = v - mu
-        mu += d / cnt
-        m2 += d * (v - mu)
-        j += nt
-    pn[t] = cnt
-    pm[t] = mu
-    pq[t] = m2
-    cuda.syncthreads()
-    h = nt // 2
-    while h > 0:
-        if t < h and pn[t + h] > 0.0:
-            na = pn[t]
-            nb = pn[t + h]
-            nab = na + nb
-            d = pm[t + h] - pm[t]
-            pm[t] += d * (nb / nab)
-            pq[t] += pq[t + h] + d * d * (na * (nb / nab))
-            pn[t] = nab
-        cuda.syncthreads()
-        h //= 2
-    if t == 0:
-        if n > 0:
-            mean[c] = pm[0]
-            var[c] = pq[0] / n
-        else:  # an empty batch: 0/0 = NaN, as the spec's formula gives
-            mean[c] = math.nan
-            var[c] = math.nan
-
-
-@jit
-def _moments_normalize(x, C, inner, n, mean, var, scale, offset, eps, out):
-    """:func:`_moments` then :func:`_normalize` of feature c in one block (features of at
-    most ``FUSED_N`` elements: each thread normalises a few): the statistics as
-    ``_moments`` stores them, then each element from the stored (rounded) mean and
-    variance with ``_normalize``'s formula: the two kernels' bits."""
+    tiles merge the same way). ``fused`` (features of at most ``FUSED_N`` elements):
+    the block then also writes the feature's elements with :func:`_normalize`'s formula
+    from the stored (rounded) statistics, the two kernels' bits (else ``scale``,
+    ``offset`` and ``out`` are not read)."""
     c = cuda.blockIdx.x
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
@@ -176,16 +130,17 @@ def _moments_normalize(x, C, inner, n, mean, var, scale, offset, eps, out):
             var[c] = math.nan
         pn[0] = float64(mean[c])  # (the stored values, rounded to their type)
         pn[1] = float64(var[c])
-    cuda.syncthreads()
-    m = pn[0]
-    a = float64(scale[c]) / math.sqrt(pn[1] + eps)
-    b = float64(offset[c])
-    j = t
-    while j < n:
-        o = j // inner
-        k = (o * C + c) * inner + (j - o * inner)
-        out[k] = (float64(x[k]) - m) * a + b
-        j += nt
+    if fused:
+        cuda.syncthreads()
+        m = pn[0]
+        a = float64(scale[c]) / math.sqrt(pn[1] + eps)
+        b = float64(offset[c])
+        j = t
+        while j < n:
+            o = j // inner
+            k = (o * C + c) * inner + (j - o * inner)
+            out[k] = (float64(x[k]) - m) * a + b
+            j += nt
 
 
 @jit
@@ -200,11 +155,14 @@ def _normalize(x, C, inner, mean, var, scale, offset, eps, out):
 
 
 @jit
-def _grad_sums(x, g, C, inner, n, mean, var, scale, eps, grad_scale, grad_offset, coef):
+def _grad_sums(x, g, C, inner, n, mean, var, scale, eps, grad_scale, grad_offset, coef, out, fused):
     """Block c: ``sum g`` and ``sum g (x - mean)`` of feature c (float64 partials, a
     fixed-order tree); thread 0 stores grad_scale and grad_offset (rounded to their type)
-    and grad_operand's float64 coefficients ``coef[0..2, c]`` = ``k``, ``sum g / N``,
-    ``k inv_std grad_scale / N``."""
+    and grad_operand's float64 coefficients ``k``, ``sum g / N``, ``k inv_std grad_scale /
+    N``: in ``coef[0..2, c]``, or with ``fused`` (features of at most ``FUSED_N``
+    elements) in shared memory, the block then writing the feature's elements with
+    :func:`_grad_operand`'s formula (the two kernels' bits; ``coef`` not read, ``out``
+    written only then)."""
     c = cuda.blockIdx.x
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
@@ -237,64 +195,31 @@ def _grad_sums(x, g, C, inner, n, mean, var, scale, eps, grad_scale, grad_offset
         k = float64(scale[c]) * inv_std
         grad_scale[c] = gs
         grad_offset[c] = pg[0]
-        coef[0, c] = k
-        if n > 0:  # (no element reads them otherwise)
-            coef[1, c] = pg[0] / n
-            coef[2, c] = k * inv_std * (gs / n)
-
-
-@jit
-def _grad_fused(x, g, C, inner, n, mean, var, scale, eps, grad_scale, grad_offset, out):
-    """:func:`_grad_sums` then :func:`_grad_operand` of feature c in one block (features
-    of at most ``FUSED_N`` elements): the same sums, tree and coefficients (kept in shared
-    memory), then each element with ``_grad_operand``'s formula: the two kernels' bits."""
-    c = cuda.blockIdx.x
-    t = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    pg = cuda.shared.array(T, float64)
-    pc = cuda.shared.array(T, float64)
-    mu = float64(mean[c])
-    ag = float64(0.0)
-    ac = float64(0.0)
-    j = t
-    while j < n:
-        o = j // inner
-        k = (o * C + c) * inner + (j - o * inner)
-        gv = float64(g[k])
-        ag += gv
-        ac += gv * (float64(x[k]) - mu)
-        j += nt
-    pg[t] = ag
-    pc[t] = ac
-    cuda.syncthreads()
-    s = nt // 2
-    while s > 0:
-        if t < s:
-            pg[t] += pg[t + s]
-            pc[t] += pc[t + s]
-        cuda.syncthreads()
-        s //= 2
-    if t == 0:
-        inv_std = float64(1.0) / math.sqrt(float64(var[c]) + eps)
-        gs = pc[0] * inv_std  # sum(g * xhat)
-        k = float64(scale[c]) * inv_std
-        grad_scale[c] = gs
-        grad_offset[c] = pg[0]
-        pc[0] = k
+        k1 = float64(0.0)  # (no element reads them when n = 0)
+        k2 = float64(0.0)
         if n > 0:
-            pc[1] = pg[0] / n
-            pc[2] = k * inv_std * (gs / n)
-    cuda.syncthreads()
-    k0 = pc[0]
-    k1 = pc[1]
-    k2 = pc[2]
-    j = t
-    while j < n:
-        o = j // inner
-        i = (o * C + c) * inner + (j - o * inner)
-        gm = float64(g[i]) - k1
-        out[i] = k0 * gm - k2 * (float64(x[i]) - mu)
-        j += nt
+            k1 = pg[0] / n
+            k2 = k * inv_std * (gs / n)
+        if fused:
+            pc[0] = k
+            pc[1] = k1
+            pc[2] = k2
+        else:
+            coef[0, c] = k
+            coef[1, c] = k1
+            coef[2, c] = k2
+    if fused:
+        cuda.syncthreads()
+        k0 = pc[0]
+        k1 = pc[1]
+        k2 = pc[2]
+        j = t
+        while j < n:
+            o = j // inner
+            i = (o * C + c) * inner + (j - o * inner)
+            gm = float64(g[i]) - k1
+            out[i] = k0 * gm - k2 * (float64(x[i]) - mu)
+            j += nt
 
 
 @jit
@@ -359,6 +284,16 @@ def _result(arr, dt):
 FUSED_N = 16 * T
 
 
+_coefs = []
+
+
+def _no_coef():
+    """A (3, 1) float64 device array for _grad_sums' ``coef`` when it is not written."""
+    if not _coefs:
+        _coefs.append(device_empty((3, 1), np.dtype(np.float64)))
+    return _coefs[0]
+
+
 def _normalize_into(x, xv, C, inner, mean, var, scale, offset, eps):
     out = device_empty((x.size,), _work(x._dtype).np)
     launch_1d(_normalize, x.size, xv, C, inner, mean, var, scale, offset, eps, out)
@@ -376,10 +311,10 @@ def batch_norm_training(operand, scale, offset, epsilon, feature_index):
     var = device_empty((C,), _work(dt).np)
     if C and n <= FUSED_N and not is_narrow(dt):  # (one launch; the two kernels' bits)
         out = device_empty((x.size,), dt.np)
-        _moments_normalize[C, _threads(n)](xv, C, inner, n, mean, var, sv, ov, eps, out)
+        _moments[C, _threads(n)](xv, C, inner, n, mean, var, sv, ov, eps, out, 1)
         return from_holder(shaped(out, x.shape), dt), from_holder(mean, dt), from_holder(var, dt)
-    if C:
-        _moments[C, _threads(n)](xv, C, inner, n, mean, var)
+    if C:  # (scale, offset, out: not read)
+        _moments[C, _threads(n)](xv, C, inner, n, mean, var, mean, mean, eps, mean, 0)
     mean_t, var_t = _result(mean, dt), _result(var, dt)
     if is_narrow(dt):  # normalised with the statistics rounded to dt (the CPU's)
         mean, var = _wide(mean_t), _wide(var_t)
@@ -406,15 +341,13 @@ def batch_norm_grad(operand, scale, mean, variance, grad_output, epsilon, featur
     grad_scale = device_empty((C,), _work(dt).np)
     grad_offset = device_empty((C,), _work(dt).np)
     out = device_empty((x.size,), _work(dt).np)
-    if C and n <= FUSED_N:  # (one launch; the two kernels' bits)
-        _grad_fused[C, _threads(n)](
-            xv, gv, C, inner, n, mv, vv, sv, eps, grad_scale, grad_offset, out
-        )
-    elif C:
-        coef = device_empty((3, C), np.float64)
-        nt = _threads(n)
-        _grad_sums[C, nt](xv, gv, C, inner, n, mv, vv, sv, eps, grad_scale, grad_offset, coef)
-        launch_1d(_grad_operand, x.size, xv, gv, C, inner, mv, coef, out)
+    fused = int(n <= FUSED_N)  # (one launch; the two kernels' bits)
+    if C:
+        coef = _no_coef() if fused else device_empty((3, C), np.float64)
+        args = (xv, gv, C, inner, n, mv, vv, sv, eps, grad_scale, grad_offset, coef, out, fused)
+        _grad_sums[C, _threads(n)](*args)
+        if not fused:
+            launch_1d(_grad_operand, x.size, xv, gv, C, inner, mv, coef, out)
     return (_result(shaped(out, x.shape), dt), _result(grad_scale, dt), _result(grad_offset, dt))
 
 
