@@ -169,9 +169,15 @@ def test_from_dlpack_asks_for_the_default_stream_and_checks_the_capsule():
         xnp.from_dlpack(_Producer(capsule))
     assert abi.capsule_name(capsule) == b"dltensor"  # refused: not consumed
     dl.dtype.lanes = 1
-    dl.strides[0], dl.strides[1] = 1, 2  # column-major
+    dl.strides[0], dl.strides[1] = 1, 2  # column-major: a copy, made row-major on the device
     with pytest.raises(BufferError, match=r"strides \(1, 2\) in elements\) is not row-major"):
-        xnp.from_dlpack(_Producer(capsule))
+        xnp.from_dlpack(_Producer(capsule), copy=False)
+    assert abi.capsule_name(capsule) == b"dltensor"  # refused: not consumed
+    flat = np.asarray(DATA, np.int32).ravel()
+    c = xnp.from_dlpack(_Producer(capsule))
+    want = [[flat[i + 2 * j] for j in range(dl.shape[1])] for i in range(dl.shape[0])]
+    assert c.dtype == xo.int32 and c.tolist() == want and _address(c) != _address(t)
+    assert abi.capsule_name(capsule) == b"used_dltensor"
     with pytest.raises(BufferError, match="already consumed"):
         used = t.__dlpack__()
         xnp.from_dlpack(_Producer(used))
@@ -198,9 +204,18 @@ def test_from_dlpack_takes_a_cuda_array_interface_and_shares_memory():
     del u, w
     gc.collect()
     assert alive() is None
-    desc = dict(t.__cuda_array_interface__, strides=(4, 8))
+    desc = dict(t.__cuda_array_interface__, strides=(4, 8))  # (i, j) at element i + 2 j
     with pytest.raises(BufferError, match=r"strides \(4, 8\) in bytes\) is not row-major"):
-        xnp.from_dlpack(_Interface(desc))
+        xnp.from_dlpack(_Interface(desc), copy=False)
+    s = xnp.from_dlpack(_Interface(desc))  # a row-major copy on the device
+    v = t.numpy()
+    flat = v.ravel()
+    assert s.tolist() == [[flat[i + 2 * j] for j in range(3)] for i in range(2)]
+    assert _address(s) != _address(t)
+    back = dict(desc, data=(_address(t) + 12, False), strides=(-12, 4))  # rows reversed
+    assert xnp.from_dlpack(_Interface(back)).tolist() == v[::-1].tolist()
+    with pytest.raises(BufferError, match="not multiples of the element size 4"):
+        xnp.from_dlpack(_Interface(dict(desc, strides=(12, 2))))
     with pytest.raises(BufferError, match="typestr '<M8' has no xops element type"):
         xnp.from_dlpack(_Interface(dict(t.__cuda_array_interface__, typestr="<M8")))
     with pytest.raises(BufferError, match="masked"):
@@ -285,8 +300,9 @@ def test_torch_cuda_both_ways():
     assert xb.dtype == xo.bfloat16 and xb.tolist() == tt.tolist()
     xs = xnp.from_dlpack(tt.t().contiguous())
     assert xs.tolist() == tt.t().tolist()
+    assert xnp.from_dlpack(tt.t()).tolist() == tt.t().tolist()  # (a copy: row-major)
     with pytest.raises(BufferError, match="not row-major"):
-        xnp.from_dlpack(tt.t())
+        xnp.from_dlpack(tt.t(), copy=False)
     xi = xnp.from_dlpack(_Interface(tt.__cuda_array_interface__))
     assert _address(xi) == tt.data_ptr()
     # xops -> torch: DLPack and the interface, no copy; the export outlives the tensor

@@ -20,8 +20,9 @@ xops tensor), asks it for a capsule ordered on the legacy default stream (``stre
 and wraps the memory as a numba device array without a copy; the capsule is renamed
 ``"used_dltensor"`` and its deleter runs when the last xops tensor on that memory is
 gone. :func:`from_cuda_array_interface` does the same for objects that only have the
-interface (numba device arrays), keeping the object alive. Data that is not row-major is
-a BufferError (xops tensors are C-contiguous): call ``.contiguous()`` on the producer.
+interface (numba device arrays), keeping the object alive. Data that is not row-major
+(a transposed view, negative strides) is copied to row-major on the device (xops tensors
+are C-contiguous); with ``copy=False`` it is a BufferError.
 
 Under numba's CUDA simulator "device memory" is host memory: the same code paths run
 with host addresses, so the tests can check capsules and sharing without a GPU.
@@ -33,7 +34,8 @@ import numpy as np
 
 from ... import _dlpack as abi, device as _device, registry
 from ...dtypes import as_dtype
-from ._storage import from_holder, numba_cuda, simulated, storage_dtype
+from ._storage import from_holder, numba_cuda, shaped, simulated, storage_dtype
+from .movement import strided_copy
 
 __all__ = [
     "cuda_array_interface",
@@ -271,9 +273,24 @@ def _usable(op):
 def _not_row_major(shape, strides, unit):
     return BufferError(
         f"from_dlpack: the CUDA data (shape {tuple(shape)}, strides {tuple(strides)} in "
-        f"{unit}) is not row-major, which xops tensors need; make it contiguous first "
-        f"(torch: .contiguous(), CuPy: cupy.ascontiguousarray)"
+        f"{unit}) is not row-major, which xops tensors are, so it takes a copy: "
+        f"copy=False cannot be honoured (leave copy=None, or make it contiguous first: "
+        f"torch .contiguous(), cupy.ascontiguousarray)"
     )
+
+
+def _strided(address, shape, strides, np_dtype, dt, owner):
+    """A CUDA tensor with a row-major copy of the strided data at ``address`` (element
+    ``strides``, negative ones too), made on the device. The copy is waited for before
+    returning, since ``owner`` (the producer's reference) may go right after and the
+    producer may then reuse its memory on a stream of its own."""
+    lo = hi = 0  # (the lowest and highest element offsets the layout reaches)
+    for n, st in zip(shape, strides):
+        lo, hi = (lo + (n - 1) * st, hi) if st < 0 else (lo, hi + (n - 1) * st)
+    span = _wrap_pointer(address + lo * np_dtype.itemsize, (hi - lo + 1,), np_dtype, owner)
+    out = strided_copy(span, shape, strides, -lo)
+    numba_cuda().synchronize()
+    return from_holder(shaped(out, shape), dt)
 
 
 def from_dlpack(x, dev, copy=None):
@@ -305,12 +322,15 @@ def from_capsule(capsule, copy=None):
     dt = as_dtype(abi.import_name(dl.dtype))
     shape = tuple(dl.shape[i] for i in range(dl.ndim))
     strides = tuple(dl.strides[i] for i in range(dl.ndim)) if dl.strides else None
-    if not _row_major(shape, strides):
+    plain = _row_major(shape, strides)
+    if not plain and copy is False:
         raise _not_row_major(shape, strides, "elements")
     _usable("from_dlpack")
     _capsule_set_name(capsule, _USED[versioned])  # consumed: its deleter is ours to call
     owner = _Owner(ctypes.addressof(m), m.deleter)
     address = (dl.data or 0) + dl.byte_offset
+    if not plain:  # (a copy: row-major on the device)
+        return _strided(address, shape, strides, storage_dtype(dt.np), dt, owner)
     out = from_holder(_wrap_pointer(address, shape, storage_dtype(dt.np), owner), dt)
     return copy_tensor(out) if copy else out
 
@@ -331,10 +351,15 @@ def from_cuda_array_interface(x, copy=None):
         ) from None
     shape = tuple(desc["shape"])
     strides = desc.get("strides")
+    plain = True
     if strides is not None:
-        if not _row_major(shape, [s // np_dtype.itemsize for s in strides]) or any(
-            s % np_dtype.itemsize for s in strides
-        ):
+        if any(s % np_dtype.itemsize for s in strides):
+            raise BufferError(
+                f"from_dlpack: __cuda_array_interface__ strides {tuple(strides)} are not "
+                f"multiples of the element size {np_dtype.itemsize}"
+            )
+        plain = _row_major(shape, [s // np_dtype.itemsize for s in strides])
+        if not plain and copy is False:
             raise _not_row_major(shape, strides, "bytes")
     _usable("from_dlpack")
     stream = desc.get("stream")
@@ -343,5 +368,8 @@ def from_cuda_array_interface(x, copy=None):
         event = cuda.event(timing=False)
         event.record(cuda.external_stream(stream))
         event.wait(cuda.default_stream())
+    if not plain:  # (a copy: row-major on the device)
+        elements = [st // np_dtype.itemsize for st in strides]
+        return _strided(desc["data"][0], shape, elements, np_dtype, dt, x)
     out = from_holder(_wrap_pointer(desc["data"][0], shape, np_dtype, x), dt)
     return copy_tensor(out) if copy else out
