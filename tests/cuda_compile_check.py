@@ -258,7 +258,7 @@ from xops.kernels.cuda import _complex_math as CX  # noqa: E402
 for c, f in (("c8", "f4"), ("c16", "f8")):
     st = (i64, i64)
     for name, fn in CX.functions(np.dtype(c)).items():
-        if name in ("divide", "power"):
+        if name in ("divide", "power", "maximum", "minimum"):
             check(f"complex {name} {c}", E._kernel2(fn).py_func, (arr(c), arr(c)) + st + (arr(c),))
         elif name == "complex":
             check(f"complex {name} {c}", E._kernel2(fn).py_func, (arr(f), arr(f)) + st + (arr(c),))
@@ -272,6 +272,9 @@ for c, f in (("c8", "f4"), ("c16", "f8")):
         check(f"complex compare {c}", E._kernel2(fn).py_func, (arr(c), arr(c)) + st + (arr("?"),))
     sel = (arr("?"), arr(c), arr(c)) + (i64,) * 3 + (arr(c),)
     check(f"complex select {c}", E._kernel3(E._select1).py_func, sel)
+    fns = CX.functions(np.dtype(c))
+    clamp = E._complex_clamp(fns["maximum"], fns["minimum"])
+    check(f"complex clamp {c}", E._kernel3(clamp).py_func, (arr(c),) * 3 + (i64,) * 3 + (arr(c),))
     for src in (f, "c8", "c16"):
         check(f"complex convert {src}->{c}", E._kernel1(E._to_float).py_func, (arr(src), arr(c)))
 tup = types.UniTuple(i64, 2)

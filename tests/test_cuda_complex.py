@@ -145,6 +145,28 @@ def test_convert():
     _exact(xo.convert(d, "i32"), xo.convert(d.to("cpu"), "i32"))  # (the real part, truncated)
 
 
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_maximum_minimum_clamp_in_numpys_complex_order(dt):
+    """maximum, minimum and clamp on the device give the CPU's values bit for bit: (real,
+    imag) lexicographically, ties of the real parts decided by the imaginary ones, a NaN
+    in the first operand's parts returned as it is, a NaN imaginary part of the second
+    operand counting only in a tie, signed zeros as the CPU orders them."""
+    nan, inf = np.nan, np.inf
+    parts = [0.0, -0.0, 1.0, -1.0, 2.5, nan, inf, -inf]
+    grid = np.array([complex(r, i) for r in parts for i in parts])
+    a = np.repeat(grid, len(grid)).astype(np.complex64 if dt == "c64" else np.complex128)
+    b = np.tile(grid, len(grid)).astype(a.dtype)
+    a, b = a[::7].copy(), b[::7].copy()  # (a tenth of the 4096 pairs: simulator threads)
+    ha, hb = xo.tensor(a), xo.tensor(b)
+    da, db = ha.to("cuda"), hb.to("cuda")
+    for op in (xo.maximum, xo.minimum):
+        _exact(op(da, db), op(ha, hb))
+        _exact(op(db, da), op(hb, ha))
+    lo, hi = xo.tensor(np.asarray(-1 + 0.5j, a.dtype)), xo.tensor(np.asarray(2 - 1j, a.dtype))
+    _exact(xo.clamp(lo.to("cuda"), da, hi.to("cuda")), xo.clamp(lo, ha, hi))
+    _exact(xo.clamp(da, db, da), xo.clamp(ha, hb, ha))  # (full-shape bounds)
+
+
 def test_ops_without_a_complex_kernel_raise_naming_the_type():
     d = cu(_z("c64"))
     with pytest.raises(

@@ -94,7 +94,28 @@ def _build(part):
     def make(a, b):
         return complex(a, b)
 
+    # maximum / minimum: NumPy's complex order, as the CPU computes them (np.maximum /
+    # np.minimum): a if a has a NaN part or a >= b (a <= b) lexicographically on (real,
+    # imag), where a NaN imaginary part only takes part in the tie of the real parts
+    def maximum(a, b):
+        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+        if ar != ar or ai != ai:
+            return a
+        if (ar > br and bi == bi) or (ar == br and ai >= bi):
+            return a
+        return b
+
+    def minimum(a, b):
+        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+        if ar != ar or ai != ai:
+            return a
+        if (ar < br and bi == bi) or (ar == br and ai <= bi):
+            return a
+        return b
+
     return {
+        "maximum": maximum,
+        "minimum": minimum,
         "divide": divide,
         "abs": absolute,
         "exponential": exp,

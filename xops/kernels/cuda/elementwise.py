@@ -518,7 +518,8 @@ def complex_op(name, *ts):
             name,
             "device",
             f"has no cuda kernel for element type {dt.name} (complex kernels: add, subtract, "
-            f"multiply, divide, negate, abs, sign, power (c64), exponential, "
+            f"multiply, divide, negate, abs, sign, power (c64), maximum, minimum, clamp, "
+            f"exponential, "
             f"exponential_minus_one, log, log_plus_one, logistic, sqrt, rsqrt, sine, cosine, "
             f"tan, tanh, real, imag, compare EQ/NE, select, convert)",
         )
@@ -665,9 +666,30 @@ def clamp(min, operand, max):  # noqa: A002  (the op's own parameter names)
     if is_sub(x._dtype):  # (in range: nothing to wrap)
         ws = tuple(widen(t) for t in (lo, x, hi))
         return wrap(_run3("clamp", _clamp1, ws, wide_type(x._dtype), x.shape), x._dtype)
+    if x._dtype in _PART:  # c64, c128: minimum(maximum(x, min), max) in NumPy's order
+        fns = _complex_functions(x._dtype.np)
+        return _run3("clamp", _complex_clamp(fns["maximum"], fns["minimum"]), (lo, x, hi),
+                     x._dtype, x.shape)  # fmt: skip
     _supported("clamp", x)
     fn = _fclamp1 if x._dtype.kind == "float" else _clamp1
     return _run3("clamp", fn, (lo, x, hi), x._dtype, x.shape)
+
+
+_clamps = {}
+
+
+def _complex_clamp(maximum, minimum):
+    """The complex clamp's device function over those of maximum and minimum (one per
+    complex type)."""
+    fn = _clamps.get(maximum)
+    if fn is None:
+        hi_of, lo_of = cuda.jit(device=True)(maximum), cuda.jit(device=True)(minimum)
+
+        def clamp_c(lo, x, hi):
+            return lo_of(hi_of(x, lo), hi)
+
+        fn = _clamps[maximum] = clamp_c
+    return fn
 
 
 def _to_float(a):
