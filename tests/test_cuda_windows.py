@@ -356,3 +356,36 @@ def test_dilated_max_pool_and_other_init_gradients_on_the_device():
         return xo.reduce(y * y, 0.0, [0, 1], xo.add)
 
     same(xo.grad(f)(cu(x[0, 0])), xo.grad(f)(xo.tensor(x[0, 0])), rtol=0)
+
+
+def test_window_layouts_kept_per_signature_serve_later_calls():
+    """The merged window layout is worked out once per signature (op, shapes, window
+    attributes); later calls with new data, and a call that differs only in padding or
+    strides, each give the CPU's bits."""
+    from xops.kernels.cuda import windows as W
+
+    rng = np.random.default_rng(9)
+    for pad, strides in [
+        ([(0, 0), (1, 0)], [2, 2]),
+        ([(0, 0), (1, 0)], [2, 2]),
+        ([(1, 1)] * 2, [1, 2]),
+    ]:
+        x = rng.standard_normal((5, 6)).astype(np.float32)
+        attrs = ([2, 3], strides, None, None, pad)
+        same(
+            xo.reduce_window(cu(x), -np.inf, *attrs, body=xo.maximum),
+            xo.reduce_window(xo.tensor(x), -np.inf, *attrs, body=xo.maximum),
+        )
+        src_shape = xo.reduce_window(xo.tensor(x), 0.0, *attrs, body=xo.add).shape
+        s = rng.standard_normal(src_shape).astype(np.float32)
+        sel, scat = Body.compare("GE"), xo.add
+        same(
+            xo.select_and_scatter(
+                cu(x), cu(s), 0.0, [2, 3], strides, pad, select=sel, scatter=scat
+            ),
+            xo.select_and_scatter(
+                xo.tensor(x), xo.tensor(s), 0.0, [2, 3], strides, pad, select=sel, scatter=scat
+            ),
+        )
+    kept = [k for k in W._layouts if k[1] == (5, 6)]
+    assert len({k[0] for k in kept}) == 2 and len(kept) == 4  # (two signatures per op)

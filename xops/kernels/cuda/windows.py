@@ -272,6 +272,40 @@ def _geometry(op, rows):
     return device_table(("window",) + values, lambda: values), r
 
 
+def _reduce_window_rows(shape, out_shape, window):
+    """reduce_window's merged rows (operand and result shapes, window dimensions,
+    strides, base and window dilations, low padding) with its untouched dims merged."""
+    wd, ws, bd, wdl, pad = window
+    lo = [p[0] for p in pad]
+    untouched = [
+        w == s == b == e == 1 and p == (0, 0) for w, s, b, e, p in zip(wd, ws, bd, wdl, pad)
+    ]
+    return _merge([list(shape), list(out_shape), wd, ws, bd, wdl, lo], untouched)
+
+
+def _select_and_scatter_rows(shape, src_shape, wd, ws, pad):
+    """select_and_scatter's merged rows (operand and source shapes, window dimensions,
+    strides, low padding) with its untouched dims merged."""
+    lo = [p[0] for p in pad]
+    untouched = [w == s == 1 and p == (0, 0) for w, s, p in zip(wd, ws, pad)]
+    return _merge([list(shape), list(src_shape), wd, ws, lo], untouched)
+
+
+_layouts = {}  # (op, shapes, window attributes) -> (geometry device array, rank)
+_LAYOUTS_KEPT = 1024
+
+
+def _layout(key, rows):
+    """The (geometry, rank) of a window op's checked call, worked out once per signature
+    (``rows()``: its merged rows; a training step repeats a few signatures)."""
+    hit = _layouts.get(key)
+    if hit is None:
+        if len(_layouts) >= _LAYOUTS_KEPT:
+            _layouts.clear()
+        hit = _layouts[key] = _geometry(key[0], rows())
+    return hit
+
+
 def _no_kernel(op, what, dt):
     raise SpecError(
         op,
@@ -315,12 +349,8 @@ def reduce_window(*args, **kwargs):
     _supported(op, x)
     fn = _combine_for(op, a["body"], dt)
     wd, ws, bd, wdl, pad = window
-    lo = [p[0] for p in pad]
-    untouched = [
-        w == s == b == e == 1 and p == (0, 0) for w, s, b, e, p in zip(wd, ws, bd, wdl, pad)
-    ]
-    rows = _merge([list(x.shape), out_shape, wd, ws, bd, wdl, lo], untouched)
-    g, r = _geometry(op, rows)
+    key = (op, x.shape, *map(tuple, window[:4]), *map(tuple, pad))
+    g, r = _layout(key, lambda: _reduce_window_rows(x.shape, out_shape, window))
     out = device_empty(out_shape, dt.np)
     n = math.prod(out_shape)
     if n:
@@ -350,10 +380,8 @@ def select_and_scatter(*args, **kwargs):
             f"bodies (DIR one of GE, GT, LE, LT, EQ, NE, the default compare type)",
         )
     fn = _combine_for(op, scatter, dt, "scatter")
-    lo = [p[0] for p in pad]
-    untouched = [w == s == 1 and p == (0, 0) for w, s, p in zip(wd, ws, pad)]
-    rows = _merge([list(x.shape), list(src.shape), wd, ws, lo], untouched)
-    g, r = _geometry(op, rows)
+    key = (op, x.shape, src.shape, tuple(wd), tuple(ws), *map(tuple, pad))
+    g, r = _layout(key, lambda: _select_and_scatter_rows(x.shape, src.shape, wd, ws, pad))
     out = device_empty(x.shape, dt.np)
     if x.size:
         launch_1d(
