@@ -50,6 +50,7 @@ from numba import cuda, float64
 
 from ...errors import SpecError
 from ...ops.normalization import (
+    _checked as _validated,
     batch_norm_grad_checks,
     batch_norm_inference_checks,
     batch_norm_training_checks,
@@ -239,7 +240,7 @@ def _checked(op, checks, args):
     feature count, ``inner`` the run length (at least 1), ``N`` the elements per feature.
     A SpecError for an element type with no kernel, or for a tensor operand that is not on
     the device (a NumPy array or a list becomes a CPU tensor: it is not moved silently)."""
-    *ts, fi, eps = checks(*args)
+    *ts, fi, eps = _validated(checks, args[:-2], args[-2], args[-1])  # (kept per signature)
     x = ts[0]
     if x._dtype.np not in _TYPES and not is_narrow(x._dtype):
         raise SpecError(
@@ -251,7 +252,9 @@ def _checked(op, checks, args):
         )
     arrays = []
     for t in ts:
-        v = on_device(op, t, f"a {t.type} operand")
+        v = t._value
+        if not hasattr(v, "copy_to_host"):  # (the message's name is built only then)
+            on_device(op, t, f"a {t.type} operand")
         if is_narrow(t._dtype):  # (exact)
             v = _wide(t)
         arrays.append(flat(v))
