@@ -214,3 +214,22 @@ def test_gpu_host_harness_counts_the_steps_launches():
     assert int(lines[1].split()[3]) == sum(map(int, launches.values()))
     assert launches["conv2"] == "5" and launches["adam_many8_float32"] == "1"
     assert any(line.split()[0] == "convolution" for line in lines[3:])
+
+
+def test_gpu_diag_without_a_gpu_says_why_in_one_line():
+    """``python -m benchmarks.gpu_diag`` (the GPU step's launches, allocations and kernel
+    functions: real-GPU runs only) exits with one line and status 2 without a GPU."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")  # (no GPU here: the simulator's case)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu_diag"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stdout.strip() == "gpu_diag: needs a real GPU: the CUDA simulator is on"
