@@ -9,20 +9,37 @@ lost to im2row's GEMMs; im2col in pieces of images on both threads (one single-t
 GEMM per image, session 12: commit 3eb66b1) lost or tied idle against the packings
 (conv_fwd_cifar_b64 2.30 against 1.56 ms median: a pool thread that wakes late) and
 was removed.
+
+Before it, for many input features (more than one, float32, a 3 x 3 kernel, output
+features in blocks of 8, an AVX-512 CPU), the register-blocked kernels of
+``xops.kernels.convolution_blocked``: the forward (and the input gradient, itself a
+3 x 3 convolution) and the kernel gradient (a 3 x 3 output) where its result is too
+large for im2row's per-feature GEMMs. Measured on the mid layer ((64, 32, 16, 16) ->
+64, 0.6 GFLOP), against the packings around OpenBLAS: see ``_blocked``/``_wgrad``.
 """
 
 import functools
 
+import numba
 import numpy as np
 
+from ..kernels import config as _config
+from ..kernels import convolution_blocked as KB
 from ..kernels import convolution_direct as K
 from ..kernels import pool as _pool
+from ._convolution_tables import _words, _words_ok
 
 # Few input features: the contraction per output is C*K products, far below a GEMM's
 # peak. Measured idle (2-core AVX-512 EPYC, interleaved, median us, old path / this
 # kernel): one feature (the digits' first layer) 224 / 180 at batch 32, 311 / 265 at 64,
 # 117 / 67 at 8; three (CIFAR's RGB) lost: 1174 / 1416 at batch 64, so one only.
 _FEW_CHANNELS = 1
+# The kernel gradient's direct kernel from this many input planes (batch x features),
+# its sums in chunks of this many features (each thread's slab of output features
+# runs over one chunk's input rows, then the next). On the mid layer 8, 16, 32 and 64
+# measured within 3% of each other (64 fastest on one thread: 7.9 against 8.2 ms).
+_WGRAD_PLANES = 64
+_WGRAD_CHUNK = 64
 # Work (multiply-adds) per unit handed to the serial/parallel dispatcher: parallel from
 # about 1M multiply-adds (config.PARALLEL_THRESHOLD units). Idle, the parallel variant
 # won at the digits' batch 32 and 64 (180 vs 205, 265 vs 368 us); under load (other
@@ -37,13 +54,21 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
     if len(a.in_spatial) != 2 or work not in (np.float32, np.float64) or groups != 1:
         return None
     (oh, ow), (kh, kw) = a.out_spatial, a.k_spatial
-    if oh * ow == 0 or batch * n_out == 0 or kh * kw == 0 or chan == 0 or ow < kw:
-        return None  # (a kernel wider than the output: the kernel gradient, im2row's)
+    if oh * ow == 0 or batch * n_out == 0 or kh * kw == 0 or chan == 0:
+        return None
     if any(d != 1 for d in a.lhs_dilation):  # (window_sum never reads the holes)
         return None
-    if chan > _FEW_CHANNELS or any(s != 1 for s in (*a.strides, *a.rhs_dilation)):
+    if any(s != 1 for s in (*a.strides, *a.rhs_dilation)):
         return None
     if any(p < 0 for pair in a.padding for p in pair):
+        return None
+    if _wgrad_fits(a, work, batch, chan, n_out):
+        return _wgrad(lhs_c, w, a, batch, chan, n_out)
+    if ow < kw:  # (a kernel wider than the output: the kernel gradient, im2row's)
+        return None
+    if _blocked_fits(a, work, chan, n_out):
+        return _blocked(lhs_c, w, a, batch, chan, n_out)
+    if chan > _FEW_CHANNELS:
         return None
     return _few_channels(lhs_c, w, a, work, batch, chan, n_out)
 
@@ -75,6 +100,112 @@ def _few_channels(lhs_c, w, a, work, batch, chan, n_out):
             out.reshape(batch, n_out, -1),
         )
     return out
+
+
+@functools.cache
+def _avx512():
+    """Whether the CPU has AVX-512 (the blocked kernels' 16-lane vectors in its 32
+    registers; with AVX2 their accumulators would spill)."""
+    import llvmlite.binding as llvm
+
+    return bool(llvm.get_host_cpu_features().get("avx512f", False))
+
+
+def _blocked_fits(a, work, chan, n_out):
+    """Whether ``conv3x3_blocked`` takes the (stride 1, undilated, padded >= 0) call:
+    float32 on an AVX-512 CPU, a 3 x 3 kernel, output rows that fill at least 3/4 of
+    their 16-lane vectors, more than one input feature (one: the few-feature kernel)
+    and output features in blocks of ``_OB``. Narrower rows measured slower than the
+    packings (2-core AVX-512 EPYC, loaded, minima, packings / blocked, ms, batch 64,
+    64 -> 64 features: 7 x 7 3.3 / 4.8, 8 x 8 5.1 / 5.8; 32 -> 64 at 5 x 5 1.6 / 1.8);
+    the digits CNN's 14 x 14 layer faster (0.74 against 1.16 ms at batch 32)."""
+    ow, lanes = a.out_spatial[1], KB._LANES
+    return (
+        work == np.float32
+        and _avx512()
+        and tuple(a.k_spatial) == (3, 3)
+        and 4 * ow >= 3 * lanes * -(-ow // lanes)
+        and chan > _FEW_CHANNELS
+        and n_out % KB._OB == 0
+    )
+
+
+def _blocked(lhs_c, w, a, batch, chan, n_out):
+    """``conv3x3_blocked``: each image's planes padded once, then every block of output
+    features x rows summed in registers: the result C-contiguous (N, O, OH, OW)."""
+    (oh, ow), (lo_h, _), (lo_w, _) = a.out_spatial, *a.padding
+    hp, wp = oh + 2, ow + 2
+    x = np.ascontiguousarray(lhs_c, np.float32)
+    # (O, C, 3, 3) -> (O/_OB, C, 3, 3, _OB): a block's weights for one tap side by side
+    ob = KB._OB
+    packed = _pool.empty((n_out // ob, chan, 3, 3, ob), np.float32)
+    np.copyto(packed, np.reshape(w, (n_out // ob, ob, chan, 3, 3)).transpose(0, 2, 3, 4, 1))
+    xp = _pool.empty((batch, chan * hp * wp + KB._LANES), np.float32)
+    out = _pool.empty((batch, n_out, oh, ow), np.float32)
+    macs = batch * n_out * oh * ow * chan * 9
+    with np.errstate(all="ignore"):
+        KB.conv3x3_blocked(
+            macs // _MACS_PER_UNIT,
+            x,
+            packed.reshape(-1),
+            lo_h,
+            lo_w,
+            hp,
+            wp,
+            xp,
+            out.reshape(batch, -1),
+        )
+    return out
+
+
+def _wgrad_fits(a, work, batch, chan, n_out):
+    """Whether ``wgrad3x3_blocked`` takes the (stride 1, undilated, padded >= 0) call:
+    the kernel gradient of a 3 x 3 kernel (a 3 x 3 output, the kernel as large as the
+    image), float32, kernel rows of whole vectors, enough work for it, and a result
+    too large for im2row's per-feature GEMMs (``convolution._PER_CHAN_RESULT``: those
+    keep the thin results, CIFAR's first layer, whose tests pin that path)."""
+    from . import convolution
+
+    return (
+        work == np.float32
+        and _avx512()
+        and tuple(a.out_spatial) == (3, 3)
+        and a.k_spatial[1] % KB._LANES == 0
+        and batch * chan >= _WGRAD_PLANES
+        and n_out * batch * 9 > convolution._PER_CHAN_RESULT
+    )
+
+
+def _wgrad(lhs_c, w, a, batch, chan, n_out):
+    """``wgrad3x3_blocked``: the input's planes padded once (``pad_planes``), then each
+    output feature's 3 x 3 sums over chunks of input features: (N', O, 3, 3). Both
+    operands are read in place where their rows are contiguous (the gradient's are
+    transposed views of the layer's input and the output cotangent)."""
+    (kh, kw), (h, w_in), (lo_h, _), (lo_w, _) = a.k_spatial, a.in_spatial, *a.padding
+    hp, wp = kh + 2, kw + 2
+    x, (s_b, s_f, s_h, _) = _float_words(lhs_c)
+    g, (g_o, g_f, g_row, _) = _float_words(w)
+    xp = _pool.empty((batch * chan, hp * wp), np.float32)
+    units = batch * n_out * 9 * chan * kh * kw // _MACS_PER_UNIT
+    with np.errstate(all="ignore"):
+        # (parallel from 64K padded words: on the mid layer, 2.6 MB, 0.35 -> 0.20 ms)
+        KB.pad_planes(xp.size, x, chan, s_b, s_f, s_h, h, w_in, lo_h, lo_w, wp, xp)
+        out = np.zeros((batch, n_out, 3, 3), np.float32)
+        slabs = 1 if units < _config.PARALLEL_THRESHOLD else numba.get_num_threads()
+        KB.wgrad3x3_blocked(
+            units, xp, hp, wp, g, g_o, g_f, g_row, chan, kh, kw // KB._LANES, _WGRAD_CHUNK,
+            slabs, out.reshape(-1),
+        )  # fmt: skip
+    return out
+
+
+def _float_words(v):
+    """``v`` (4-D float32) as (flat float32 array spanning it, its element strides),
+    read in place where its last dim is contiguous, else from a C-contiguous copy."""
+    f32 = np.dtype(np.float32)
+    if not _words_ok(v, f32):
+        v = np.ascontiguousarray(v, f32)
+    return _words(v, np.float32)
 
 
 @functools.lru_cache(maxsize=16)

@@ -1,0 +1,248 @@
+"""The register-blocked direct kernels for many features (``xops.kernels.
+convolution_blocked``, picked by ``xops.ops._convolution_direct``): the 3 x 3 forward
+(and so the input gradient, a 3 x 3 convolution too) and the 3 x 3 kernel gradient.
+Compared with float64 NumPy sums over the shapes they take (odd widths: a partial last
+vector; padding on either side; window reversal; tails of the output-feature blocks;
+strided operands), through ``xo.vjp`` as a user gets the gradients; NaN/inf as the
+reference gives them; one and two threads, serial and parallel variants, give the same
+bits; shapes they do not take fall through to the packings."""
+
+import numba
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import sliding_window_view
+
+import xops as xo
+from conftest import bits
+from xops.ops import _convolution_direct as D
+from xops.ops import convolution as C
+from xops.ops.convolution import convolution_grad_rhs
+
+PAD = [(1, 1), (1, 1)]
+# the blocked kernels run on AVX-512 CPUs only (elsewhere every shape falls through)
+avx512 = pytest.mark.skipif(not D._avx512(), reason="no AVX-512: the packings run")
+
+
+@pytest.fixture
+def taken(monkeypatch):
+    """The list of ("forward" | "wgrad", batch, chan, n_out) the blocked kernels took."""
+    calls = []
+    forward, wgrad = D._blocked, D._wgrad
+
+    def spied_forward(lhs_c, w, a, batch, chan, n_out):
+        calls.append(("forward", batch, chan, n_out))
+        return forward(lhs_c, w, a, batch, chan, n_out)
+
+    def spied_wgrad(lhs_c, w, a, batch, chan, n_out):
+        calls.append(("wgrad", batch, chan, n_out))
+        return wgrad(lhs_c, w, a, batch, chan, n_out)
+
+    monkeypatch.setattr(D, "_blocked", spied_forward)
+    monkeypatch.setattr(D, "_wgrad", spied_wgrad)
+    return calls
+
+
+@pytest.fixture
+def threads():
+    """Set Numba's thread count and restore it."""
+    before = numba.get_num_threads()
+    yield numba.set_num_threads
+    numba.set_num_threads(before)
+
+
+def _forward64(x, w, padding, reversal=(False, False)):
+    """The convolution in float64: NumPy windows and einsum."""
+    w = np.asarray(w, np.float64)
+    if reversal[0]:
+        w = w[:, :, ::-1]
+    if reversal[1]:
+        w = w[:, :, :, ::-1]
+    xp = np.pad(np.asarray(x, np.float64), [(0, 0), (0, 0), *padding])
+    windows = sliding_window_view(xp, w.shape[2:], axis=(2, 3))
+    return np.einsum("nchwij,ocij->nohw", windows, w)
+
+
+def _wgrad64(x, g, padding):
+    """The 3 x 3 kernel gradient in float64."""
+    xp = np.pad(np.asarray(x, np.float64), [(0, 0), (0, 0), *padding])
+    windows = sliding_window_view(xp, g.shape[2:], axis=(2, 3))  # (N, C, 3, 3, H, W)
+    return np.einsum("ncijhw,nohw->ocij", windows, np.asarray(g, np.float64))
+
+
+def _close(got, want, tol=2e-6):
+    got = np.asarray(got)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert np.abs(got - want).max() <= tol * np.abs(want).max()
+
+
+@avx512
+@pytest.mark.parametrize(
+    "shape, padding, reversal",
+    [
+        ((3, 4, 16, 16, 8), PAD, (False, False)),  # one vector a row
+        ((2, 5, 7, 13, 16), PAD, (True, False)),  # a partial vector (13 of 16 lanes)
+        ((2, 3, 9, 27, 8), [(0, 2), (1, 0)], (False, True)),  # 16 + 11 lanes
+        ((1, 17, 6, 33, 24), [(2, 2), (0, 0)], (True, True)),  # 2 + 1 rows; 16 + 15 lanes
+        ((4, 16, 14, 14, 32), PAD, (False, False)),  # the digits CNN's second layer
+    ],
+)
+def test_forward_matches_float64(taken, shape, padding, reversal):
+    n, c, h, w_, o = shape
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal((n, c, h, w_), dtype=np.float32)
+    w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
+    got = xo.convolution(x, w, padding=padding, window_reversal=list(reversal))
+    _close(got, _forward64(x, w, padding, reversal))
+    assert np.asarray(got).flags.c_contiguous
+    assert taken == [("forward", n, c, o)]
+
+
+@avx512
+def test_layouts_and_strided_inputs(taken):
+    """NHWC x HWIO -> NHWC (the kernel reads its canonical copies) and an input that is
+    a slice of a wider array give the NCHW result's values."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 8, 12, 20), dtype=np.float32)[:, :, :, 2:18]
+    w = rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
+    want = _forward64(x, w, PAD)
+    _close(xo.convolution(x, w, padding=PAD), want)
+    nhwc = xo.convolution(
+        np.transpose(x, (0, 2, 3, 1)),
+        np.transpose(w, (2, 3, 1, 0)),
+        padding=PAD,
+        dimension_numbers="NHWC,HWIO,NHWC",
+    )
+    _close(np.transpose(np.asarray(nhwc), (0, 3, 1, 2)), want)
+    assert [t[0] for t in taken] == ["forward", "forward"]
+
+
+@avx512
+def test_gradients_through_vjp(taken):
+    """xo.vjp of a (4, 32, 16, 16) -> 64 layer: the forward and the input gradient
+    (64 -> 32 features, the kernel flipped) run the forward kernel, the kernel gradient
+    (a 3 x 3 result, 64 x 32 x 9 > the per-feature GEMMs' limit) the wgrad kernel."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 32, 16, 16), dtype=np.float32)
+    w = rng.standard_normal((64, 32, 3, 3), dtype=np.float32)
+    y, pull = xo.vjp(lambda a, b: xo.convolution(a, b, padding=PAD), xo.tensor(x), xo.tensor(w))
+    g = rng.standard_normal(y.shape, dtype=np.float32)
+    dx, dw = pull(xo.tensor(g))
+    _close(y, _forward64(x, w, PAD))
+    dlhs = np.transpose(w, (1, 0, 2, 3))[:, :, ::-1, ::-1]
+    _close(dx, _forward64(g, dlhs, PAD))
+    _close(dw, _wgrad64(x, g, PAD))
+    assert sorted(t[0] for t in taken) == ["forward", "forward", "wgrad"]
+
+
+@avx512
+@pytest.mark.parametrize("n_out", [64, 65, 66])  # blocks of 3 features: tails 1, 2, 0
+@pytest.mark.parametrize("width", [16, 32])
+def test_wgrad_matches_float64(taken, n_out, width):
+    rng = np.random.default_rng(n_out + width)
+    x = rng.standard_normal((2, 32, 5, width), dtype=np.float32)
+    g = rng.standard_normal((2, n_out, 5, width), dtype=np.float32)
+    padding = [(2, 0), (0, 2)]
+    got = convolution_grad_rhs(g, x, (n_out, 32, 3, 3), padding=padding)
+    _close(got, _wgrad64(x, g, padding))
+    assert taken == [("wgrad", 32, 2, n_out)]
+
+
+@avx512
+def test_wgrad_reads_strided_and_copied_operands(taken):
+    """The cotangent as a slice of a wider array (read in place) and with a reversed
+    last dim (no unit stride: copied) give the same values."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 32, 6, 16), dtype=np.float32)
+    wide = rng.standard_normal((3, 64, 6, 20), dtype=np.float32)
+    g = wide[:, :, :, 3:19]
+    want = _wgrad64(x, g, PAD)
+    _close(convolution_grad_rhs(g, x, (64, 32, 3, 3), padding=PAD), want)
+    flipped = np.ascontiguousarray(g[:, :, :, ::-1])[:, :, :, ::-1]
+    _close(convolution_grad_rhs(flipped, x, (64, 32, 3, 3), padding=PAD), want)
+    assert [t[0] for t in taken] == ["wgrad", "wgrad"]
+
+
+@avx512
+def test_specials_as_the_reference(taken):
+    """An infinite weight times a padding zero is NaN at the border, a NaN input spreads
+    to its windows, as in the float64 sums."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 4, 5, 16), dtype=np.float32)
+    w = rng.standard_normal((8, 4, 3, 3), dtype=np.float32)
+    x[1, 2, 3, 4], w[2, 1, 0, 0] = np.nan, np.inf
+    got = np.asarray(xo.convolution(x, w, padding=PAD))
+    want = _forward64(x, w, PAD)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    assert np.isinf(got[~np.isnan(want) & ~finite]).all()
+    assert np.abs(got[finite] - want[finite]).max() <= 2e-6 * np.abs(want[finite]).max()
+    assert taken
+
+
+@avx512
+def test_threads_and_variants_give_the_same_bits(taken, threads, monkeypatch):
+    """The adds name no thread: serial, parallel on one thread and on two give the
+    forward's and the kernel gradient's results bit for bit (NaN and inf included)."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((6, 32, 9, 16), dtype=np.float32)
+    w = rng.standard_normal((64, 32, 3, 3), dtype=np.float32)
+    g = rng.standard_normal((6, 64, 9, 16), dtype=np.float32)
+    x[1, 2, 3, 4], w[2, 1, 0, 0] = np.nan, np.inf
+    results = []
+    for units, count in [(1 << 40, 2), (1, 1), (1, 2)]:
+        monkeypatch.setattr(D, "_MACS_PER_UNIT", units)
+        threads(count)
+        forward = xo.convolution(x, w, padding=PAD)
+        wgrad = convolution_grad_rhs(g, x, w.shape, padding=PAD)
+        results.append((bits(forward), bits(wgrad)))
+    for forward, wgrad in results[1:]:
+        np.testing.assert_array_equal(forward, results[0][0])
+        np.testing.assert_array_equal(wgrad, results[0][1])
+    assert len(taken) == 6
+
+
+@pytest.mark.parametrize(
+    "dtype, n_out, kernel, attrs",
+    [
+        (np.float64, 8, 3, {}),  # float32 only
+        (np.float32, 12, 3, {}),  # output features not in blocks of 8
+        (np.float32, 8, 5, {}),  # not 3 x 3
+        (np.float32, 8, 3, {"width": 11}),  # rows of 11 of 16 lanes: too few
+        (np.float32, 8, 3, {"window_strides": [2, 2]}),
+        (np.float32, 8, 3, {"rhs_dilation": [2, 2]}),
+        (np.float32, 8, 3, {"lhs_dilation": [2, 1]}),
+    ],
+)
+def test_other_shapes_fall_through(taken, dtype, n_out, kernel, attrs):
+    rng = np.random.default_rng(17)
+    attrs = {"padding": PAD, **attrs}
+    x = rng.standard_normal((2, 4, 11, attrs.pop("width", 16))).astype(dtype)
+    w = rng.standard_normal((n_out, 4, kernel, kernel)).astype(dtype)
+    got = xo.convolution(x, w, **attrs)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(C, "_FORCE_STRATEGY", "im2col")
+        want = xo.convolution(x, w, **attrs)
+    np.testing.assert_array_equal(bits(got), bits(want))
+    assert taken == []
+
+
+def test_thin_kernel_gradient_keeps_the_per_feature_gemms(taken):
+    """CIFAR's first layer (a 32 x 27 result) stays with im2row's per-feature GEMMs."""
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal((64, 3, 16, 16), dtype=np.float32)
+    g = rng.standard_normal((64, 32, 16, 16), dtype=np.float32)
+    _close(convolution_grad_rhs(g, x, (32, 3, 3, 3), padding=PAD), _wgrad64(x, g, PAD))
+    assert taken == []
+
+
+def test_without_avx512_the_packings_run(taken, monkeypatch):
+    """Without AVX-512 (16-lane accumulators would spill from AVX2's 16 registers) the
+    mid layer's forward and kernel gradient take the packings."""
+    monkeypatch.setattr(D, "_avx512", lambda: False)
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((2, 32, 8, 16), dtype=np.float32)
+    w = rng.standard_normal((64, 32, 3, 3), dtype=np.float32)
+    g = rng.standard_normal((2, 64, 8, 16), dtype=np.float32)
+    _close(xo.convolution(x, w, padding=PAD), _forward64(x, w, PAD))
+    _close(convolution_grad_rhs(g, x, w.shape, padding=PAD), _wgrad64(x, g, PAD))
+    assert taken == []
