@@ -3,6 +3,7 @@
 32-bit shift kernels. The results must be NumPy's (or the reference's) bit for bit,
 whichever way a call went (split, helper cancelled, no spare core, one thread)."""
 
+import contextvars
 import os
 import threading
 import time
@@ -108,21 +109,130 @@ def test_one_thread_and_no_spare_core(monkeypatch):
     assert calls == [(0, N)]
 
 
+def _loadavg(tmp_path, running):
+    path = tmp_path / f"loadavg{running}"
+    path.write_text(f"0.50 0.40 0.30 {running}/123 4567\n")
+    return os.open(path, os.O_RDONLY)
+
+
 def test_spare_core_reads_the_run_queue(monkeypatch, tmp_path):
     assert _SPARE_CORE() in (True, False)  # this machine's /proc/loadavg, or True
     for running, cpus, spare in [(1, 2, True), (2, 2, False), (3, 2, False), (3, 4, True)]:
-        path = tmp_path / f"loadavg{running}"
-        path.write_text(f"0.50 0.40 0.30 {running}/123 4567\n")
-        fd = os.open(path, os.O_RDONLY)
+        fd = _loadavg(tmp_path, running)
         try:
             monkeypatch.setattr(K, "_LOADAVG", (fd, cpus))
-            monkeypatch.setattr(K, "_SPARE", [0.0, None])
+            monkeypatch.setattr(K, "_SPARE", [0.0, None, -np.inf])
             assert _SPARE_CORE() is spare
         finally:
             os.close(fd)
     monkeypatch.setattr(K, "_LOADAVG", (-1, 2))  # no such file: split as before
-    monkeypatch.setattr(K, "_SPARE", [0.0, None])
+    monkeypatch.setattr(K, "_SPARE", [0.0, None, -np.inf])
     assert _SPARE_CORE() is True
+
+
+def test_spare_core_holds_a_busy_reading_once_confirmed(monkeypatch, tmp_path):
+    """A spare reading holds for SPARE_FOR; a first busy one (a blip: a thread on its
+    way to sleep) only for BUSY_RECHECK; a second busy one in a row for SPARE_FOR."""
+    now = [100.0]
+    monkeypatch.setattr(K, "_clock", lambda: now[0])
+    monkeypatch.setattr(K, "_SPARE", [0.0, None, -np.inf])
+    idle, busy = _loadavg(tmp_path, 1), _loadavg(tmp_path, 2)
+    try:
+
+        def read(fd, dt):
+            monkeypatch.setattr(K, "_LOADAVG", (fd, 2))
+            now[0] += dt
+            return _SPARE_CORE()
+
+        assert read(idle, 0) is True
+        assert read(busy, K.SPARE_FOR / 2) is True  # (held)
+        assert read(busy, K.SPARE_FOR) is False  # a first busy reading...
+        assert read(idle, K.BUSY_RECHECK / 2) is False  # ...held for BUSY_RECHECK
+        assert read(idle, K.BUSY_RECHECK) is True  # gone: spare again
+        assert read(busy, K.SPARE_FOR) is False
+        assert read(busy, K.BUSY_RECHECK) is False  # confirmed...
+        assert read(idle, K.SPARE_FOR / 2) is False  # ...held for SPARE_FOR
+        assert read(idle, K.SPARE_FOR) is True
+        assert read(busy, K.SPARE_FOR) is False
+        assert read(busy, 10.0) is False  # long after the last one (no calls): a first sign
+        assert read(idle, K.BUSY_RECHECK) is True
+    finally:
+        os.close(idle)
+        os.close(busy)
+
+
+def test_late_helper_is_a_busy_sign(monkeypatch):
+    """split_in_two notes a busy CPU when its helper never started or kept the caller
+    waiting; the pieces cover [0, n) once either way."""
+    if numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread")
+    signs = []
+    monkeypatch.setattr(K, "_note_spare", lambda spare, now: signs.append(spare))
+    for late in (False, True):
+        signs.clear()
+        seen = np.zeros(N, np.int64)
+
+        def piece(lo, hi):
+            if lo == 0:
+                time.sleep(0.05)  # the helper surely starts meanwhile
+            elif late:
+                time.sleep(0.1)  # and keeps the caller waiting 50 ms (LATE of 50 ms: 25)
+            seen[lo:hi] += 1
+
+        K.split_in_two(piece, N)
+        assert (seen == 1).all()
+        assert signs == ([False] if late else [])
+    # a helper held up (busy with another task) until the caller is done: the caller
+    # runs both pieces
+    signs.clear()
+    gate = threading.Event()
+    blocker = K._Task(contextvars.copy_context(), lambda lo, hi: gate.wait(), 0, 0)
+    K._helper_queue().put(blocker)
+    seen = np.zeros(N, np.int64)
+    threads = set()
+
+    def piece(lo, hi):
+        threads.add(threading.get_ident())
+        seen[lo:hi] += 1
+
+    try:
+        K.split_in_two(piece, N)
+    finally:
+        gate.set()
+        blocker.done.acquire()
+    assert (seen == 1).all() and signs == [False] and threads == {threading.get_ident()}
+
+
+def test_helper_error_reaches_the_caller():
+    """An exception in the helper's piece is raised in the caller, after both pieces;
+    one in the caller's piece after the helper's is done."""
+    if numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread")
+    started = threading.Event()
+
+    def piece(lo, hi):
+        if lo == 0:
+            started.wait(5)  # (the helper takes its piece)
+        else:
+            started.set()
+            raise FloatingPointError("helper")
+
+    with pytest.raises(FloatingPointError, match="helper"):
+        K.split_in_two(piece, N)
+    started.clear()
+    done = []
+
+    def caller_fails(lo, hi):
+        if lo == 0:
+            started.wait(5)
+            raise ValueError("caller")
+        started.set()
+        time.sleep(0.05)
+        done.append(hi)
+
+    with pytest.raises(ValueError, match="caller"):
+        K.split_in_two(caller_fails, N)
+    assert done == [N]  # (the helper was waited for)
 
 
 @pytest.mark.parametrize("n", [5, N - 1, N, N + 4097])

@@ -438,7 +438,7 @@ def _get_pool(workers):
 # From SPLIT_THRESHOLD elements (up to MEMORY_BOUND_THRESHOLD for the kernels of
 # run_memory_bound, at any size for split_ufunc) such a map is cut in two pieces
 # (run_split): the caller computes the first CALLER_SHARE of it at once
-# while one pool thread wakes up (20-50 us later) for the rest. Issue 15, 1M f32 add and
+# while a helper thread wakes up (20-50 us later) for the rest. Issue 15, 1M f32 add and
 # 1M i32 shift_left on the 2-core AVX-512 EPYC, interleaved, blocks with no other
 # process on the CPU: add 154 -> 100 us (caller share 0.6; halves 136 us, the late
 # helper holding the caller; prange over the same loop 130 us), shift 158 -> 118 us; at
@@ -450,36 +450,140 @@ CALLER_SHARE = 0.6
 def run_split(piece, n):
     """``piece(lo, hi)`` over [0, n) for an output-parallel map that does little work
     per byte: one call below SPLIT_THRESHOLD elements, with one thread, or while no core
-    is spare (:func:`_spare_core`); else the caller runs ``piece(0, h)`` (h: CALLER_SHARE
-    of n, a whole number of _BLOCK elements, so the second piece starts at the array's
-    own alignment) while a pool thread runs ``piece(h, n)`` in a copy of the caller's
-    context (its NumPy error state). A helper that has not started when the caller is
-    done is cancelled and its piece run by the caller. Each element is computed by the
-    same code whichever piece holds it (the second piece's vector/tail split is the
-    whole array's), so the results are those of ``piece(0, n)``, bit for bit, for any
-    thread count and whichever way a call went."""
-    if not split_now(n):
-        piece(0, n)
-        return
-    h = int(n * CALLER_SHARE) // _BLOCK * _BLOCK
-    job = _get_pool(1).submit(contextvars.copy_context().run, piece, h, n)
-    piece(0, h)
-    if job.cancel():
-        piece(h, n)
+    is spare (:func:`split_now`); else the two pieces of :func:`split_in_two`. The
+    results are those of ``piece(0, n)``, bit for bit, whichever way a call went."""
+    if split_now(n):
+        split_in_two(piece, n)
     else:
-        job.result()
+        piece(0, n)
+
+
+def split_in_two(piece, n):
+    """``piece(lo, hi)`` over [0, n) in two pieces, for a caller that :func:`split_now`
+    said yes to: the caller runs ``piece(0, h)`` (h: CALLER_SHARE of n, a whole number of
+    _BLOCK elements, so the second piece starts at the array's own alignment) while the
+    split helper thread runs ``piece(h, n)`` in a copy of the caller's context (its
+    NumPy error state). A piece the helper has not taken when the caller is done is run
+    by the caller. Each element is computed by the same code whichever piece holds it
+    (the second piece's vector/tail split is the whole array's), so the results are
+    those of ``piece(0, n)``, bit for bit, for any thread count. A helper that never
+    started, or kept the caller waiting more than LATE of the caller's own piece time,
+    is a sign that the other core is not spare (:func:`_note_spare`)."""
+    h = int(n * CALLER_SHARE) // _BLOCK * _BLOCK
+    task = _Task(contextvars.copy_context(), piece, h, n)
+    _helper_queue().put(task)
+    t0 = _clock()
+    try:
+        piece(0, h)
+    finally:
+        t1 = _clock()
+        mine = task.take()
+        if not mine:
+            task.done.acquire()  # (the helper's piece writes into the caller's arrays)
+    if mine:
+        task.piece = task.context = None  # (queued still: the caller's arrays go with it)
+        piece(h, n)
+        _note_spare(False, t1)
+        return
+    if task.errors:
+        raise task.errors[0]
+    if _clock() - t1 > LATE * (t1 - t0):
+        _note_spare(False, t1)
+
+
+class _Task:
+    """One helper piece: whoever of the caller and the helper takes it first (``take``,
+    atomic: list.pop) runs it; the helper releases ``done`` after running it."""
+
+    __slots__ = ("context", "piece", "lo", "hi", "claim", "done", "errors")
+
+    def __init__(self, context, piece, lo, hi):
+        self.context, self.piece, self.lo, self.hi = context, piece, lo, hi
+        self.claim = [True]
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.errors = []
+
+    def take(self):
+        try:
+            return self.claim.pop()
+        except IndexError:
+            return False
+
+
+# The split helper: one daemon thread per process that runs the second pieces of
+# split_in_two from a queue. A SimpleQueue and a lock per task instead of
+# ThreadPoolExecutor's future (its Condition, work item and idle semaphore): a split of
+# no-op pieces 8.8 against 17 us a call, 1M multiply split on both cores 119-120 against
+# 128-132 us (issue 15, the shared 2-core EPYC, run at real-time priority so that other
+# jobs' tasks did not interleave).
+_helper = None  # (pid, queue): a forked child starts its own (the parent's thread is gone)
+_helper_lock = threading.Lock()
+
+
+def _helper_queue():
+    helper = _helper
+    if helper is not None and helper[0] == os.getpid():
+        return helper[1]
+    return _start_helper()
+
+
+def _start_helper():
+    global _helper
+    import queue
+
+    with _helper_lock:
+        if _helper is None or _helper[0] != os.getpid():
+            tasks = queue.SimpleQueue()
+            threading.Thread(target=_serve, args=(tasks,), name="xops-split", daemon=True).start()
+            _helper = (os.getpid(), tasks)
+        return _helper[1]
+
+
+def _serve(tasks):
+    """The split helper's loop: run each task it takes, note an error for its caller.
+    It holds no task between two (a task's piece keeps the caller's arrays: a pooled
+    result held here would not go back to the pool for the caller's next call)."""
+    while True:
+        task = tasks.get()
+        if not task.take():
+            task = None  # (its caller was done first and ran it)
+            continue
+        run, piece, lo, hi, done = task.context.run, task.piece, task.lo, task.hi, task.done
+        errors, task = task.errors, None
+        try:
+            run(piece, lo, hi)
+        except BaseException as e:  # (raised in the caller's thread)
+            errors.append(e)
+        finally:
+            run = piece = None
+            done.release()
 
 
 def split_now(n):
     """Whether run_split would cut a map of ``n`` elements in two now. Callers with a
     cheaper one-piece form ask first: the answer costs ~0.1 us while no core is spare
-    (the common case on a loaded machine), ~1.5 us otherwise (Numba's thread count)."""
+    (the common case on a loaded machine), ~1 us otherwise (Numba's thread count)."""
     return n >= SPLIT_THRESHOLD and _spare_core() and _threads() >= 2
 
 
+# Whether a core is spare: /proc/loadavg's count of runnable tasks, read at most every
+# SPARE_FOR seconds. A count is a snapshot, and some show one task too many that is gone
+# a moment later: this process's own split helper on its way back to sleep after the
+# previous call's piece (issue 15, 1M multiply split every call, the harness's process
+# with PyTorch loaded: the helper was runnable at 3% of the call starts on the idle
+# machine, 5-10% under load), a kernel thread (kdamond, a kworker). Such a reading held
+# for SPARE_FOR ran the next ~15 calls on one core. So a first sign of a busy CPU (a
+# count, or a helper that started late) holds only for BUSY_RECHECK (the next call runs
+# in one piece and reads the count again); a second sign in a row holds for SPARE_FOR,
+# as a spare answer does.
 _LOADAVG = None  # (fd of /proc/loadavg or -1, CPUs this process may use); a fork keeps both
-_SPARE = [0.0, True]  # (time.perf_counter until which the answer holds, the answer)
-SPARE_FOR = 0.002  # seconds an answer of _spare_core is reused
+# [time.perf_counter until which the answer holds, the answer, when the last busy sign
+# came (-inf: the last sign was a spare CPU)]
+_SPARE = [0.0, True, -math.inf]
+SPARE_FOR = 0.002  # seconds a spare answer, or a confirmed busy one, is reused
+BUSY_RECHECK = 0.0001  # seconds a first busy sign is reused (the next 1M call reads again)
+LATE = 0.5  # a helper that keeps the caller waiting this share of its own piece's time
 
 
 def _spare_core():
@@ -488,7 +592,7 @@ def _spare_core():
     this process may run on. A helper on a busy CPU makes the caller wait for it: on the
     shared 2-core machine with other jobs running, a split 1M f32 add took 320-500 us
     against 220-330 us in one piece. Reading the file costs 2-4 us, so an answer is
-    kept for SPARE_FOR seconds. True where the file cannot be read."""
+    kept (see _note_spare). True where the file cannot be read."""
     global _LOADAVG
     now = _clock()
     if now < _SPARE[0]:
@@ -505,7 +609,19 @@ def _spare_core():
         spare = fd < 0 or int(os.pread(fd, 128, 0).split()[3].split(b"/")[0]) < cpus
     except (OSError, ValueError, IndexError):
         spare = True
-    _SPARE[:] = now + SPARE_FOR, spare
+    return _note_spare(spare, now)
+
+
+def _note_spare(spare, now):
+    """Record a sign, taken at ``now``, of whether a CPU is spare, and return it: a spare
+    one, and a busy one that follows another busy one (no spare sign between, within
+    2 SPARE_FOR: steady load), are kept for SPARE_FOR seconds, a first busy one for
+    BUSY_RECHECK."""
+    if spare:
+        _SPARE[:] = now + SPARE_FOR, True, -math.inf
+    else:
+        again = now - _SPARE[2] <= 2 * SPARE_FOR
+        _SPARE[:] = now + (SPARE_FOR if again else BUSY_RECHECK), False, now
     return spare
 
 
@@ -513,20 +629,21 @@ _clock = time.perf_counter
 
 
 def split_ufunc(ufunc, a, b, out):
-    """``ufunc(a, b, out=out)`` in run_split's two pieces, for a C-contiguous ``out``
-    and operands each either C-contiguous of its shape or 0-d (a weak scalar)."""
+    """``ufunc(a, b, out=out)`` in split_in_two's pieces, for a C-contiguous ``out`` and
+    operands each either C-contiguous of its shape or 0-d (a weak scalar), once
+    :func:`split_now` has said yes (the caller asks first: it has a one-piece form)."""
     fa, fb, fo = (v.reshape(-1) if v.ndim else v for v in (a, b, out))
 
     def piece(lo, hi):
         ufunc(fa[lo:hi] if fa.ndim else fa, fb[lo:hi] if fb.ndim else fb, out=fo[lo:hi])
 
-    run_split(piece, fo.size)
+    split_in_two(piece, fo.size)
     return out
 
 
 def run_memory_bound(kern, n, *args):
     """``kern(n, *args)`` for a :func:`kernel` loop that does little work per byte: its
-    serial variant below MEMORY_BOUND_THRESHOLD elements (cut in two pieces by
+    serial variant below MEMORY_BOUND_THRESHOLD elements (cut in two pieces as by
     run_split from SPLIT_THRESHOLD: every argument that is a 1-D array of n elements is
     sliced, the others passed as they are), else the usual choice."""
     if n >= MEMORY_BOUND_THRESHOLD:
@@ -538,7 +655,7 @@ def run_memory_bound(kern, n, *args):
     def piece(lo, hi):
         serial(*(v[lo:hi] if _is_map_array(v, n) else v for v in args))
 
-    run_split(piece, n)
+    split_in_two(piece, n)
 
 
 def _is_map_array(v, n):
