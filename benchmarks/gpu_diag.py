@@ -196,22 +196,9 @@ def main(argv=None):
 
     from xops import registry
 
-    wrapped = []
-    for f in [d.fn for d in registry._DEFS] + list(registry._CORES.values()):
-        impl = getattr(f, "kernels", {}).get("cuda")
-        if impl is None:
-            continue
+    from .gpu_host import time_kernel_functions
 
-        def timed(*a, _impl=impl, _name=f.op_name, **kw):
-            t0 = time.perf_counter()
-            try:
-                return _impl(*a, **kw)
-            finally:
-                spent["op " + _name] += time.perf_counter() - t0
-                count["op " + _name] += 1
-
-        wrapped.append((f, impl))
-        f.kernels["cuda"] = timed
+    wrapped = time_kernel_functions(registry, spent, count, prefix="op ")
     S._Launch.__call__, S._state["empty"] = launch, allocate
     n = args.steps
     try:

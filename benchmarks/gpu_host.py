@@ -24,6 +24,29 @@ import statistics
 import time
 
 
+def time_kernel_functions(registry, spent, calls, prefix=""):
+    """Wrap every op's CUDA kernel function so that its host time and calls add up in
+    ``spent`` / ``calls`` (keys ``prefix + op name``); returns ``[(op, kernel)]`` to put
+    back."""
+    wrapped = []
+    for f in [d.fn for d in registry._DEFS] + list(registry._CORES.values()):
+        impl = getattr(f, "kernels", {}).get("cuda")
+        if impl is None:
+            continue
+
+        def timed(*a, _impl=impl, _name=prefix + f.op_name, **kw):
+            t = time.perf_counter()
+            try:
+                return _impl(*a, **kw)
+            finally:
+                spent[_name] += time.perf_counter() - t
+                calls[_name] += 1
+
+        wrapped.append((f, impl))
+        f.kernels["cuda"] = timed
+    return wrapped
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=50, help="steps per round")
@@ -62,20 +85,7 @@ def main(argv=None):
             step()
         times.append((time.perf_counter() - t0) / args.steps)
     spent, calls = collections.Counter(), collections.Counter()
-    for f in [d.fn for d in registry._DEFS] + list(registry._CORES.values()):
-        impl = getattr(f, "kernels", {}).get("cuda")
-        if impl is None:
-            continue
-
-        def timed(*a, _impl=impl, _name=f.op_name, **kw):
-            t = time.perf_counter()
-            try:
-                return _impl(*a, **kw)
-            finally:
-                spent[_name] += time.perf_counter() - t
-                calls[_name] += 1
-
-        f.kernels["cuda"] = timed
+    time_kernel_functions(registry, spent, calls)
     for _ in range(args.steps):
         step()
     n = args.steps
