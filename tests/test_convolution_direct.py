@@ -16,6 +16,8 @@ from xops.ops import _convolution_direct as D
 from xops.ops import convolution as C
 from xops.ops.convolution import convolution_grad_rhs, convolution_reference
 
+_PER_CHAN = C._PER_CHAN_RESULT  # (try_direct's kernel-gradient threshold, the op's)
+
 
 @pytest.fixture
 def direct(monkeypatch):
@@ -162,7 +164,7 @@ def test_other_attributes_fall_through(kw):
     )
     a = _attrs(x.shape, w.shape, **kw)
     groups = kw.get("feature_group_count", 1)
-    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 2, groups, 4) is None
+    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 2, groups, 4, _PER_CHAN) is None
 
 
 def test_default_routes_one_input_feature(monkeypatch):
@@ -188,17 +190,17 @@ def test_other_shapes_and_types_fall_through(monkeypatch):
     monkeypatch.setattr(D, "_FEW_CHANNELS", 4)
     x, w = np.ones((2, 8, 8, 8), np.float32), np.ones((4, 8, 3, 3), np.float32)
     a = _attrs(x.shape, w.shape)
-    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 8, 1, 4) is None
+    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 8, 1, 4, _PER_CHAN) is None
     x, w = np.ones((1, 3, 8, 8), np.float32), np.ones((4, 3, 8, 8), np.float32)
     a = _attrs(x.shape, w.shape, padding=[(1, 1), (1, 1)])
-    assert D.try_direct(x, w, a, np.dtype(np.float32), 1, 3, 1, 4) is None
+    assert D.try_direct(x, w, a, np.dtype(np.float32), 1, 3, 1, 4, _PER_CHAN) is None
     x, w = np.ones((2, 2, 8, 8), np.float32), np.ones((4, 2, 3, 3), np.float32)
     a = _attrs(x.shape, w.shape)
-    assert D.try_direct(x, w, a, np.dtype(np.int64), 2, 2, 1, 4) is None
-    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 2, 1, 4) is not None
+    assert D.try_direct(x, w, a, np.dtype(np.int64), 2, 2, 1, 4, _PER_CHAN) is None
+    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 2, 1, 4, _PER_CHAN) is not None
     x1, w1 = np.ones((2, 2, 8), np.float32), np.ones((4, 2, 3), np.float32)
     a = _attrs(x1.shape, w1.shape)
-    assert D.try_direct(x1, w1, a, np.dtype(np.float32), 2, 2, 1, 4) is None
+    assert D.try_direct(x1, w1, a, np.dtype(np.float32), 2, 2, 1, 4, _PER_CHAN) is None
 
 
 def test_serial_and_parallel_give_the_same_bits(direct, monkeypatch):

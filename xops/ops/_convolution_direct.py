@@ -47,10 +47,11 @@ _WGRAD_CHUNK = 64
 _MACS_PER_UNIT = 16
 
 
-def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
+def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, per_chan_result):
     """The (batch, n_out, *out_spatial) convolution of ``lhs_c`` (batch, chan, *in) and
     ``w`` (n_out, chan, *kernel) in ``work`` (a view with strided rows), or None where
-    the direct kernel does not apply."""
+    the direct kernel does not apply (``per_chan_result``: the caller's result size up to
+    which im2row's per-feature GEMMs take kernel gradients)."""
     if len(a.in_spatial) != 2 or work not in (np.float32, np.float64) or groups != 1:
         return None
     (oh, ow), (kh, kw) = a.out_spatial, a.k_spatial
@@ -62,7 +63,7 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
         return None
     if any(p < 0 for pair in a.padding for p in pair):
         return None
-    if _wgrad_fits(a, work, batch, chan, n_out):
+    if _wgrad_fits(a, work, batch, chan, n_out, per_chan_result):
         return _wgrad(lhs_c, w, a, batch, chan, n_out)
     if ow < kw:  # (a kernel wider than the output: the kernel gradient, im2row's)
         return None
@@ -158,21 +159,20 @@ def _blocked(lhs_c, w, a, batch, chan, n_out):
     return out
 
 
-def _wgrad_fits(a, work, batch, chan, n_out):
+def _wgrad_fits(a, work, batch, chan, n_out, per_chan_result):
     """Whether ``wgrad3x3_blocked`` takes the (stride 1, undilated, padded >= 0) call:
     the kernel gradient of a 3 x 3 kernel (a 3 x 3 output, the kernel as large as the
     image), float32, kernel rows of whole vectors, enough work for it, and a result
-    too large for im2row's per-feature GEMMs (``convolution._PER_CHAN_RESULT``: those
-    keep the thin results, CIFAR's first layer, whose tests pin that path)."""
-    from . import convolution
-
+    too large for im2row's per-feature GEMMs (``per_chan_result``, the convolution
+    module's ``_PER_CHAN_RESULT``: those keep the thin results, CIFAR's first layer,
+    whose tests pin that path)."""
     return (
         work == np.float32
         and _avx512()
         and tuple(a.out_spatial) == (3, 3)
         and a.k_spatial[1] % KB._LANES == 0
         and batch * chan >= _WGRAD_PLANES
-        and n_out * batch * 9 > convolution._PER_CHAN_RESULT
+        and n_out * batch * 9 > per_chan_result
     )
 
 

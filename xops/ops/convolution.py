@@ -304,7 +304,7 @@ def _convolution_impl(x, y, a):
             check_nbytes("convolution", (batch, chan * k_taps, out_pos), work, "im2col temporary")
         out = None
         if _FORCE_STRATEGY is None and _FAST_2D:  # (tests that force a packing get it)
-            out = try_direct(lhs_c, w, a, work, batch, chan, groups, n_out)
+            out = try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, _PER_CHAN_RESULT)
         if out is None:
             out = _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out)
         if out is None and strategy == "window_sum":
