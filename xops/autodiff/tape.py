@@ -35,6 +35,7 @@ from ..errors import SpecError
 from ..limits import config as _config
 from ..registry import op as _op  # ops by name, at call time: they sit above the tape
 from ..tensor import Tensor, _leaves, _wrap
+from ..ops._core import binder as _binder
 from . import boundary as _boundary
 from .helpers import ones_like as _ones_like, zeros_like as _zeros_like
 
@@ -266,50 +267,6 @@ def primitive(name, **declaration):
         return op
 
     return decorate
-
-
-def _binder(sig):
-    """``bind(args, kwargs, kept)``: the call's arguments bound to the op's parameters in
-    signature order, defaults applied, ``kept`` (canonical attributes, see :func:`keep`)
-    in place of the arguments as given: what the tape node stores. Plain signatures (no
-    ``*args``, ``**kwargs`` or positional-only parameters) bind by position from
-    precomputed names and defaults; anything else, or a call the fast way cannot bind
-    (a missing or unknown argument), goes through ``inspect`` (its errors unchanged)."""
-    params = list(sig.parameters.values())
-    names = [p.name for p in params]
-    defaults = [p.default for p in params]
-    index = {n: i for i, n in enumerate(names)}
-    kinds = [p.kind for p in params]
-    plain = all(k in (_POS_OR_KW, _KW_ONLY) for k in kinds)
-    positional = kinds.count(_POS_OR_KW)  # (keyword-only ones come after these)
-    empty = inspect.Parameter.empty
-
-    def slow(args, kwargs, kept):
-        bound = sig.bind(*args, **kwargs)
-        bound.apply_defaults()
-        if kept:
-            bound.arguments.update(kept)
-        return tuple(bound.arguments.values())
-
-    def bind(args, kwargs, kept):
-        n = len(args)
-        if not plain or n > positional:
-            return slow(args, kwargs, kept)
-        values = [*args, *defaults[n:]]
-        for changes, fresh_only in ((kwargs, True), (kept, False)):
-            for k, v in changes.items() if changes else ():
-                i = index.get(k)
-                if i is None or (fresh_only and i < n):
-                    return slow(args, kwargs, kept)
-                values[i] = v
-        if any(v is empty for v in values):  # (identity: `in` would compare tensors)
-            return slow(args, kwargs, kept)
-        return tuple(values)
-
-    return bind
-
-
-_POS_OR_KW, _KW_ONLY = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
 
 
 def keep(op, **attributes):

@@ -308,42 +308,61 @@ def check_kind(op, label, name, t, kinds, what=None):
 
 def bound_arguments(fn, args, kwargs):
     """The values of ``fn(*args, **kwargs)``'s parameters in signature order, defaults
-    applied (as the tape binds an op's arguments): a reference implementation takes
-    exactly its op's arguments this way, so the spec's parameter list stays in one
-    place, the op's signature."""
+    applied (as the tape binds an op's arguments, :func:`binder`), by name: a reference
+    implementation takes exactly its op's arguments this way, so the spec's parameter
+    list stays in one place, the op's signature."""
     known = _SIGNATURES.get(fn)
     if known is None:  # (inspect.signature costs more than the binding: once per function)
         sig = inspect.signature(fn)
-        params = sig.parameters.values()
-        kinds = [p.kind for p in params]
-        plain = all(k in (_POS_OR_KW, _KW_ONLY) for k in kinds)
-        index = {p.name: i for i, p in enumerate(params)}
-        named = [(p.name, p.default) for p in params]
-        known = _SIGNATURES[fn] = (sig, named, index, plain, kinds.count(_POS_OR_KW))
-    sig, named, index, plain, positional = known
-    n = len(args)
-    if plain and n <= positional and all(index.get(k, -1) >= n for k in kwargs):
-        # (a signature without * / ** or positional-only parameters binds by position,
-        # then by name, then the defaults: what inspect does; a missing argument falls
-        # through to inspect's own error)
-        bound = {}
-        for i, (k, default) in enumerate(named):
-            if i < n:
-                bound[k] = args[i]
-            elif k in kwargs:
-                bound[k] = kwargs[k]
-            elif default is not _EMPTY:
-                bound[k] = default
-            else:
-                break
-        else:
-            return bound
-    bound = sig.bind(*args, **kwargs)
-    bound.apply_defaults()
-    return bound.arguments
+        known = _SIGNATURES[fn] = (tuple(sig.parameters), binder(sig))
+    names, bind = known
+    return dict(zip(names, bind(args, kwargs, None)))
 
 
-_SIGNATURES = {}  # function -> (Signature, [(name, default)], index, plain, positional)
+_SIGNATURES = {}  # function -> (parameter names, its binder): a fixed set of functions
+
+
+def binder(sig):
+    """``bind(args, kwargs, kept)``: the call's arguments bound to the op's parameters in
+    signature order, defaults applied, ``kept`` (canonical attributes, see :func:`keep`)
+    in place of the arguments as given: what the tape node stores. Plain signatures (no
+    ``*args``, ``**kwargs`` or positional-only parameters) bind by position from
+    precomputed names and defaults; anything else, or a call the fast way cannot bind
+    (a missing or unknown argument), goes through ``inspect`` (its errors unchanged)."""
+    params = list(sig.parameters.values())
+    names = [p.name for p in params]
+    defaults = [p.default for p in params]
+    index = {n: i for i, n in enumerate(names)}
+    kinds = [p.kind for p in params]
+    plain = all(k in (_POS_OR_KW, _KW_ONLY) for k in kinds)
+    positional = kinds.count(_POS_OR_KW)  # (keyword-only ones come after these)
+    empty = _EMPTY
+
+    def slow(args, kwargs, kept):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        if kept:
+            bound.arguments.update(kept)
+        return tuple(bound.arguments.values())
+
+    def bind(args, kwargs, kept):
+        n = len(args)
+        if not plain or n > positional:
+            return slow(args, kwargs, kept)
+        values = [*args, *defaults[n:]]
+        for changes, fresh_only in ((kwargs, True), (kept, False)):
+            for k, v in changes.items() if changes else ():
+                i = index.get(k)
+                if i is None or (fresh_only and i < n):
+                    return slow(args, kwargs, kept)
+                values[i] = v
+        if any(v is empty for v in values):  # (identity: `in` would compare tensors)
+            return slow(args, kwargs, kept)
+        return tuple(values)
+
+    return bind
+
+
 _EMPTY = inspect.Parameter.empty
 _POS_OR_KW, _KW_ONLY = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
 
