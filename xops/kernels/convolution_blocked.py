@@ -39,6 +39,18 @@ _LANES = 16  # float32 lanes of one AVX-512 vector
 _OB = 8  # output features per block (the weights are packed in blocks of _OB)
 
 
+def _data(context, builder, arr, *values):
+    """The data pointers of the intrinsic's array arguments ``values`` (of type ``arr``)."""
+    return [context.make_array(arr)(context, builder, v).data for v in values]
+
+
+def _fma(builder, vec):
+    """LLVM's fused multiply-add on ``vec`` (16 float32 lanes), declared in the module."""
+    return cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
+    )
+
+
 def _micro(n_rows):
     """The micro-kernel for R = ``n_rows`` output rows (a 3 x 3 kernel), as an intrinsic
     ``micro(xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid)``:
@@ -57,13 +69,9 @@ def _micro(n_rows):
 
     def codegen(context, builder, signature, args):
         xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid = args
-        xdata = context.make_array(arr)(context, builder, xp).data
-        wdata = context.make_array(arr)(context, builder, wp).data
-        odata = context.make_array(arr)(context, builder, out).data
+        xdata, wdata, odata = _data(context, builder, arr, xp, wp, out)
         intp = x0.type
-        fma = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
-        )
+        fma = _fma(builder, vec)
         masked_store = cgutils.get_or_insert_function(
             builder.module,
             ir.FunctionType(ir.VoidType(), [vec, vec.as_pointer(), i32, ir.VectorType(i1, _LANES)]),
@@ -206,13 +214,9 @@ def _micro_wgrad(n_o):
 
     def codegen(context, builder, signature, args):
         xp, x0, x_f, x_row, g, g0, g_o, g_f, g_row, n_f, n_kh, n_v, out, o0 = args
-        xdata = context.make_array(arr)(context, builder, xp).data
-        gdata = context.make_array(arr)(context, builder, g).data
-        odata = context.make_array(arr)(context, builder, out).data
+        xdata, gdata, odata = _data(context, builder, arr, xp, g, out)
         intp = x0.type
-        fma = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
-        )
+        fma = _fma(builder, vec)
         zero = ir.Constant(vec, [0.0] * _LANES)
         accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(9)] for _ in range(n_o)]
         lanes = ir.Constant(intp, _LANES)
