@@ -68,6 +68,12 @@ def zeros(shape, dt):
     return _op.broadcast_in_dim(_fresh(_scalar(0, dt), shape), [], list(shape))
 
 
+def zeros_on(shape, dt, like):
+    """:func:`zeros` on ``like``'s device (its one zero copied to a device once: see
+    :func:`_on`)."""
+    return _op.broadcast_in_dim(_on(_fresh(_scalar(0, dt), shape), like), [], list(shape))
+
+
 def zeros_like(t):
     """Zeros of ``t``'s element type and shape, on ``t``'s device."""
     return _filled_like(t, 0)

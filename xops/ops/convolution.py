@@ -826,14 +826,8 @@ def _reshape_axis_into(src, dst, t):
 
 
 def _zeros(shape, like):
-    """Zeros of ``shape`` in ``like``'s element type, on ``like``'s device (one element
-    moves; the broadcast runs there)."""
-    from .movement import broadcast_in_dim
-
-    zero = _H.zeros([], like._dtype)
-    if like.device != zero.device:
-        zero = zero.to(like.device)
-    return broadcast_in_dim(zero, [], list(shape))
+    """Zeros of ``shape`` in ``like``'s element type, on ``like``'s device."""
+    return _H.zeros_on(shape, like._dtype, like)
 
 
 def convolution_grad_lhs(cotangent, rhs, lhs_shape, *attributes, **named_attributes):

@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from .. import device as _device
-from ..autodiff.helpers import _on, zeros_like as _zeros_like
+from ..autodiff.helpers import _on, zeros_like as _zeros_like, zeros_on as _zeros_on
 from ..autodiff.local import local_vjp
 from ..autodiff.tape import is_grad_enabled, no_grad, primitive
 from ..dtypes import as_dtype
@@ -635,11 +635,6 @@ def _select_and_gather(g, x, init, geo, select_fn):
 def _const_on(value, dt, like):
     """The 0-d constant ``value`` of element type ``dt`` on ``like``'s device."""
     return _on(_M.constant(value, dt), like)
-
-
-def _zeros_on(shape, dt, like):
-    """Zeros of ``shape`` and element type ``dt`` on ``like``'s device (one broadcast)."""
-    return _bcast(_const_on(0, dt, like), shape)
 
 
 def _check_select(op, select, init):
