@@ -136,7 +136,7 @@ def test_gradients_through_vjp(taken):
 
 @avx512
 @pytest.mark.parametrize("n_out", [64, 65, 66])  # blocks of 3 features: tails 1, 2, 0
-@pytest.mark.parametrize("width", [16, 32])
+@pytest.mark.parametrize("width", [12, 14, 16, 28, 32])  # masked last vectors: 12, 14, 16 + 12
 def test_wgrad_matches_float64(taken, n_out, width):
     rng = np.random.default_rng(n_out + width)
     x = rng.standard_normal((2, 32, 5, width), dtype=np.float32)
@@ -145,6 +145,32 @@ def test_wgrad_matches_float64(taken, n_out, width):
     got = convolution_grad_rhs(g, x, (n_out, 32, 3, 3), padding=padding)
     _close(got, _wgrad64(x, g, padding))
     assert taken == [("wgrad", 32, 2, n_out)]
+
+
+@avx512
+@pytest.mark.parametrize("width", [14, 28])
+def test_wgrad_masked_lanes_read_nothing_past_a_row(taken, width):
+    """A row's last, partial vector: an infinite input in the last column and a NaN
+    in the padding-adjacent first one reach only the taps whose windows hold them (the
+    masked lanes add +0, never 0 * inf), as in the float64 sums; a row of 11 of 16
+    lanes is too short and takes the packings."""
+    rng = np.random.default_rng(width)
+    x = rng.standard_normal((4, 16, 6, width), dtype=np.float32)
+    g = rng.standard_normal((4, 32, 6, width), dtype=np.float32)
+    x[1, 3, 2, width - 1], x[2, 5, 4, 0] = np.inf, np.nan
+    got = np.asarray(convolution_grad_rhs(g, x, (32, 16, 3, 3), padding=PAD))
+    want = _wgrad64(x, g, PAD)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    assert not finite.all() and finite.any()
+    assert np.abs(got[finite] - want[finite]).max() <= 2e-6 * np.abs(want[finite]).max()
+    assert taken == [("wgrad", 16, 4, 32)]
+    taken.clear()
+    narrow = rng.standard_normal((4, 16, 6, 11), dtype=np.float32)
+    _close(convolution_grad_rhs(g[..., :11], narrow, (32, 16, 3, 3), padding=PAD),
+           _wgrad64(narrow, g[..., :11], PAD))  # fmt: skip
+    assert taken == []
 
 
 @avx512

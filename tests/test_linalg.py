@@ -207,3 +207,42 @@ def test_constraint_labels():
             lhs_contracting_dimensions=[1],
             rhs_contracting_dimensions=[0],
         )
+
+
+@pytest.mark.parametrize(
+    "lhs, rhs, one",
+    [
+        ((64, 1568), (1568, 10), True),  # a dense layer: 1M multiply-adds
+        ((64, 10), (10, 1568), True),
+        ((4, 64, 128), (4, 128, 64), True),  # batched: 4 x 524K together
+        ((4, 64, 32), (4, 32, 64), False),  # 131K each: one thread in OpenBLAS anyway
+        ((8, 8), (8, 8), False),  # OpenBLAS keeps it on one thread itself
+        ((256, 512), (512, 256), False),  # 33M: BLAS's threads
+        ((64, 128, 128), (64, 128, 128), False),  # batched 64 x 2M
+    ],
+)
+def test_small_products_run_on_one_blas_thread(monkeypatch, lhs, rhs, one):
+    """Products between OpenBLAS's own one-thread bound and ``ONE_THREAD_MACS`` run
+    under ``one_thread()`` (threaded, OpenBLAS's workers would spin for ~0.1 s after
+    them, taking a core from the kernels that follow); the values are the matmul's."""
+    import contextlib
+
+    from xops.ops import _blas
+
+    used = []
+    real = _blas.one_thread
+
+    @contextlib.contextmanager
+    def spy():
+        used.append(True)
+        with real():
+            yield
+
+    monkeypatch.setattr(_blas, "one_thread", spy)
+    rng = np.random.default_rng(len(lhs) + lhs[-1])
+    a = rng.integers(-4, 5, lhs).astype(np.float32)
+    b = rng.integers(-4, 5, rhs).astype(np.float32)
+    batch = [0] if len(lhs) == 3 else []
+    out = xo.dot_general(a, b, batch, batch, [len(lhs) - 1], [len(rhs) - 2])
+    np.testing.assert_array_equal(np.asarray(out), np.matmul(a, b))  # (exact: integers)
+    assert bool(used) == one

@@ -199,24 +199,44 @@ def _hsum(builder, v):
 
 def _micro_wgrad(n_o):
     """The kernel gradient's micro-kernel for ``n_o`` output features, as an intrinsic
-    ``micro(xp, x0, x_f, x_row, g, g0, g_o, g_f, g_row, n_f, n_kh, n_v, out, o0)``:
+    ``micro(xp, x0, x_f, x_row, g, g0, g_o, g_f, g_row, n_f, n_kh, n_v, n_tail, out, o0)``:
 
-    ``out[o0 + o*9 + i*3 + j] += sum over f < n_f, kh < n_kh, v < n_v, l < 16 of
-    g[g0 + o*g_o + f*g_f + kh*g_row + v*16 + l] * xp[x0 + f*x_f + (kh + i)*x_row + j + v*16 + l]``
+    ``out[o0 + o*9 + i*3 + j] += sum over f < n_f, kh < n_kh, c < 16*n_v + n_tail of
+    g[g0 + o*g_o + f*g_f + kh*g_row + c] * xp[x0 + f*x_f + (kh + i)*x_row + j + c]``
     for o < n_o, i, j < 3: per (o, i, j) 16 lane sums (fused multiply-adds in order of
-    f, kh, v), added as a tree at the end, then to ``out``.
+    f, kh, then the row's vectors, its last ``n_tail`` < 16 columns a vector of their
+    own, the other lanes of both operands loaded as +0: no word past the row is
+    read, and a lane's sum, +0 from the start, stays as it is), added as a tree at the
+    end, then to ``out``.
     """
     f32 = ir.FloatType()
     vec = ir.VectorType(f32, _LANES)
     arr = types.Array(types.float32, 1, "C")
     ip = types.intp
-    sig = types.void(arr, ip, ip, ip, arr, ip, ip, ip, ip, ip, ip, ip, arr, ip)
+    sig = types.void(arr, ip, ip, ip, arr, ip, ip, ip, ip, ip, ip, ip, ip, arr, ip)
+    i1, i32 = ir.IntType(1), ir.IntType(32)
+    mvec = ir.VectorType(i1, _LANES)
 
     def codegen(context, builder, signature, args):
-        xp, x0, x_f, x_row, g, g0, g_o, g_f, g_row, n_f, n_kh, n_v, out, o0 = args
+        xp, x0, x_f, x_row, g, g0, g_o, g_f, g_row, n_f, n_kh, n_v, n_tail, out, o0 = args
         xdata, gdata, odata = _data(context, builder, arr, xp, g, out)
         intp = x0.type
         fma = _fma(builder, vec)
+        masked_load = cgutils.get_or_insert_function(
+            builder.module,
+            ir.FunctionType(vec, [vec.as_pointer(), i32, mvec, vec]),
+            "llvm.masked.load.v16f32.p0v16f32",
+        )
+        splat = ir.Constant(ir.VectorType(i32, _LANES), [0] * _LANES)
+        tail = builder.insert_element(
+            ir.Constant(ir.VectorType(i32, _LANES), ir.Undefined),
+            builder.trunc(n_tail, i32),
+            ir.Constant(i32, 0),
+        )
+        tail = builder.shuffle_vector(tail, tail, splat)
+        lane = ir.Constant(ir.VectorType(i32, _LANES), list(range(_LANES)))
+        mask = builder.icmp_unsigned("<", lane, tail)
+        has_tail = builder.icmp_signed(">", n_tail, ir.Constant(intp, 0))
         zero = ir.Constant(vec, [0.0] * _LANES)
         accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(9)] for _ in range(n_o)]
         lanes = ir.Constant(intp, _LANES)
@@ -226,24 +246,32 @@ def _micro_wgrad(n_o):
             with cgutils.for_range(builder, n_kh) as lk:
                 xk = builder.gep(xf, [builder.mul(lk.index, x_row)])
                 gk = builder.gep(gf, [builder.mul(lk.index, g_row)])
-                with cgutils.for_range(builder, n_v) as lv:
-                    col = builder.mul(lv.index, lanes)
+
+                def vector(col, load):
                     gs = []
                     for o in range(n_o):
                         at = builder.add(col, builder.mul(ir.Constant(intp, o), g_o))
-                        ptr = builder.bitcast(builder.gep(gk, [at]), vec.as_pointer())
-                        gs.append(builder.load(ptr, align=4))
+                        gs.append(load(builder.bitcast(builder.gep(gk, [at]), vec.as_pointer())))
                     for i in range(3):
                         row = builder.add(col, builder.mul(ir.Constant(intp, i), x_row))
                         for j in range(3):
                             at = builder.add(row, ir.Constant(intp, j))
-                            ptr = builder.bitcast(builder.gep(xk, [at]), vec.as_pointer())
-                            xv = builder.load(ptr, align=4)
+                            xv = load(builder.bitcast(builder.gep(xk, [at]), vec.as_pointer()))
                             for o in range(n_o):
                                 acc = builder.load(accs[o][i * 3 + j])
                                 builder.store(
                                     builder.call(fma, [gs[o], xv, acc]), accs[o][i * 3 + j]
                                 )
+
+                with cgutils.for_range(builder, n_v) as lv:
+                    vector(builder.mul(lv.index, lanes), lambda ptr: builder.load(ptr, align=4))
+                with builder.if_then(has_tail):
+                    vector(
+                        builder.mul(n_v, lanes),
+                        lambda ptr: builder.call(
+                            masked_load, [ptr, ir.Constant(i32, 4), mask, zero]
+                        ),
+                    )
         for o in range(n_o):
             for t in range(9):
                 ptr = builder.gep(odata, [builder.add(o0, ir.Constant(intp, o * 9 + t))])
@@ -251,7 +279,9 @@ def _micro_wgrad(n_o):
                 builder.store(total, ptr)
         return context.get_dummy_value()
 
-    def typer(typingctx, xp, x0, x_f, x_row, g, g0, g_o, g_f, g_row, n_f, n_kh, n_v, out, o0):
+    def typer(
+        typingctx, xp, x0, x_f, x_row, g, g0, g_o, g_f, g_row, n_f, n_kh, n_v, n_tail, out, o0
+    ):
         return sig, codegen
 
     typer.__name__ = f"micro_wgrad_o{n_o}"
@@ -290,7 +320,9 @@ def pad_planes(src, n_f, s_b, s_f, s_h, n_h, n_w, lo_h, lo_w, row, xp):
 
 
 @kernel
-def wgrad3x3_blocked(xp, hp, row, g, g_o, g_f, g_row, n_f, n_kh, n_v, f_chunk, n_slabs, out):
+def wgrad3x3_blocked(
+    xp, hp, row, g, g_o, g_f, g_row, n_f, n_kh, n_v, n_tail, f_chunk, n_slabs, out
+):
     """Owner-computes: iteration ``s`` (the output features s*O/S <= o < (s+1)*O/S, S =
     ``n_slabs``) writes only ``out[:, o]`` for its features, in blocks of 3 (the last
     of 2 or 1); every output's sum runs over the same chunks of ``f_chunk`` features in
@@ -299,7 +331,7 @@ def wgrad3x3_blocked(xp, hp, row, g, g_o, g_f, g_row, n_f, n_kh, n_v, f_chunk, n
 
     ``xp`` (B*F, HP*WP): the padded planes of the convolution's input (B its batch, F
     its features); ``g``: the kernel (O, F, KH, KW) flat, element (o, f, kh, kw) at
-    ``o*g_o + f*g_f + kh*g_row + kw``, KW = 16 * ``n_v``; ``out`` (B*O*9,) zeros on
+    ``o*g_o + f*g_f + kh*g_row + kw``, KW = 16 * ``n_v`` + ``n_tail``; ``out`` (B*O*9,) zeros on
     entry: the (B, O, 3, 3) result, ``out[b, o, i, j] = sum over f, kh, kw of
     g[o, f, kh, kw] * xp[b, f, kh + i, kw + j]``.
     """
@@ -316,11 +348,11 @@ def wgrad3x3_blocked(xp, hp, row, g, g_o, g_f, g_row, n_f, n_kh, n_v, f_chunk, n
                 o = o_lo
                 while o + 3 <= o_hi:
                     _W3(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf, n_kh,
-                        n_v, out, (b * n_out + o) * 9)  # fmt: skip
+                        n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
                     o += 3
                 if o_hi - o == 2:
                     _W2(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf, n_kh,
-                        n_v, out, (b * n_out + o) * 9)  # fmt: skip
+                        n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
                 elif o_hi - o == 1:
                     _W1(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf, n_kh,
-                        n_v, out, (b * n_out + o) * 9)  # fmt: skip
+                        n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip

@@ -47,11 +47,11 @@ _WGRAD_CHUNK = 64
 _MACS_PER_UNIT = 16
 
 
-def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, per_chan_result):
+def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, thin_result):
     """The (batch, n_out, *out_spatial) convolution of ``lhs_c`` (batch, chan, *in) and
     ``w`` (n_out, chan, *kernel) in ``work`` (a view with strided rows), or None where
-    the direct kernel does not apply (``per_chan_result``: the caller's result size up to
-    which im2row's per-feature GEMMs take kernel gradients)."""
+    the direct kernel does not apply (``thin_result``: the caller's result size up to
+    which kernel gradients keep im2row's per-feature GEMMs)."""
     if len(a.in_spatial) != 2 or work not in (np.float32, np.float64) or groups != 1:
         return None
     (oh, ow), (kh, kw) = a.out_spatial, a.k_spatial
@@ -63,7 +63,7 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, per_chan_result):
         return None
     if any(p < 0 for pair in a.padding for p in pair):
         return None
-    if _wgrad_fits(a, work, batch, chan, n_out, per_chan_result):
+    if _wgrad_fits(a, work, batch, chan, n_out, thin_result):
         return _wgrad(lhs_c, w, a, batch, chan, n_out)
     if ow < kw:  # (a kernel wider than the output: the kernel gradient, im2row's)
         return None
@@ -159,20 +159,21 @@ def _blocked(lhs_c, w, a, batch, chan, n_out):
     return out
 
 
-def _wgrad_fits(a, work, batch, chan, n_out, per_chan_result):
+def _wgrad_fits(a, work, batch, chan, n_out, thin_result):
     """Whether ``wgrad3x3_blocked`` takes the (stride 1, undilated, padded >= 0) call:
     the kernel gradient of a 3 x 3 kernel (a 3 x 3 output, the kernel as large as the
-    image), float32, kernel rows of whole vectors, enough work for it, and a result
-    too large for im2row's per-feature GEMMs (``per_chan_result``, the convolution
-    module's ``_PER_CHAN_RESULT``: those keep the thin results, CIFAR's first layer,
-    whose tests pin that path)."""
+    image), float32, kernel rows that fill at least 3/4 of their vectors (the last
+    vector of a row masked), enough work for it, and a result larger than
+    ``thin_result`` (the convolution module's ``_THIN_RESULT``: the first layers of
+    one to three features, CIFAR's and the digits CNN's, keep im2row's per-feature
+    GEMMs)."""
     return (
         work == np.float32
         and _avx512()
         and tuple(a.out_spatial) == (3, 3)
-        and a.k_spatial[1] % KB._LANES == 0
+        and 4 * a.k_spatial[1] >= 3 * KB._LANES * -(-a.k_spatial[1] // KB._LANES)
         and batch * chan >= _WGRAD_PLANES
-        and n_out * batch * 9 > per_chan_result
+        and n_out * batch * 9 > thin_result
     )
 
 
@@ -193,8 +194,8 @@ def _wgrad(lhs_c, w, a, batch, chan, n_out):
         out = np.zeros((batch, n_out, 3, 3), np.float32)
         slabs = 1 if units < _config.PARALLEL_THRESHOLD else numba.get_num_threads()
         KB.wgrad3x3_blocked(
-            units, xp, hp, wp, g, g_o, g_f, g_row, chan, kh, kw // KB._LANES, _WGRAD_CHUNK,
-            slabs, out.reshape(-1),
+            units, xp, hp, wp, g, g_o, g_f, g_row, chan, kh, kw // KB._LANES, kw % KB._LANES,
+            _WGRAD_CHUNK, slabs, out.reshape(-1),
         )  # fmt: skip
     return out
 

@@ -228,6 +228,14 @@ _PIECE_BYTES = 1 << 20
 # hand-off costs ~20-50 us, and under load more (measured slower, not faster, on the
 # kernel gradients of CIFAR's batch 8 and the digits CNN's first layer, ~14 MFLOP each).
 _THREADED_FLOPS = 1 << 25
+# On an AVX-512 CPU, kernel gradients of 3 x 3 kernels with results larger than this
+# take the register-blocked kernel (``_convolution_direct._wgrad``) instead: the digits
+# CNN's second layer (32 x 16 x 9 = 4608, rows of 14 of 16 lanes) 1.93 -> 1.13 ms at
+# batch 64, 1.09 -> 0.68 at 32 (medians of 30, 2-core AVX-512 EPYC, idle). The thin
+# first layers keep their per-feature GEMMs: one grey feature (16 x 9) measured the same
+# either way, and their sums over 50K products per entry are closer to float64 there
+# (2e-7 against 1e-6 of the largest entry at batch 64).
+_THIN_RESULT = 2048
 
 
 def _abs_max(v):
@@ -304,7 +312,7 @@ def _convolution_impl(x, y, a):
             check_nbytes("convolution", (batch, chan * k_taps, out_pos), work, "im2col temporary")
         out = None
         if _FORCE_STRATEGY is None and _FAST_2D:  # (tests that force a packing get it)
-            out = try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, _PER_CHAN_RESULT)
+            out = try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, _THIN_RESULT)
         if out is None:
             out = _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out)
         if out is None and strategy == "window_sum":
@@ -425,7 +433,7 @@ def _im2col_matmul(lhs_c, w, a, work, batch, chan, groups, n_out, im2row):
     else:
         b = cols.reshape(groups, c_k, batch * out_pos)
     with np.errstate(all="ignore"):
-        out = np.matmul(w2, b)  # (G, O/G, N*P)
+        out = _blas.matmul(w2, b)  # (G, O/G, N*P)
     return out.reshape(n_out, batch, *a.out_spatial).swapaxes(0, 1)
 
 
@@ -460,7 +468,7 @@ def _window_sum_matmul(lhs_c, w, a, work, batch, chan, groups, n_out):
     )
     out = _pool.empty((batch, n_out, math.prod(a.out_spatial)), work)
     with np.errstate(all="ignore"):
-        y = np.matmul(w2, buf.reshape(groups, c_g, batch * cols))  # (G, O/G*K, N*cols)
+        y = _blas.matmul(w2, buf.reshape(groups, c_g, batch * cols))  # (G, O/G*K, N*cols)
         y = y.reshape(n_out * k_taps, batch, cols)
         if taps is not None:
             taps, padding_cells = taps[1]
@@ -622,10 +630,10 @@ def _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out):
     )
     with np.errstate(all="ignore"):
         if strategy == "im2row":
-            out = np.matmul(w.reshape(n_out, chan * k_taps), cols.T)  # (O, B*P)
+            out = _blas.matmul(w.reshape(n_out, chan * k_taps), cols.T)  # (O, B*P)
         else:  # (G, O/G, C*K/G) @ (G, C*K/G, N*P)
             prod = _pool.empty((groups, n_out // groups, batch * out_pos), work)
-            out = np.matmul(w.reshape(groups, n_out // groups, c_k), cols, out=prod)
+            out = _blas.matmul(w.reshape(groups, n_out // groups, c_k), cols, out=prod)
     # (a view in (O, N, P) memory order: a copy to NCHW measured slower on the
     # convolution rows, e.g. CIFAR's batch 64 1.55 -> 2.78 ms, than the elementwise ops
     # after it lose: they read a transposed operand in its own memory order)

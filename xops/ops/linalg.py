@@ -25,6 +25,7 @@ from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype
 from ..tensor import Tensor
 from ..limits import check_nbytes
+from . import _blas
 from ._core import SpecError, attr_ints, check, compute, operands, result, tstr
 from .movement import transpose
 from .convolution import _abs_max
@@ -299,9 +300,9 @@ def _dot_general_impl(x, y, lb, rb, lc, rc, out_dt):
     with np.errstate(all="ignore"):
         if acc.kind in "iu" and _abs_max(a) * _abs_max(b) * k < 2**53:
             # exact in float64 BLAS: every partial sum is an integer below 2**53
-            out = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(acc)
+            out = _blas.matmul(a.astype(np.float64), b.astype(np.float64)).astype(acc)
         else:
-            out = np.matmul(a, b)
+            out = _blas.matmul(a, b)
     return out.reshape(out_shape)
 
 
