@@ -218,13 +218,17 @@ def test_constraint_labels():
         ((4, 64, 32), (4, 32, 64), False),  # 131K each: one thread in OpenBLAS anyway
         ((8, 8), (8, 8), False),  # OpenBLAS keeps it on one thread itself
         ((256, 512), (512, 256), False),  # 33M: BLAS's threads
-        ((64, 128, 128), (64, 128, 128), False),  # batched 64 x 2M
+        ((64, 128, 128), (64, 128, 128), True),  # batched 64 x 2M: whole products per thread
+        ((3, 200, 200), (3, 200, 200), True),  # 3 x 8M: ... up to 2^24 each
+        ((2, 260, 260), (2, 260, 260), False),  # 2 x 17.6M: each past 2^24, BLAS's threads
     ],
 )
 def test_small_products_run_on_one_blas_thread(monkeypatch, lhs, rhs, one):
     """Products between OpenBLAS's own one-thread bound and ``ONE_THREAD_MACS`` run
     under ``one_thread()`` (threaded, OpenBLAS's workers would spin for ~0.1 s after
-    them, taking a core from the kernels that follow); the values are the matmul's."""
+    them, taking a core from the kernels that follow), and batches of products of up to
+    ``PIECE_MACS`` each whole products on the threads, one BLAS thread each; the values
+    are the matmul's."""
     import contextlib
 
     from xops.ops import _blas
