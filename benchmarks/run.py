@@ -33,16 +33,23 @@ from .workloads import WORKLOADS, load_all
 
 
 def _load_backends():
+    """The backends, PyTorch imported before xops: its OpenMP runtime (libgomp, which
+    Numba's omp layer then shares in this process) starts with PyTorch's own defaults,
+    as in a process of its own (imported after xops, it took xops's settings: before
+    session 15 OMP_WAIT_POLICY=PASSIVE, which slowed PyTorch's steps; see
+    benchmarks/README.md "Session 15")."""
     backends = {"numpy": np, "xops": None, "torch": None, "jax": None}
-    import xops
-
-    backends["xops"] = xops
+    if os.environ.get("XOPS_BENCH_XOPS_FIRST"):  # (to measure the other order)
+        import xops  # noqa: F401
     try:
         import torch
 
         backends["torch"] = torch
     except ImportError:
         pass
+    import xops
+
+    backends["xops"] = xops
     try:
         import jax
 

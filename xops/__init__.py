@@ -7,8 +7,32 @@ operands and attributes, Python keywords get a trailing underscore (``xo.and_``)
 import os as _os
 import sys as _sys
 
-# Numba's OpenMP threads must not spin while NumPy/BLAS work (see docs/kernels.md).
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _tune_openmp():
+    """Numba's OpenMP threads (the omp threading layer, GNU libgomp) wait ~0.3 ms
+    spinning after a parallel region (``GOMP_SPINCOUNT=10000``), then sleep: long
+    enough that the next kernel's region finds them awake (a sleeping thread's wake-up
+    cost the digits training step a quarter of its time at batch 32), short enough
+    not to hold a core from BLAS's threads for long (libgomp's default spins ~10 ms).
+    libgomp reads the variable once, when it loads: it is set only while the system
+    libgomp that Numba's omp layer links is loaded here (no thread starts: fork-safe as
+    before), then removed, so that another library's OpenMP (PyTorch's own libgomp,
+    imported later) keeps its defaults. Set by the user (or OMP_WAIT_POLICY): left
+    alone. See docs/kernels.md."""
+    import ctypes
+
+    if "GOMP_SPINCOUNT" in _os.environ or "OMP_WAIT_POLICY" in _os.environ:
+        return
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
+    try:
+        ctypes.CDLL("libgomp.so.1")  # (the soname Numba's omppool links)
+    except OSError:
+        return  # (left set: read whenever an OpenMP runtime loads)
+    del _os.environ["GOMP_SPINCOUNT"]
+
+
+_tune_openmp()
 
 from .errors import SpecError  # noqa: E402
 from .limits import config, debug_nans, deterministic, NonFiniteError  # noqa: E402,F401
@@ -46,12 +70,12 @@ from .ops import quantization as _quantization  # noqa: E402
 from .ops import collectives as _collectives, channels as _channels  # noqa: E402
 from .ops import composite as _composite  # noqa: E402
 
-from .autodiff import (
+from .autodiff import (  # noqa: E402
     backward,
     enable_grad,
     grad,
     is_grad_enabled,
-    no_grad,  # noqa: E402,F401
+    no_grad,  # noqa: F401
     value_and_grad,
     vjp,
 )
