@@ -8,7 +8,6 @@ import os as _os
 import sys as _sys
 
 
-
 def _tune_openmp():
     """Numba's OpenMP threads (the omp threading layer, GNU libgomp) wait ~0.3 ms
     spinning after a parallel region (``GOMP_SPINCOUNT=10000``), then sleep: long
