@@ -258,7 +258,7 @@ from xops.kernels.cuda import _complex_math as CX  # noqa: E402
 for c, f in (("c8", "f4"), ("c16", "f8")):
     st = (i64, i64)
     for name, fn in CX.functions(np.dtype(c)).items():
-        if name in ("divide", "power", "maximum", "minimum"):
+        if name in ("divide", "power", "atan2", "maximum", "minimum"):
             check(f"complex {name} {c}", E._kernel2(fn).py_func, (arr(c), arr(c)) + st + (arr(c),))
         elif name == "complex":
             check(f"complex {name} {c}", E._kernel2(fn).py_func, (arr(f), arr(f)) + st + (arr(c),))

@@ -169,14 +169,11 @@ def test_maximum_minimum_clamp_in_numpys_complex_order(dt):
 
 def test_ops_without_a_complex_kernel_raise_naming_the_type():
     d = cu(_z("c64"))
+    d128 = cu(_z("c128"))
     with pytest.raises(
-        xo.SpecError, match=r"cbrt \(device\): has no cuda kernel for element type c64"
+        xo.SpecError, match=r"atan2 \(device\): has no cuda kernel for element type c128"
     ):
-        xo.cbrt(d)
-    with pytest.raises(
-        xo.SpecError, match=r"atan2 \(device\): has no cuda kernel for element type c64"
-    ):
-        xo.atan2(d, d)
+        xo.atan2(d128, d128)
     with pytest.raises(xo.SpecError, match=r"add \(device\): operands live on different devices"):
         xo.add(d, xo.tensor(_z("c64")))
 
@@ -257,6 +254,32 @@ def test_power_on_a_grid(dt):
     _exact(xo.power(cu(a), cu(b)), xo.power(xo.tensor(a), xo.tensor(b)))
     h = xo.tensor(z[:10])
     _near(xo.power(h.to("cuda"), 2.0), xo.power(h, 2.0), _ULP[dt])
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_cbrt_on_a_grid(dt):
+    """The principal cube root, np.power(z, 1 / 3) on the CPU: negative reals give
+    e^(i pi / 3) times the real root; a zero gives a zero."""
+    h = xo.tensor(_grid(dt))
+    _near(xo.cbrt(h.to("cuda")), xo.cbrt(h), _ULP[dt])
+    z = np.array([-8, 27j, 0], np.complex64 if dt == "c64" else np.complex128)
+    _near(xo.cbrt(cu(z)), xo.cbrt(xo.tensor(z)), _ULP[dt])
+    np.testing.assert_allclose(xo.cbrt(cu(z)).numpy()[:2], [1 + 3**0.5 * 1j, 3**0.5 * 1.5 + 1.5j],
+                               rtol=1e-6)  # fmt: skip
+
+
+def test_atan2_c64_on_a_grid():
+    """atan2(y, x) = -i log((x + iy) / sqrt(x^2 + y^2)) on c64 (computed one precision
+    up, as the CPU), y and x from the grid in two orders; real y and x agree with the
+    real atan2 (the imaginary part 0 where both are real)."""
+    z = _grid("c64")
+    for y, x in ((z, z[::-1].copy()), (z, np.roll(z, 7))):
+        hy, hx = xo.tensor(y), xo.tensor(x)
+        _near(xo.atan2(hy.to("cuda"), hx.to("cuda")), xo.atan2(hy, hx), _ULP["c64"])
+    y, x = np.array([1, -2, 0.5], np.complex64), np.array([1, 3, -4], np.complex64)
+    got = xo.atan2(cu(y), cu(x)).numpy()
+    np.testing.assert_allclose(got.real, np.arctan2(y.real, x.real), rtol=1e-6)
+    np.testing.assert_allclose(got.imag, 0, atol=1e-6)
 
 
 @pytest.mark.parametrize("dt", COMPLEX)

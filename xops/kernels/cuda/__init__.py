@@ -134,8 +134,25 @@ GPU_VERIFIED = frozenset(OPS)
 
 # Ops run by CUDA tests added after the last GPU run, so far run on the simulator only
 # (recorded by running those modules under the simulator with tests/cuda_record.py; docs/
-# status.md says "GPU+sim" for them). Empty it after a GPU run passes them.
-SIMULATOR_SINCE = frozenset()
+# status.md says "GPU+sim" for them). Empty it after a GPU run passes them. Session 14,
+# after its last GPU run: the one-launch batch norm kernels, the max-pool gradient's
+# fused NaN mask (select_and_scatter's rule), convolution's split threshold and complex
+# maximum / minimum / clamp; session 15: complex cbrt (c64, c128) and atan2 (c64).
+SIMULATOR_SINCE = frozenset(
+    {
+        "batch_norm_training",
+        "batch_norm_grad",
+        "select_and_scatter",
+        "convolution",
+        "conv",
+        "conv_with_general_padding",
+        "maximum",
+        "minimum",
+        "clamp",
+        "cbrt",
+        "atan2",
+    }
+)
 
 
 def verified_on(name):

@@ -18,11 +18,12 @@ float functions and NumPy's differ by an ulp; NumPy's clog and cexp take more ca
 |z| = 1 and for overflowing exponents); infinite and NaN parts follow these formulas,
 not C99 Annex G.
 
-sign, power, tanh, sine, cosine, tan, exponential_minus_one, log_plus_one, rsqrt and
-logistic compute in float64 for both types and return a complex128 that the map kernel's
+sign, power, cbrt, atan2, tanh, sine, cosine, tan, exponential_minus_one, log_plus_one,
+rsqrt and logistic compute in float64 for both types and return a complex128 that the map kernel's
 store rounds once to c64 (the CPU computes c64 in c128 and rounds once: here too, so c64
 results differ from the CPU's by at most an ulp of a part). Their formulas are the CPU's
-(NumPy's, and glibc's complex functions behind them): npy_cpow, ctanh, ctan, csin, ccos,
+(NumPy's, and glibc's complex functions behind them): npy_cpow (cbrt: its general path
+with the exponent 1 / 3), atan2's -i log((x + iy) / sqrt(x^2 + y^2)), ctanh, ctan, csin, ccos,
 the CPU's own expm1 / log1p / logistic, and 1 / csqrt with NumPy's division. Within a few
 ulp of the part type times |cpu| for finite values (libdevice's float64 functions against
 glibc's; power's e^(b log a) path: the error of log a grows by |b log a|).
@@ -237,9 +238,40 @@ def _power(a, b):
         if br < 0.0:
             r, i = _cdiv(_W1, 0.0 * _W1, r, i)
         return complex(r, i)
+    r, i = _cpow_log(ar, ai, br, bi)
+    return complex(r, i)
+
+
+@cuda.jit(device=True)
+def _cpow_log(ar, ai, br, bi):
+    """e^(b log a), log a = log|a| + i arg a (glibc's cpow; npy_cpow's general path)."""
     lr, li = _W1 * math.log(math.hypot(ar, ai)), math.atan2(ai, ar)
     r, i = _cmul(br, bi, lr, li)
-    r, i = _cexp(r, i)
+    return _cexp(r, i)
+
+
+def _cbrt(a):
+    """The CPU's ``np.power(a, 1 / 3)`` (npy_cpow: a zero gives 0, else e^(log(a) / 3),
+    the principal root; 1 / 3 rounded to float64 first, as there)."""
+    ar, ai = a.real * _W1, a.imag * _W1
+    if ar == 0.0 and ai == 0.0:
+        return complex(0.0 * _W1, 0.0 * _W1)
+    r, i = _cpow_log(ar, ai, _W1 / 3.0, 0.0 * _W1)
+    return complex(r, i)
+
+
+def _atan2(y, x):
+    """The CPU's complex atan2(y, x) = -i log((x + iy) / sqrt(x^2 + y^2)) (the reference
+    interpreter's formula), in float64 with NumPy's complex multiply, csqrt and Smith
+    division: for c64 one precision up, as the CPU (c128 has no kernel: the CPU computes
+    it in long double, where x + iy cancels)."""
+    yr, yi, xr, xi = y.real * _W1, y.imag * _W1, x.real * _W1, x.imag * _W1
+    x2r, x2i = _cmul(xr, xi, xr, xi)
+    y2r, y2i = _cmul(yr, yi, yr, yi)
+    sr, si = _csqrt(x2r + y2r, x2i + y2i)
+    iyr, iyi = _cmul(0.0 * _W1, _W1, yr, yi)  # (1j * y and the -1j below as NumPy multiplies:
+    qr, qi = _cdiv(xr + iyr, xi + iyi, sr, si)  # signed zeros, and 0 * inf = NaN, as the CPU's)
+    r, i = _cmul(_W1 * math.log(math.hypot(qr, qi)), math.atan2(qi, qr), 0.0 * _W1, -_W1)
     return complex(r, i)
 
 
@@ -301,6 +333,8 @@ def _logistic(a):  # the CPU's: e^z / (1 + e^z) where Re z < 0, else 1 / (1 + e^
 _WIDE = {
     "sign": _sign,
     "power": _power,
+    "cbrt": _cbrt,
+    "atan2": _atan2,
     "tanh": _tanh,
     "sine": _sine,
     "cosine": _cosine,
