@@ -71,7 +71,7 @@ def test_parallel_variant_equals_serial(monkeypatch, kernel, op, make, dtype):
         args[1] = xo.tensor(np.asarray(args[1]) % 70 - 3, dtype)
     serial = op(*args)
     monkeypatch.setattr(config, "PARALLEL_THRESHOLD", 0)
-    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", 0)  # the shifts' serial cut-off
+    monkeypatch.setattr(K, "PARALLEL_MAP_THRESHOLD", 0)  # the shifts' serial cut-off
     parallel = op(*args)
     assert getattr(K, kernel)._parallel is not None, "the parallel variant did not run"
     assert parallel.dtype == serial.dtype
@@ -101,9 +101,9 @@ def test_parallel_variant_is_used_above_the_threshold(monkeypatch):
 
 
 def test_memory_bound_loops_run_serially_below_their_threshold(monkeypatch):
-    """The shifts and bf16/f16 add run on one core below K.MEMORY_BOUND_THRESHOLD
-    elements (whatever config.PARALLEL_THRESHOLD says), with the same bits as the
-    threaded run above it."""
+    """The shifts run on one core below K.PARALLEL_MAP_THRESHOLD elements and bf16/f16
+    add below K.MEMORY_BOUND_THRESHOLD (whatever config.PARALLEL_THRESHOLD says), with
+    the same bits as the threaded run above it."""
     monkeypatch.setattr(config, "PARALLEL_THRESHOLD", 1000)
     rng = rng_for("memory-bound")
     n = 5000
@@ -115,7 +115,7 @@ def test_memory_bound_loops_run_serially_below_their_threshold(monkeypatch):
     monkeypatch.setattr(kern, "_parallel", _Spy(real, calls))
     serial = xo.shift_right_arithmetic(x, s)
     assert calls == []  # 5000 >= PARALLEL_THRESHOLD, yet serial
-    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", 1000)
+    monkeypatch.setattr(K, "PARALLEL_MAP_THRESHOLD", 1000)
     threaded = xo.shift_right_arithmetic(x, s)
     assert calls == [n]
     np.testing.assert_array_equal(np.asarray(threaded), np.asarray(serial))

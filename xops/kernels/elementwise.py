@@ -641,25 +641,24 @@ def split_ufunc(ufunc, a, b, out):
     return out
 
 
+# run_memory_bound's loops (the shifts) run their parallel variant from this many
+# elements. With Numba's threads spinning ~0.3 ms after a region (xops/__init__.py,
+# session 15) a region no longer waits for a sleeping thread: 1M i32 shift_left /
+# shift_right_logical / shift_right_arithmetic 213-226 / 209-222 / 222-248 us with the
+# split helper -> 81-99 / 96-101 / 94-98 us (NumPy's left_shift 173-213; 2-core AVX-512
+# EPYC, idle, two interleaved runs). The bf16 / f16 maps lost that way (bf16 add 216-227
+# -> 305 us) and keep MEMORY_BOUND_THRESHOLD.
+PARALLEL_MAP_THRESHOLD = 1 << 20
+
+
 def run_memory_bound(kern, n, *args):
     """``kern(n, *args)`` for a :func:`kernel` loop that does little work per byte: its
-    serial variant below MEMORY_BOUND_THRESHOLD elements (cut in two pieces as by
-    run_split from SPLIT_THRESHOLD: every argument that is a 1-D array of n elements is
-    sliced, the others passed as they are), else the usual choice."""
-    if n >= MEMORY_BOUND_THRESHOLD:
+    serial variant below PARALLEL_MAP_THRESHOLD elements, else the usual choice (the
+    parallel variant). The same bits either way (output-parallel, integer words)."""
+    if n >= PARALLEL_MAP_THRESHOLD:
         return kern(n, *args)
-    serial = kern.serial
-    if not split_now(n):
-        return serial(*args)
+    return kern.serial(*args)
 
-    def piece(lo, hi):
-        serial(*(v[lo:hi] if _is_map_array(v, n) else v for v in args))
-
-    split_in_two(piece, n)
-
-
-def _is_map_array(v, n):
-    return type(v) is np.ndarray and v.ndim == 1 and v.size == n
 
 
 PIECE = 4 * SPAN  # run_spans' unit of work: 64K elements (exp: ~0.1 ms on one core)

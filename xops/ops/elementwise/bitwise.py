@@ -4,7 +4,7 @@ integers), popcnt, count_leading_zeros and the three shifts.
 Integer and boolean results never record a gradient node, so no op here has a rule.
 Shifts and count_leading_zeros run Numba kernels (``xops.kernels.elementwise``) on the
 operands' bit patterns: the shifts on int32 or int64 words (narrower types widened to
-int32), on one core below ``K.MEMORY_BOUND_THRESHOLD`` elements, with a dispatch fast
+int32), on one core below ``K.PARALLEL_MAP_THRESHOLD`` elements, with a dispatch fast
 path for two same-shape Tensors of a 32- or 64-bit type.
 """
 
