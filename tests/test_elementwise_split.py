@@ -387,3 +387,34 @@ def test_broadcast_rows_of_a_transposed_operand(op):
         _same(got, _numpy(op, *args))
     sliced = a[:, :, ::2]  # (gaps: not one memory order)
     assert K.rows_binary(op, sliced, bv[:, :, ::2]) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", [np.add, np.subtract, np.multiply, np.divide])
+def test_full_binary_kernels_give_numpys_bits(monkeypatch, dtype, op):
+    """From K.PARALLEL_MAP_THRESHOLD elements, two float arrays of one shape take the
+    parallel FULL_BINARY loop: NumPy's bits, NaN payloads (a's, else b's, quieted),
+    inf - inf, signed zeros and a non-multiple of the vector width included, serial and
+    parallel alike."""
+    from xops.kernels import config
+
+    n = 70003  # (past _core._MAPPED: binary_map)
+    a = _nan_payloads(_data(n, dtype, 11), 12)
+    b = _nan_payloads(_data(n, dtype, 13), 14)
+    a[:6] = [np.inf, -np.inf, 0.0, -0.0, np.inf, 1.0]
+    b[:6] = [-np.inf, np.inf, -0.0, 0.0, 0.0, -0.0]
+    a2, b2 = a.reshape(1, -1), b.reshape(1, -1)  # (any shape: flat loops)
+    want = _numpy(op, a2, b2)
+    xop = {np.add: xo.add, np.subtract: xo.subtract, np.multiply: xo.multiply}.get(op, xo.divide)
+    kern = K.FULL_BINARY[op]
+    calls = []
+    real = K.FULL_BINARY[op]
+    monkeypatch.setitem(K.FULL_BINARY, op, lambda *v: calls.append(v[0]) or real(*v))
+    monkeypatch.setattr(K, "PARALLEL_MAP_THRESHOLD", 1000)
+    for threshold in (1 << 40, 0):  # serial, then the parallel variant
+        monkeypatch.setattr(config, "PARALLEL_THRESHOLD", threshold)
+        _same(np.asarray(xop(xo.tensor(a2), xo.tensor(b2))), want)
+    assert calls == [n, n] and kern._parallel is not None
+    monkeypatch.setattr(K, "PARALLEL_MAP_THRESHOLD", n + 1)  # below it: NumPy's ufunc
+    _same(np.asarray(xop(xo.tensor(a2), xo.tensor(b2))), want)
+    assert calls == [n, n]

@@ -660,7 +660,6 @@ def run_memory_bound(kern, n, *args):
     return kern.serial(*args)
 
 
-
 PIECE = 4 * SPAN  # run_spans' unit of work: 64K elements (exp: ~0.1 ms on one core)
 
 
@@ -935,6 +934,29 @@ def _rows_binary(x, s, out, r0, r1, s_first):
 
 ROWS_BINARY = {
     ufunc: kernel(renamed(_rows_binary, f"rows_binary_{ufunc.__name__}", {"ROW_OP": code}))
+    for ufunc, code in (
+        (np.add, ADD),
+        (np.subtract, SUBTRACT),
+        (np.multiply, MULTIPLY),
+        (np.divide, DIVIDE),
+    )
+}
+
+
+def _full_binary(x, y, out):
+    """Output-parallel. out[i] = x[i] <ROW_OP> y[i] for 1-D arrays of one float type,
+    NumPy's ufunc's bits (NaNs as ``_row_arith`` picks them): iteration i writes only
+    out[i]."""
+    for i in prange(out.size):
+        out[i] = _row_arith(x[i], y[i], ROW_OP)
+
+
+# add, subtract, multiply and divide of two float32/float64 arrays of one shape from
+# PARALLEL_MAP_THRESHOLD elements (ops/_core.binary_map): NumPy's loop is one core's,
+# and the split helper waited for a thread: 1M f32 add 180-230 us -> a prange loop
+# 70-85 us (PyTorch 74; session 15, with Numba's threads spinning after a region).
+FULL_BINARY = {
+    ufunc: kernel(renamed(_full_binary, f"full_binary_{ufunc.__name__}", {"ROW_OP": code}))
     for ufunc, code in (
         (np.add, ADD),
         (np.subtract, SUBTRACT),

@@ -534,7 +534,13 @@ def binary_map(ufunc, a, b):
     if out is None:  # (divide: integers give float64)
         out = _RESULT_TYPES[key] = ufunc.resolve_dtypes((a.dtype, a.dtype, None))[-1]
     res = _pool.empty(full.shape, out)
-    if K.split_now(full.size):
+    n = full.size
+    if n >= K.PARALLEL_MAP_THRESHOLD and a.ndim and b.ndim and out == a.dtype:
+        kern = K.FULL_BINARY.get(ufunc) if out.char in "fd" else None
+        if kern is not None:  # (float32 / float64: both threads, NumPy's bits)
+            kern(n, a.reshape(-1), b.reshape(-1), res.reshape(-1))
+            return res
+    if K.split_now(n):
         return K.split_ufunc(ufunc, a, b, res)
     return ufunc(a, b, out=res)
 
