@@ -122,21 +122,23 @@ def test_memory_bound_loops_run_serially_below_their_threshold(monkeypatch):
     amount = np.asarray(s).astype(np.int64)
     want = np.asarray(x).astype(np.int64) >> np.where((amount < 0) | (amount > 31), 31, amount)
     np.testing.assert_array_equal(np.asarray(serial), want.astype(np.int32))
-    # bf16 add: one span call below the threshold, several pieces above it
+    # bf16 add: one span call below PARALLEL_MAP_THRESHOLD, pieces on the threads above it
     a, b = (xo.tensor(rng.standard_normal(n), "bf16") for _ in range(2))
+    a = xo.tensor(np.where(np.arange(n) % 97 == 3, np.nan, np.asarray(a, np.float32)), "bf16")
     spans = []
     body = K._narrow_binary_span
     monkeypatch.setattr(K, "_narrow_binary_span", lambda *v: spans.append(v[-1]) or body(*v))
-    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", n + 1)
+    monkeypatch.setattr(K, "PARALLEL_MAP_THRESHOLD", n + 1)
     one = xo.add(a, b)
     assert spans == [n]
-    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", 1000)
-    monkeypatch.setattr(K, "THREADED_THRESHOLD", 1000)
-    monkeypatch.setattr(K, "PIECE", K.SPAN // 8)
+    monkeypatch.setattr(K, "PARALLEL_MAP_THRESHOLD", 1000)
+    monkeypatch.setattr(K, "PIECE", 256)  # (pieces of whole vectors and a tail)
     monkeypatch.setattr(K, "_threads", lambda: 2)
-    spans.clear()
+    pieces = K._narrow_binary_pieces
+    calls = []
+    monkeypatch.setattr(pieces, "_parallel", _Spy(type(pieces).parallel.fget(pieces), calls))
     many = xo.add(a, b)
-    assert len(spans) > 1
+    assert len(calls) == 1  # (the parallel variant ran)
     np.testing.assert_array_equal(bits(many), bits(one))
 
 

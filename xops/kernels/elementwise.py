@@ -641,13 +641,14 @@ def split_ufunc(ufunc, a, b, out):
     return out
 
 
-# run_memory_bound's loops (the shifts) run their parallel variant from this many
-# elements. With Numba's threads spinning ~0.3 ms after a region (xops/__init__.py,
-# session 15) a region no longer waits for a sleeping thread: 1M i32 shift_left /
-# shift_right_logical / shift_right_arithmetic 213-226 / 209-222 / 222-248 us with the
-# split helper -> 81-99 / 96-101 / 94-98 us (NumPy's left_shift 173-213; 2-core AVX-512
-# EPYC, idle, two interleaved runs). The bf16 / f16 maps lost that way (bf16 add 216-227
-# -> 305 us) and keep MEMORY_BOUND_THRESHOLD.
+# run_memory_bound's loops (the shifts) and narrow_binary (bf16 / f16 add, subtract,
+# multiply) run on Numba's threads from this many elements. With Numba's threads
+# spinning ~0.3 ms after a region (xops/__init__.py, session 15) a region no longer waits
+# for a sleeping thread: 1M i32 shift_left / shift_right_logical / shift_right_arithmetic
+# 213-226 / 209-222 / 222-248 us with the split helper -> 81-99 / 96-101 / 94-98 us
+# (NumPy's left_shift 173-213), bf16 add 211 -> 135 us, f16 multiply 146 -> 92 us (pieces
+# in a prange; through run_spans' Python pool bf16 add lost: 305 us; 2-core AVX-512 EPYC,
+# idle).
 PARALLEL_MAP_THRESHOLD = 1 << 20
 
 
@@ -841,14 +842,27 @@ def _narrow_exp_span(x, out, fmt, lo, hi):
         out[i] = f32_to_narrow(exp32(narrow_to_f32(x[i], fmt)), fmt)
 
 
+@kernel
+def _narrow_binary_pieces(x, y, out, op, fmt, piece):
+    """Output-parallel. Piece p runs ``_narrow_binary_span`` over elements [p * piece,
+    min(p * piece + piece, n)): it writes only its own elements."""
+    n = out.size
+    for p in prange((n + piece - 1) // piece):
+        lo = p * piece
+        _narrow_binary_span(x, y, out, op, fmt, lo, min(lo + piece, n))
+
+
 def narrow_binary(x, y, out, op, fmt):
-    """out = x <op> y on contiguous 1-D uint16 bit patterns of bf16 or f16 (one shape);
-    on one core below MEMORY_BOUND_THRESHOLD elements (see there)."""
+    """out = x <op> y on contiguous 1-D uint16 bit patterns of bf16 or f16 (one shape):
+    on one core below PARALLEL_MAP_THRESHOLD elements, else in pieces of PIECE elements
+    shared by Numba's threads (session 15: 1M bf16 add 199-211 us on one core; through
+    the Python pool of run_spans it measured slower, 305 us). Each element is computed
+    by the same code whichever piece holds it: the same bits."""
     args = (x, y, out, np.int64(op), np.int64(fmt))
-    if out.size < MEMORY_BOUND_THRESHOLD:
+    if out.size < PARALLEL_MAP_THRESHOLD or _threads() < 2:
         _narrow_binary_span(*args, np.int64(0), np.int64(out.size))
     else:
-        run_spans(_narrow_binary_span, out.size, *args)
+        _narrow_binary_pieces(out.size, *args, np.int64(PIECE))
 
 
 @kernel
