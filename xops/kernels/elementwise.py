@@ -7,11 +7,13 @@ Integer kernels take the operands' own arrays for 32- and 64-bit types (int32/ui
 for divide_small/remainder_small, int32 or int64 words for the shifts and popcnt) and
 int32/uint32 (int64/uint64 for the 64-bit-only kernels) widened from narrower types,
 whose results the caller wraps back to the type's width; ``bits`` is the element type's
-width, ``signed`` its signedness. bf16/f16 arithmetic runs span loops (``run_spans``) on
-the thread pool of ``threaded_unary``; the float32 transcendental functions run theirs
-from a prange loop through their C entry points (``run_span_entry``); bf16/f16 exp looks
-its results up in a table of all 65536 values (``narrow_exp``). Large shifts and NumPy's
-binary arithmetic ufuncs run in two pieces on two threads (``run_split``).
+width, ``signed`` its signedness. bf16/f16 arithmetic runs its span loop in pieces from a prange
+loop (``narrow_binary``); the float32 transcendental functions run theirs from a prange
+loop through their C entry points (``run_span_entry``); bf16/f16 exp looks its results up
+in a table of all 65536 values (``narrow_exp``). From PARALLEL_MAP_THRESHOLD elements the
+shifts and the four float arithmetic ops of two full arrays run parallel loops; a
+broadcast row operand, and NumPy's ufuncs with a 0-d operand, run in two pieces on two
+threads (``run_split``).
 """
 
 import contextvars
@@ -399,13 +401,14 @@ def select_bits(pred, on_true, on_false, out):
 # and results are bit-identical for any thread count (tests/test_dispatch_fast.py). The
 # block starts keep the array's own alignment (multiples of 4096 elements apart).
 
-# Loops that do little work per byte (bf16/f16 add and multiply, the shifts) run on one
-# core below MEMORY_BOUND_THRESHOLD elements: one core already streams 1M elements at
-# NumPy's single-threaded speed (the f32 ufuncs' and NumPy's shifts'), and a second
-# thread's hand-off cost more than it saved on the shared 2-core machine (issue 15:
-# bf16 add 1M took 2.6x f32's time threaded, 1.0x on one core). The shifts and NumPy's
-# binary arithmetic ufuncs are cut in two pieces from SPLIT_THRESHOLD (run_split, below:
-# the caller starts at once and takes the larger piece, only while a CPU is spare).
+# rows_binary's loop (a full operand and a broadcast row one) runs on one core below
+# MEMORY_BOUND_THRESHOLD elements: one core streams 1M elements at NumPy's
+# single-threaded speed, and before session 15 a second thread's hand-off cost more than
+# it saved on the shared 2-core machine (issue 15: bf16 add 1M took 2.6x f32's time
+# threaded, 1.0x on one core); from SPLIT_THRESHOLD it is cut in two pieces (run_split,
+# below: the caller starts at once and takes the larger piece, only while a CPU is
+# spare). The shifts, bf16/f16 arithmetic and two full float arrays go parallel from
+# PARALLEL_MAP_THRESHOLD instead (below, session 15).
 MEMORY_BOUND_THRESHOLD = 1 << 22
 
 
@@ -435,8 +438,8 @@ def _get_pool(workers):
         return _pool[1]
 
 
-# From SPLIT_THRESHOLD elements (up to MEMORY_BOUND_THRESHOLD for the kernels of
-# run_memory_bound, at any size for split_ufunc) such a map is cut in two pieces
+# From SPLIT_THRESHOLD elements (up to MEMORY_BOUND_THRESHOLD for rows_binary, at any
+# size for split_ufunc) such a map is cut in two pieces
 # (run_split): the caller computes the first CALLER_SHARE of it at once
 # while a helper thread wakes up (20-50 us later) for the rest. Issue 15, 1M f32 add and
 # 1M i32 shift_left on the 2-core AVX-512 EPYC, interleaved, blocks with no other
@@ -647,8 +650,8 @@ def split_ufunc(ufunc, a, b, out):
 # for a sleeping thread: 1M i32 shift_left / shift_right_logical / shift_right_arithmetic
 # 213-226 / 209-222 / 222-248 us with the split helper -> 81-99 / 96-101 / 94-98 us
 # (NumPy's left_shift 173-213), bf16 add 211 -> 135 us, f16 multiply 146 -> 92 us (pieces
-# in a prange; through run_spans' Python pool bf16 add lost: 305 us; 2-core AVX-512 EPYC,
-# idle).
+# in a prange; through a Python pool of threads bf16 add lost: 305 us; 2-core AVX-512
+# EPYC, idle).
 PARALLEL_MAP_THRESHOLD = 1 << 20
 
 
@@ -661,32 +664,7 @@ def run_memory_bound(kern, n, *args):
     return kern.serial(*args)
 
 
-PIECE = 4 * SPAN  # run_spans' unit of work: 64K elements (exp: ~0.1 ms on one core)
-
-
-def run_spans(span, n, *args):
-    """``span(*args, lo, hi)`` over [0, n): one call below THREADED_THRESHOLD elements (or
-    with one thread), else pieces of PIECE elements taken in turn, from a shared counter,
-    by the calling thread and up to numba.get_num_threads() - 1 pool threads (span
-    bodies release the GIL). The caller starts at once: a pool thread that wakes late
-    (a busy core, a sleeping virtual CPU) takes fewer pieces or none, so a call is never
-    much slower than on one core (a fixed half per thread made the caller wait for the
-    late half: exp 1M f32 took 1.0-1.2 ms threaded, about its one-core time, issue 15).
-    Output-parallel: a piece writes only its own elements, each computed by the same
-    scalar formula in vector or scalar code, so the bits do not depend on the thread
-    count or on who took which piece."""
-    threads = _threads() if n >= THREADED_THRESHOLD else 1
-    piece = PIECE
-    pieces = -(-n // piece)
-    if threads < 2 or pieces < 2:
-        span(*args, np.int64(0), np.int64(n))
-        return
-
-    def work(indices):
-        for i in indices:
-            span(*args, np.int64(i * piece), np.int64(min(i * piece + piece, n)))
-
-    share_pieces(work, pieces, threads)
+PIECE = 4 * SPAN  # a prange piece of the span loops: 64K elements (exp: ~0.1 ms, one core)
 
 
 def share_pieces(body, count, threads=None):
@@ -735,7 +713,7 @@ def run_span_entry(span, entry, n, x, out, arg=None):
     one call below THREADED_THRESHOLD elements (or with one thread), else pieces of PIECE
     elements shared by Numba's threads (prange), each run through ``entry``, the
     span's C entry point (a SpanEntry). Numba's threading layer hands pieces out faster
-    than the Python pool of ``run_spans``, and the span loop called through the pointer
+    than a Python pool of threads (``share_pieces``), and the span loop called through the pointer
     keeps its own optimisation (issue 15, exp f32 on 2 threads, min of many rounds on
     the shared 2-core machine: 1M 0.69-0.90 ms against the pool's 1.45-1.55 ms and one
     thread's 1.37 ms; 256K 0.24 against 0.38 ms). The price: the parallel region ends
@@ -855,8 +833,8 @@ def _narrow_binary_pieces(x, y, out, op, fmt, piece):
 def narrow_binary(x, y, out, op, fmt):
     """out = x <op> y on contiguous 1-D uint16 bit patterns of bf16 or f16 (one shape):
     on one core below PARALLEL_MAP_THRESHOLD elements, else in pieces of PIECE elements
-    shared by Numba's threads (session 15: 1M bf16 add 199-211 us on one core; through
-    the Python pool of run_spans it measured slower, 305 us). Each element is computed
+    shared by Numba's threads (session 15: 1M bf16 add 211 -> 135 us; through a Python
+    pool of threads it measured slower, 305 us). Each element is computed
     by the same code whichever piece holds it: the same bits."""
     args = (x, y, out, np.int64(op), np.int64(fmt))
     if out.size < PARALLEL_MAP_THRESHOLD or _threads() < 2:
@@ -946,14 +924,10 @@ def _rows_binary(x, s, out, r0, r1, s_first):
                 o[k] = _row_arith(xr[k], v, ROW_OP)
 
 
+_ARITH = ((np.add, ADD), (np.subtract, SUBTRACT), (np.multiply, MULTIPLY), (np.divide, DIVIDE))
 ROWS_BINARY = {
     ufunc: kernel(renamed(_rows_binary, f"rows_binary_{ufunc.__name__}", {"ROW_OP": code}))
-    for ufunc, code in (
-        (np.add, ADD),
-        (np.subtract, SUBTRACT),
-        (np.multiply, MULTIPLY),
-        (np.divide, DIVIDE),
-    )
+    for ufunc, code in _ARITH
 }
 
 
@@ -971,12 +945,7 @@ def _full_binary(x, y, out):
 # 70-85 us (PyTorch 74; session 15, with Numba's threads spinning after a region).
 FULL_BINARY = {
     ufunc: kernel(renamed(_full_binary, f"full_binary_{ufunc.__name__}", {"ROW_OP": code}))
-    for ufunc, code in (
-        (np.add, ADD),
-        (np.subtract, SUBTRACT),
-        (np.multiply, MULTIPLY),
-        (np.divide, DIVIDE),
-    )
+    for ufunc, code in _ARITH
 }
 
 

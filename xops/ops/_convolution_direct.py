@@ -120,15 +120,20 @@ def _blocked_fits(a, work, chan, n_out):
     packings (2-core AVX-512 EPYC, loaded, minima, packings / blocked, ms, batch 64,
     64 -> 64 features: 7 x 7 3.3 / 4.8, 8 x 8 5.1 / 5.8; 32 -> 64 at 5 x 5 1.6 / 1.8);
     the digits CNN's 14 x 14 layer faster (0.74 against 1.16 ms at batch 32)."""
-    ow, lanes = a.out_spatial[1], KB._LANES
     return (
         work == np.float32
         and _avx512()
         and tuple(a.k_spatial) == (3, 3)
-        and 4 * ow >= 3 * lanes * -(-ow // lanes)
+        and _fills_vectors(a.out_spatial[1])
         and chan > _FEW_CHANNELS
         and n_out % KB._OB == 0
     )
+
+
+def _fills_vectors(width):
+    """Whether rows of ``width`` elements fill at least 3/4 of the 16-lane vectors that
+    hold them (the blocked kernels' rows: a partial last vector is masked)."""
+    return 4 * width >= 3 * KB._LANES * -(-width // KB._LANES)
 
 
 def _blocked(lhs_c, w, a, batch, chan, n_out):
@@ -171,7 +176,7 @@ def _wgrad_fits(a, work, batch, chan, n_out, thin_result):
         work == np.float32
         and _avx512()
         and tuple(a.out_spatial) == (3, 3)
-        and 4 * a.k_spatial[1] >= 3 * KB._LANES * -(-a.k_spatial[1] // KB._LANES)
+        and _fills_vectors(a.k_spatial[1])
         and batch * chan >= _WGRAD_PLANES
         and n_out * batch * 9 > thin_result
     )
