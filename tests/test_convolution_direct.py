@@ -16,14 +16,13 @@ from xops.ops import _convolution_direct as D
 from xops.ops import convolution as C
 from xops.ops.convolution import convolution_grad_rhs, convolution_reference
 
-_PER_CHAN = C._PER_CHAN_RESULT  # (try_direct's kernel-gradient threshold, the op's)
-
 
 @pytest.fixture
 def direct(monkeypatch):
     """Returns the list of (batch, chan, n_out) the few-feature kernel took. The kernel
     takes up to four input features; by default only one is routed to it (measured:
-    test_default_routes_one_input_feature): here all four are."""
+    test_default_routes_one_input_feature): here all four are, and none to the
+    register-blocked kernels (tests/test_convolution_fast.py) that AVX-512 CPUs try first."""
     taken = []
     run = D._few_channels
 
@@ -33,6 +32,7 @@ def direct(monkeypatch):
 
     monkeypatch.setattr(D, "_FEW_CHANNELS", 4)
     monkeypatch.setattr(D, "_few_channels", spied)
+    monkeypatch.setattr(D, "_avx512", lambda: False)
     return taken
 
 
@@ -164,7 +164,7 @@ def test_other_attributes_fall_through(kw):
     )
     a = _attrs(x.shape, w.shape, **kw)
     groups = kw.get("feature_group_count", 1)
-    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 2, groups, 4, _PER_CHAN) is None
+    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 2, groups, 4) is None
 
 
 def test_default_routes_one_input_feature(monkeypatch):
@@ -190,17 +190,17 @@ def test_other_shapes_and_types_fall_through(monkeypatch):
     monkeypatch.setattr(D, "_FEW_CHANNELS", 4)
     x, w = np.ones((2, 8, 8, 8), np.float32), np.ones((4, 8, 3, 3), np.float32)
     a = _attrs(x.shape, w.shape)
-    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 8, 1, 4, _PER_CHAN) is None
+    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 8, 1, 4) is None
     x, w = np.ones((1, 3, 8, 8), np.float32), np.ones((4, 3, 8, 8), np.float32)
     a = _attrs(x.shape, w.shape, padding=[(1, 1), (1, 1)])
-    assert D.try_direct(x, w, a, np.dtype(np.float32), 1, 3, 1, 4, _PER_CHAN) is None
+    assert D.try_direct(x, w, a, np.dtype(np.float32), 1, 3, 1, 4) is None
     x, w = np.ones((2, 2, 8, 8), np.float32), np.ones((4, 2, 3, 3), np.float32)
     a = _attrs(x.shape, w.shape)
-    assert D.try_direct(x, w, a, np.dtype(np.int64), 2, 2, 1, 4, _PER_CHAN) is None
-    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 2, 1, 4, _PER_CHAN) is not None
+    assert D.try_direct(x, w, a, np.dtype(np.int64), 2, 2, 1, 4) is None
+    assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 2, 1, 4) is not None
     x1, w1 = np.ones((2, 2, 8), np.float32), np.ones((4, 2, 3), np.float32)
     a = _attrs(x1.shape, w1.shape)
-    assert D.try_direct(x1, w1, a, np.dtype(np.float32), 2, 2, 1, 4, _PER_CHAN) is None
+    assert D.try_direct(x1, w1, a, np.dtype(np.float32), 2, 2, 1, 4) is None
 
 
 def test_serial_and_parallel_give_the_same_bits(direct, monkeypatch):
@@ -235,7 +235,7 @@ def test_training_gradient_with_direct_kernel(direct):
 
 def test_kernel_gradient_is_left_to_the_packing(direct):
     """The digits layer's kernel gradient (a 28 x 28 kernel, a 3 x 3 output) is not the
-    direct kernel's; with it tried first the result is still a NumPy sum's."""
+    few-feature kernel's; with it tried first the result is still a NumPy sum's."""
     rng = np.random.default_rng(23)
     x = rng.standard_normal((4, 1, 28, 28)).astype(np.float32)
     g = rng.standard_normal((4, 16, 28, 28)).astype(np.float32)

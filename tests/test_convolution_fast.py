@@ -252,13 +252,19 @@ def test_other_shapes_fall_through(taken, dtype, n_out, kernel, attrs):
     assert taken == []
 
 
-def test_thin_kernel_gradient_keeps_the_per_feature_gemms(taken):
-    """CIFAR's first layer (a 32 x 27 result) stays with im2row's per-feature GEMMs."""
+@avx512
+@pytest.mark.parametrize("chan, side, n_out", [(3, 16, 32), (1, 28, 16)])
+def test_thin_first_layers_take_the_blocked_kernels(taken, chan, side, n_out):
+    """CIFAR's first layer (a 32 x 3 x 9 kernel gradient, rows of 16 lanes) and the
+    digits CNN's (16 x 1 x 9, rows of 16 + 12 lanes, one grey feature): the forward
+    and the kernel gradient both blocked, within float32 rounding of float64."""
     rng = np.random.default_rng(19)
-    x = rng.standard_normal((64, 3, 16, 16), dtype=np.float32)
-    g = rng.standard_normal((64, 32, 16, 16), dtype=np.float32)
-    _close(convolution_grad_rhs(g, x, (32, 3, 3, 3), padding=PAD), _wgrad64(x, g, PAD))
-    assert taken == []
+    x = rng.standard_normal((64, chan, side, side), dtype=np.float32)
+    w = rng.standard_normal((n_out, chan, 3, 3), dtype=np.float32)
+    g = rng.standard_normal((64, n_out, side, side), dtype=np.float32)
+    _close(xo.convolution(x, w, padding=PAD), _forward64(x, w, PAD))
+    _close(convolution_grad_rhs(g, x, w.shape, padding=PAD), _wgrad64(x, g, PAD))
+    assert taken == [("forward", 64, chan, n_out), ("wgrad", chan, 64, n_out)]
 
 
 def test_without_avx512_the_packings_run(taken, monkeypatch):

@@ -15,6 +15,7 @@ import xops as xo
 from conftest import assert_tensor
 from gradcheck import check_grads
 from xops.ops import _blas
+from xops.ops import _convolution_direct as D
 from xops.ops import convolution as C
 from xops.ops.convolution import convolution_grad_rhs, convolution_reference
 
@@ -31,8 +32,11 @@ def _grad_rhs64(x, g, k=3, pad=1):
 
 @pytest.fixture
 def per_chan_calls(monkeypatch):
-    """The (C, O, K) views _per_chan handed out (None where it declined)."""
+    """The (C, O, K) views _per_chan handed out (None where it declined). The register-
+    blocked kernel gradient, which AVX-512 CPUs try first for 3 x 3 kernels
+    (tests/test_convolution_fast.py), is off: these tests are the packings'."""
     calls = []
+    monkeypatch.setattr(D, "_avx512", lambda: False)
     real = C._per_chan
 
     def spy(*args):

@@ -350,6 +350,30 @@ def test_reduce_window_nan_sends_nothing_back():
         assert np.isnan(gx).sum() == 0 and gx[1] == 0
 
 
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("corner", ["nan", "overflow", "minus_inf"])
+def test_max_pool_gradient_nan_windows_and_sums_that_overflow(dt, corner):
+    """2 x 2 max pooling's gradient in float32 / float64 (the NaN probe sums the result
+    in its own type): a NaN window sends nothing back; results whose sum overflows to
+    inf, or is inf - inf (NaN with no NaN result), send every g to its window's first
+    maximum (a window of +inf and -inf to its +inf, one of -infs to its first)."""
+    big = float(np.finfo(np.dtype(np.float32 if dt == "f32" else np.float64)).max)
+    corners = {"nan": [1.0, np.nan, 2.0, 3.0], "overflow": [1.0, big, 2.0, 3.0]}
+    corners["minus_inf"] = [-INF] * 4
+    x = np.array(
+        [[0.0, 0.0, big, big], [0.0, 0.0, 0.5, big], [-INF, INF, big, 1.0], [INF, -INF, 2.0, big]]
+    )
+    x[:2, :2] = np.reshape(corners[corner], (2, 2))
+    g = np.array([[1.0, 2.0], [4.0, 8.0]])
+    t = xo.tensor(x[None, None], dt, requires_grad=True)
+    out = xo.reduce_window(t, -INF, [1, 1, 2, 2], [1, 1, 2, 2], body=xo.maximum)
+    out.backward(xo.tensor(g[None, None], dt))
+    want = np.zeros((4, 4))
+    want[0, 2], want[2, 1], want[2, 2] = 2.0, 4.0, 8.0  # first maxima
+    want[:2, :2] = {"nan": 0.0, "overflow": [[0, 1], [0, 0]], "minus_inf": [[1, 0], [0, 0]]}[corner]
+    np.testing.assert_array_equal(np.asarray(t.grad)[0, 0], want)
+
+
 def test_reduce_window_variadic():
     x = rand(2, 6)
     idx = xo.iota(1, [2, 6], "i64")

@@ -1,22 +1,22 @@
-"""A path tried by ``_convolution_impl`` before its packings: a direct kernel for few
-input features (``xops.kernels.convolution_direct``), for two spatial dims, float32/
-float64 work, no groups, stride 1, no dilation, padding >= 0 and a kernel no wider than
-the output (window reversal is already applied to ``w``): an image network's first
-layer of one grey channel (the kernel takes up to four: three RGB channels measured
-slower than the packings). Every other call returns None and runs the packings. Its
-kernel gradient (a kernel as large as the image) was tried as a direct kernel too and
-lost to im2row's GEMMs; im2col in pieces of images on both threads (one single-threaded
-GEMM per image, session 12: commit 3eb66b1) lost or tied idle against the packings
-(conv_fwd_cifar_b64 2.30 against 1.56 ms median: a pool thread that wakes late) and
-was removed.
+"""Paths tried by ``_convolution_impl`` before its packings, for two spatial dims, no
+groups, stride 1, no dilation and padding >= 0 (window reversal is already applied to
+``w``); every other call returns None and runs the packings.
 
-Before it, for many input features (more than one, float32, a 3 x 3 kernel, output
-features in blocks of 8, an AVX-512 CPU), the register-blocked kernels of
+First, on an AVX-512 CPU for float32 and 3 x 3 kernels, the register-blocked kernels of
 ``xops.kernels.convolution_blocked``: the forward (and the input gradient, itself a
-3 x 3 convolution) and the kernel gradient (a 3 x 3 output) where its result is too
-large for im2row's per-feature GEMMs. Measured on the mid layer ((64, 32, 16, 16) ->
-64, 0.6 GFLOP), against the packings around OpenBLAS: see ``_blocked``/``_wgrad``.
-"""
+3 x 3 convolution) for output features in blocks of 8, any number of input features
+(the digits CNN's grey first layer included), and the kernel gradient (a 3 x 3 output,
+the kernel as large as the image), thin first layers included. Measured against the
+packings around OpenBLAS and the few-feature kernel: see ``_blocked_fits``/
+``_wgrad_fits``.
+
+Otherwise, for one input feature and a kernel no wider than the output, a direct
+kernel for few input features (``xops.kernels.convolution_direct``, float32/float64:
+the kernel takes up to four; three RGB channels measured slower than the packings).
+Its kernel gradient was tried as a direct kernel too and lost to im2row's GEMMs;
+im2col in pieces of images on both threads (one single-threaded GEMM per image, session
+12: commit 3eb66b1) lost or tied idle against the packings (conv_fwd_cifar_b64 2.30
+against 1.56 ms median: a pool thread that wakes late) and was removed."""
 
 import functools
 
@@ -34,11 +34,10 @@ from ._convolution_tables import _words, _words_ok
 # kernel): one feature (the digits' first layer) 224 / 180 at batch 32, 311 / 265 at 64,
 # 117 / 67 at 8; three (CIFAR's RGB) lost: 1174 / 1416 at batch 64, so one only.
 _FEW_CHANNELS = 1
-# The kernel gradient's direct kernel from this many input planes (batch x features),
-# its sums in chunks of this many features (each thread's slab of output features
-# runs over one chunk's input rows, then the next). On the mid layer 8, 16, 32 and 64
-# measured within 3% of each other (64 fastest on one thread: 7.9 against 8.2 ms).
-_WGRAD_PLANES = 64
+# The kernel gradient's direct kernel sums in chunks of this many features (each
+# thread's slab of output features runs over one chunk's input rows, then the next).
+# On the mid layer 8, 16, 32 and 64 measured within 3% of each other (64 fastest on one
+# thread: 7.9 against 8.2 ms).
 _WGRAD_CHUNK = 64
 # Work (multiply-adds) per unit handed to the serial/parallel dispatcher: parallel from
 # about 1M multiply-adds (config.PARALLEL_THRESHOLD units). Idle, the parallel variant
@@ -47,11 +46,10 @@ _WGRAD_CHUNK = 64
 _MACS_PER_UNIT = 16
 
 
-def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, thin_result):
+def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
     """The (batch, n_out, *out_spatial) convolution of ``lhs_c`` (batch, chan, *in) and
     ``w`` (n_out, chan, *kernel) in ``work`` (a view with strided rows), or None where
-    the direct kernel does not apply (``thin_result``: the caller's result size up to
-    which kernel gradients keep im2row's per-feature GEMMs)."""
+    the direct kernel does not apply."""
     if len(a.in_spatial) != 2 or work not in (np.float32, np.float64) or groups != 1:
         return None
     (oh, ow), (kh, kw) = a.out_spatial, a.k_spatial
@@ -63,11 +61,11 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, thin_result):
         return None
     if any(p < 0 for pair in a.padding for p in pair):
         return None
-    if _wgrad_fits(a, work, batch, chan, n_out, thin_result):
+    if _wgrad_fits(a, work):
         return _wgrad(lhs_c, w, a, batch, chan, n_out)
     if ow < kw:  # (a kernel wider than the output: the kernel gradient, im2row's)
         return None
-    if _blocked_fits(a, work, chan, n_out):
+    if _blocked_fits(a, work, n_out):
         return _blocked(lhs_c, w, a, batch, chan, n_out)
     if chan > _FEW_CHANNELS:
         return None
@@ -112,20 +110,21 @@ def _avx512():
     return bool(llvm.get_host_cpu_features().get("avx512f", False))
 
 
-def _blocked_fits(a, work, chan, n_out):
+def _blocked_fits(a, work, n_out):
     """Whether ``conv3x3_blocked`` takes the (stride 1, undilated, padded >= 0) call:
     float32 on an AVX-512 CPU, a 3 x 3 kernel, output rows that fill at least 3/4 of
-    their 16-lane vectors, more than one input feature (one: the few-feature kernel)
-    and output features in blocks of ``_OB``. Narrower rows measured slower than the
-    packings (2-core AVX-512 EPYC, loaded, minima, packings / blocked, ms, batch 64,
-    64 -> 64 features: 7 x 7 3.3 / 4.8, 8 x 8 5.1 / 5.8; 32 -> 64 at 5 x 5 1.6 / 1.8);
-    the digits CNN's 14 x 14 layer faster (0.74 against 1.16 ms at batch 32)."""
+    their 16-lane vectors and output features in blocks of ``_OB``. Narrower rows
+    measured slower than the packings (2-core AVX-512 EPYC, loaded, minima, packings /
+    blocked, ms, batch 64, 64 -> 64 features: 7 x 7 3.3 / 4.8, 8 x 8 5.1 / 5.8; 32 -> 64
+    at 5 x 5 1.6 / 1.8); the digits CNN's 14 x 14 layer faster (0.74 against 1.16 ms at
+    batch 32), and its first layer of one grey feature faster than the few-feature
+    kernel too (medians of 300, us, few-feature / blocked: 82 / 57 at batch 8, 149 / 89
+    at 32, 250 / 139 at 64)."""
     return (
         work == np.float32
         and _avx512()
         and tuple(a.k_spatial) == (3, 3)
         and _fills_vectors(a.out_spatial[1])
-        and chan > _FEW_CHANNELS
         and n_out % KB._OB == 0
     )
 
@@ -164,21 +163,21 @@ def _blocked(lhs_c, w, a, batch, chan, n_out):
     return out
 
 
-def _wgrad_fits(a, work, batch, chan, n_out, thin_result):
+def _wgrad_fits(a, work):
     """Whether ``wgrad3x3_blocked`` takes the (stride 1, undilated, padded >= 0) call:
     the kernel gradient of a 3 x 3 kernel (a 3 x 3 output, the kernel as large as the
-    image), float32, kernel rows that fill at least 3/4 of their vectors (the last
-    vector of a row masked), enough work for it, and a result larger than
-    ``thin_result`` (the convolution module's ``_THIN_RESULT``: the first layers of
-    one to three features, CIFAR's and the digits CNN's, keep im2row's per-feature
-    GEMMs)."""
+    image), float32, on an AVX-512 CPU, kernel rows that fill at least 3/4 of their
+    vectors (the last vector of a row masked). Thin results too: CIFAR's first layer
+    (32 x 3 x 9) and the digits CNN's (16 x 1 x 9) measured faster here than with
+    im2row's per-feature GEMMs (medians of 300, us, GEMMs / blocked: CIFAR batch 8 267-405
+    / 223-237, batch 64 1592-2020 / 1072-1583; digits batch 8 211-220 / 158-160, 32
+    283-345 / 224-230, 64 454-516 / 200-279; in the harness conv_drhs_cifar_b8 312-324 /
+    203-231, b64 1773-1830 / 748-941)."""
     return (
         work == np.float32
         and _avx512()
         and tuple(a.out_spatial) == (3, 3)
         and _fills_vectors(a.k_spatial[1])
-        and batch * chan >= _WGRAD_PLANES
-        and n_out * batch * 9 > thin_result
     )
 
 

@@ -228,14 +228,6 @@ _PIECE_BYTES = 1 << 20
 # hand-off costs ~20-50 us, and under load more (measured slower, not faster, on the
 # kernel gradients of CIFAR's batch 8 and the digits CNN's first layer, ~14 MFLOP each).
 _THREADED_FLOPS = 1 << 25
-# On an AVX-512 CPU, kernel gradients of 3 x 3 kernels with results larger than this
-# take the register-blocked kernel (``_convolution_direct._wgrad``) instead: the digits
-# CNN's second layer (32 x 16 x 9 = 4608, rows of 14 of 16 lanes) 1.93 -> 1.13 ms at
-# batch 64, 1.09 -> 0.68 at 32 (medians of 30, 2-core AVX-512 EPYC, idle). The thin
-# first layers keep their per-feature GEMMs: one grey feature (16 x 9) measured the same
-# either way, and their sums over 50K products per entry are closer to float64 there
-# (2e-7 against 1e-6 of the largest entry at batch 64).
-_THIN_RESULT = 2048
 
 
 def _abs_max(v):
@@ -312,7 +304,7 @@ def _convolution_impl(x, y, a):
             check_nbytes("convolution", (batch, chan * k_taps, out_pos), work, "im2col temporary")
         out = None
         if _FORCE_STRATEGY is None and _FAST_2D:  # (tests that force a packing get it)
-            out = try_direct(lhs_c, w, a, work, batch, chan, groups, n_out, _THIN_RESULT)
+            out = try_direct(lhs_c, w, a, work, batch, chan, groups, n_out)
         if out is None:
             out = _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out)
         if out is None and strategy == "window_sum":

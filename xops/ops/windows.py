@@ -244,6 +244,14 @@ def _nan_masked(out, g):
     return _E.select(_E.compare(out, out, "EQ"), g, _zeros_like(out))
 
 
+def _nan_probe(v):
+    """A number that is NaN if any element of the float array ``v`` is NaN (and maybe
+    where none is: an inf - inf), as cheaply as NumPy sums ``v``."""
+    wide = v.dtype if v.dtype in (np.float32, np.float64) else np.float64
+    with np.errstate(all="ignore"):  # (an overflow or inf - inf warns nothing)
+        return np.sum(v, dtype=wide)
+
+
 @reduce_window.defvjp
 def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
     """add: the transpose of the windowing (g dilated by the strides, padded, summed over
@@ -282,9 +290,11 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
         if plain and not _needs(init) and _identity_of(name, init):
             # a NaN result sends nothing back (the common case, no NaN: g as it is; a sum
             # is NaN if any term is, or inf - inf: then the exact mask, which is the same;
-            # off the CPU always the mask, so that no data is read back to the host)
+            # off the CPU always the mask, so that no data is read back to the host).
+            # float32/float64 sum in their own type (an overflow to inf can only add an
+            # inf - inf: the mask again), the narrow types in float64
             host = out.device.kind == "cpu"
-            nan = not host or np.isnan(np.sum(compute(out), dtype=np.float64))
+            nan = not host or np.isnan(_nan_probe(compute(out)))
             gm = _nan_masked(out, g) if nan else g
             gx = (
                 select_and_scatter(
