@@ -22,7 +22,8 @@ def direct(monkeypatch):
     """Returns the list of (batch, chan, n_out) the few-feature kernel took. The kernel
     takes up to four input features; by default only one is routed to it (measured:
     test_default_routes_one_input_feature): here all four are, and none to the
-    register-blocked kernels (tests/test_convolution_fast.py) that AVX-512 CPUs try first."""
+    register-blocked kernels (tests/test_convolution_fast.py) that AVX2 / AVX-512 CPUs try
+    first."""
     taken = []
     run = D._few_channels
 
@@ -32,7 +33,7 @@ def direct(monkeypatch):
 
     monkeypatch.setattr(D, "_FEW_CHANNELS", 4)
     monkeypatch.setattr(D, "_few_channels", spied)
-    monkeypatch.setattr(D, "_avx512", lambda: False)
+    monkeypatch.setattr(D, "_vector_lanes", lambda: 0)
     return taken
 
 

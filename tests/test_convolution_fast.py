@@ -1,6 +1,7 @@
-"""The register-blocked direct kernels for many features (``xops.kernels.
-convolution_blocked``, picked by ``xops.ops._convolution_direct``): the 3 x 3 forward
-(and so the input gradient, a 3 x 3 convolution too) and the 3 x 3 kernel gradient.
+"""The register-blocked direct kernels (``xops.kernels.convolution_blocked``, picked by
+``xops.ops._convolution_direct``): the 3 x 3 forward (and so the input gradient, a 3 x 3
+convolution too) in its AVX-512 (16-lane) and AVX2 (8-lane) variants, both run here
+wherever the CPU has the instructions, and the 3 x 3 kernel gradient (AVX-512).
 Compared with float64 NumPy sums over the shapes they take (odd widths: a partial last
 vector; padding on either side; window reversal; tails of the output-feature blocks;
 strided operands), through ``xo.vjp`` as a user gets the gradients; NaN/inf as the
@@ -19,8 +20,20 @@ from xops.ops import convolution as C
 from xops.ops.convolution import convolution_grad_rhs
 
 PAD = [(1, 1), (1, 1)]
-# the blocked kernels run on AVX-512 CPUs only (elsewhere every shape falls through)
-avx512 = pytest.mark.skipif(not D._avx512(), reason="no AVX-512: the packings run")
+# the kernel gradient's blocked kernel and the 16-lane forward run on AVX-512 CPUs, the
+# 8-lane forward on AVX2 ones too (elsewhere every shape falls through)
+avx512 = pytest.mark.skipif(D._cpu_lanes() < 16, reason="no AVX-512: the packings run")
+_WIDTHS = [w for w in (16, 8) if w <= D._cpu_lanes()]
+
+
+@pytest.fixture(params=[16, 8])
+def lanes(request, monkeypatch):
+    """Each forward variant the CPU can run: the width ``_vector_lanes`` reports (8 on an
+    AVX-512 CPU runs the AVX2 variant, which only the kernel gradient does not have)."""
+    if request.param not in _WIDTHS:
+        pytest.skip(f"no {request.param}-lane float32 vectors on this CPU")
+    monkeypatch.setattr(D, "_vector_lanes", lambda: request.param)
+    return request.param
 
 
 @pytest.fixture
@@ -75,7 +88,6 @@ def _close(got, want, tol=2e-6):
     assert np.abs(got - want).max() <= tol * np.abs(want).max()
 
 
-@avx512
 @pytest.mark.parametrize(
     "shape, padding, reversal",
     [
@@ -86,7 +98,7 @@ def _close(got, want, tol=2e-6):
         ((4, 16, 14, 14, 32), PAD, (False, False)),  # the digits CNN's second layer
     ],
 )
-def test_forward_matches_float64(taken, shape, padding, reversal):
+def test_forward_matches_float64(taken, lanes, shape, padding, reversal):
     n, c, h, w_, o = shape
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal((n, c, h, w_), dtype=np.float32)
@@ -97,8 +109,7 @@ def test_forward_matches_float64(taken, shape, padding, reversal):
     assert taken == [("forward", n, c, o)]
 
 
-@avx512
-def test_layouts_and_strided_inputs(taken):
+def test_layouts_and_strided_inputs(taken, lanes):
     """NHWC x HWIO -> NHWC (the kernel reads its canonical copies) and an input that is
     a slice of a wider array give the NCHW result's values."""
     rng = np.random.default_rng(3)
@@ -188,8 +199,7 @@ def test_wgrad_reads_strided_and_copied_operands(taken):
     assert [t[0] for t in taken] == ["wgrad", "wgrad"]
 
 
-@avx512
-def test_specials_as_the_reference(taken):
+def test_specials_as_the_reference(taken, lanes):
     """An infinite weight times a padding zero is NaN at the border, a NaN input spreads
     to its windows, as in the float64 sums."""
     rng = np.random.default_rng(11)
@@ -267,10 +277,10 @@ def test_thin_first_layers_take_the_blocked_kernels(taken, chan, side, n_out):
     assert taken == [("forward", 64, chan, n_out), ("wgrad", chan, 64, n_out)]
 
 
-def test_without_avx512_the_packings_run(taken, monkeypatch):
-    """Without AVX-512 (16-lane accumulators would spill from AVX2's 16 registers) the
-    mid layer's forward and kernel gradient take the packings."""
-    monkeypatch.setattr(D, "_avx512", lambda: False)
+def test_without_avx_the_packings_run(taken, monkeypatch):
+    """Without AVX2 or AVX-512 (no 8- or 16-lane FMA vectors) the mid layer's forward
+    and kernel gradient take the packings."""
+    monkeypatch.setattr(D, "_vector_lanes", lambda: 0)
     rng = np.random.default_rng(23)
     x = rng.standard_normal((2, 32, 8, 16), dtype=np.float32)
     w = rng.standard_normal((64, 32, 3, 3), dtype=np.float32)
@@ -278,3 +288,59 @@ def test_without_avx512_the_packings_run(taken, monkeypatch):
     _close(xo.convolution(x, w, padding=PAD), _forward64(x, w, PAD))
     _close(convolution_grad_rhs(g, x, w.shape, padding=PAD), _wgrad64(x, g, PAD))
     assert taken == []
+
+
+@pytest.mark.skipif(8 not in _WIDTHS, reason="no AVX2 on this CPU")
+@pytest.mark.parametrize("shape", [(2, 16, 6, 14, 16), (64, 3, 16, 16, 32), (32, 1, 28, 28, 16)])
+def test_avx2_variants_through_vjp(taken, monkeypatch, shape):
+    """With AVX2 only (8-lane vectors, 16 registers: 16-lane accumulators would spill)
+    the forward and the input gradient take the 8-lane forward kernel, the kernel
+    gradient the 8-lane kernel-gradient kernel (one feature's nine sums a call): a
+    layer with rows of 8 + 6 lanes, CIFAR's and the digits' first layers. The kernel
+    gradient's lanes sum twice as many products each as with 16 lanes: within 4e-6 of
+    the largest float64 entry (sums of 16K-25K products an entry here)."""
+    monkeypatch.setattr(D, "_vector_lanes", lambda: 8)
+    n, c, h, w_, o = shape
+    rng = np.random.default_rng(29)
+    x = rng.standard_normal((n, c, h, w_), dtype=np.float32)
+    w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
+    y, pull = xo.vjp(lambda a, b: xo.convolution(a, b, padding=PAD), xo.tensor(x), xo.tensor(w))
+    g = rng.standard_normal(y.shape, dtype=np.float32)
+    dx, dw = pull(xo.tensor(g))
+    _close(y, _forward64(x, w, PAD))
+    _close(dw, _wgrad64(x, g, PAD), tol=4e-6)
+    kinds = ["forward", "wgrad"]
+    if c % 8 == 0:  # (the input gradient: c output features, blocked in 8s)
+        _close(dx, _forward64(g, np.transpose(w, (1, 0, 2, 3))[:, :, ::-1, ::-1], PAD))
+        kinds.append("forward")
+    assert sorted(t[0] for t in taken) == sorted(kinds)
+
+
+@pytest.mark.skipif(8 not in _WIDTHS, reason="no AVX2 on this CPU")
+def test_avx2_rows_that_fill_too_little_of_a_vector_fall_through(taken, monkeypatch):
+    """8-lane rows: 6 lanes (3/4 of a vector) are blocked, 5 are not."""
+    monkeypatch.setattr(D, "_vector_lanes", lambda: 8)
+    rng = np.random.default_rng(37)
+    x = rng.standard_normal((2, 16, 6, 6), dtype=np.float32)
+    w = rng.standard_normal((16, 16, 3, 3), dtype=np.float32)
+    _close(xo.convolution(x, w, padding=PAD), _forward64(x, w, PAD))
+    _close(xo.convolution(x[..., :5], w, padding=PAD), _forward64(x[..., :5], w, PAD))
+    assert taken == [("forward", 2, 16, 16)]
+
+
+@avx512
+def test_both_forward_variants_give_the_same_bits(taken, monkeypatch):
+    """The 16- and 8-lane forwards add each output's products in the same order
+    (features, kernel rows, columns): the same bits, NaN and inf included, on rows of
+    one, one and a part, and a partial vector."""
+    rng = np.random.default_rng(31)
+    for width in (16, 27, 13):
+        x = rng.standard_normal((3, 8, 7, width), dtype=np.float32)
+        w = rng.standard_normal((24, 8, 3, 3), dtype=np.float32)
+        x[1, 2, 3, 4], w[2, 1, 0, 0] = np.nan, np.inf
+        results = []
+        for lanes in (16, 8):
+            monkeypatch.setattr(D, "_vector_lanes", lambda lanes=lanes: lanes)
+            results.append(bits(xo.convolution(x, w, padding=PAD)))
+        np.testing.assert_array_equal(results[0], results[1])
+    assert len(taken) == 6

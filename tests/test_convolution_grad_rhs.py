@@ -33,10 +33,10 @@ def _grad_rhs64(x, g, k=3, pad=1):
 @pytest.fixture
 def per_chan_calls(monkeypatch):
     """The (C, O, K) views _per_chan handed out (None where it declined). The register-
-    blocked kernel gradient, which AVX-512 CPUs try first for 3 x 3 kernels
-    (tests/test_convolution_fast.py), is off: these tests are the packings'."""
+    blocked kernels, which AVX2 / AVX-512 CPUs try first for 3 x 3 kernels
+    (tests/test_convolution_fast.py), are off: these tests are the packings'."""
     calls = []
-    monkeypatch.setattr(D, "_avx512", lambda: False)
+    monkeypatch.setattr(D, "_vector_lanes", lambda: 0)
     real = C._per_chan
 
     def spy(*args):

@@ -33,7 +33,7 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .config import kernel
+from .config import kernel, renamed
 
 _LANES = 16  # float32 lanes of one AVX-512 vector
 _OB = 8  # output features per block (the weights are packed in blocks of _OB)
@@ -45,23 +45,25 @@ def _data(context, builder, arr, *values):
 
 
 def _fma(builder, vec):
-    """LLVM's fused multiply-add on ``vec`` (16 float32 lanes), declared in the module."""
+    """LLVM's fused multiply-add on ``vec`` (16 or 8 float32 lanes), declared in the
+    module."""
     return cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
+        builder.module, ir.FunctionType(vec, [vec, vec, vec]), f"llvm.fma.v{vec.count}f32"
     )
 
 
-def _micro(n_rows):
-    """The micro-kernel for R = ``n_rows`` output rows (a 3 x 3 kernel), as an intrinsic
-    ``micro(xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid)``:
+def _micro(n_rows, n_lanes=_LANES, n_feat=_OB):
+    """The micro-kernel for R = ``n_rows`` output rows (a 3 x 3 kernel), vectors of
+    ``n_lanes`` and F = ``n_feat`` output features (of a packed block of _OB), as an
+    intrinsic ``micro(xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid)``:
 
     ``out[o0 + f*o_f + r*o_row + l] = sum over c < n_chan, kh, kw < 3 of
     wp[w0 + ((c*3 + kh)*3 + kw)*_OB + f] * xp[x0 + c*x_c + (r + kh)*x_row + kw + l]``
-    for f < _OB, r < R and the lanes l < ``n_valid`` (<= 16; all offsets in elements;
-    the other lanes are computed from the words after the row, never stored).
+    for f < F, r < R and the lanes l < ``n_valid`` (<= ``n_lanes``; all offsets in
+    elements; the other lanes are computed from the words after the row, never stored).
     """
     f32 = ir.FloatType()
-    vec = ir.VectorType(f32, _LANES)
+    vec = ir.VectorType(f32, n_lanes)
     i1, i32 = ir.IntType(1), ir.IntType(32)
     arr = types.Array(types.float32, 1, "C")
     ip = types.intp
@@ -74,14 +76,16 @@ def _micro(n_rows):
         fma = _fma(builder, vec)
         masked_store = cgutils.get_or_insert_function(
             builder.module,
-            ir.FunctionType(ir.VoidType(), [vec, vec.as_pointer(), i32, ir.VectorType(i1, _LANES)]),
-            "llvm.masked.store.v16f32.p0v16f32",
+            ir.FunctionType(
+                ir.VoidType(), [vec, vec.as_pointer(), i32, ir.VectorType(i1, n_lanes)]
+            ),
+            f"llvm.masked.store.v{n_lanes}f32.p0v{n_lanes}f32",
         )
-        zero = ir.Constant(vec, [0.0] * _LANES)
+        zero = ir.Constant(vec, [0.0] * n_lanes)
         accs = [
-            [cgutils.alloca_once_value(builder, zero) for _ in range(n_rows)] for _ in range(_OB)
+            [cgutils.alloca_once_value(builder, zero) for _ in range(n_rows)] for _ in range(n_feat)
         ]
-        splat_mask = ir.Constant(ir.VectorType(i32, _LANES), [0] * _LANES)
+        splat_mask = ir.Constant(ir.VectorType(i32, n_lanes), [0] * n_lanes)
         undef = ir.Constant(vec, ir.Undefined)
         taps = 9 * _OB
         with cgutils.for_range(builder, n_chan) as loop:
@@ -97,7 +101,7 @@ def _micro(n_rows):
                         )
                         ptr = builder.bitcast(builder.gep(xc, [at]), vec.as_pointer())
                         xs.append(builder.load(ptr, align=4))
-                    for f in range(_OB):
+                    for f in range(n_feat):
                         at = ir.Constant(intp, (kh * 3 + kw) * _OB + f)
                         wv = builder.load(builder.gep(wc, [at]), align=4)
                         wv = builder.insert_element(undef, wv, ir.Constant(i32, 0))
@@ -105,14 +109,14 @@ def _micro(n_rows):
                         for r in range(n_rows):
                             acc = builder.load(accs[f][r])
                             builder.store(builder.call(fma, [xs[r], wv, acc]), accs[f][r])
-        lane = ir.Constant(ir.VectorType(i32, _LANES), list(range(_LANES)))
+        lane = ir.Constant(ir.VectorType(i32, n_lanes), list(range(n_lanes)))
         valid = builder.trunc(n_valid, i32)
         valid = builder.insert_element(
-            ir.Constant(ir.VectorType(i32, _LANES), ir.Undefined), valid, ir.Constant(i32, 0)
+            ir.Constant(ir.VectorType(i32, n_lanes), ir.Undefined), valid, ir.Constant(i32, 0)
         )
         valid = builder.shuffle_vector(valid, valid, splat_mask)
         mask = builder.icmp_unsigned("<", lane, valid)
-        for f in range(_OB):
+        for f in range(n_feat):
             base = builder.add(o0, builder.mul(ir.Constant(intp, f), o_f))
             for r in range(n_rows):
                 at = builder.add(base, builder.mul(ir.Constant(intp, r), o_row))
@@ -125,15 +129,17 @@ def _micro(n_rows):
     def typer(typingctx, xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid):
         return sig, codegen
 
-    typer.__name__ = f"micro_r{n_rows}"
+    typer.__name__ = f"micro_r{n_rows}_v{n_lanes}_f{n_feat}"
     return intrinsic(typer)
 
 
 _M1, _M2, _M3 = _micro(1), _micro(2), _micro(3)
+# AVX2 (16 vector registers of 8 lanes): 4 features x 3 rows of accumulators, 3 rows of
+# input and a broadcast weight fill them; a block of _OB features takes two calls
+_H1, _H2, _H3 = (_micro(r, 8, _OB // 2) for r in (1, 2, 3))
 
 
-@kernel
-def conv3x3_blocked(x, wp, lo_h, lo_w, hp, row, xp, out):
+def _conv3x3(x, wp, lo_h, lo_w, hp, row, xp, out):
     """Output-parallel: iteration ``n`` (an image) writes only ``out[n]`` and its own
     scratch ``xp[n]``.
 
@@ -142,6 +148,11 @@ def conv3x3_blocked(x, wp, lo_h, lo_w, hp, row, xp, out):
     ``lo_w`` columns of zeros before them (HP = ``hp`` rows of WP = ``row`` words, the
     rest zeros too; 16 words of slack after them for the lanes past a row's end);
     ``out`` (N, O*OH*OW): the output (N, O, OH, OW), OH = HP - 2, OW = WP - 2.
+
+    Two variants (made at the end of the module): ``conv3x3_blocked`` (AVX-512: vectors
+    of 16 lanes, a block's 8 features per micro-kernel call) and ``conv3x3_blocked8``
+    (AVX2: 8 lanes, 4 features per call, two calls a block). Each output's sum runs in
+    the same order in both (features, kernel rows, columns): the same bits.
     """
     u = np.uint64
     n_img, n_chan, n_h, n_w = x.shape
@@ -164,31 +175,32 @@ def conv3x3_blocked(x, wp, lo_h, lo_w, hp, row, xp, out):
                         xn[u(d + j)] = src[u(j)]
         on = out[n]
         for b in range(n_out // _OB):
-            w0 = b * w_blk
-            o0 = b * _OB * o_f
-            for j0 in range(0, n_ow, _LANES):
-                lanes = min(_LANES, n_ow - j0)
-                i = 0
-                while i + 3 <= n_oh:
-                    _M3(xn, i * row + j0, plane, row, wp, w0, on, o0 + i * n_ow + j0, o_f, n_ow,
-                        n_chan, lanes)  # fmt: skip
-                    i += 3
-                if i + 2 <= n_oh:
-                    _M2(xn, i * row + j0, plane, row, wp, w0, on, o0 + i * n_ow + j0, o_f, n_ow,
-                        n_chan, lanes)  # fmt: skip
-                    i += 2
-                if i < n_oh:
-                    _M1(xn, i * row + j0, plane, row, wp, w0, on, o0 + i * n_ow + j0, o_f, n_ow,
-                        n_chan, lanes)  # fmt: skip
+            for part in range(_OB // _FB):  # (one part on AVX-512, two on AVX2)
+                w0 = b * w_blk + part * _FB
+                o0 = (b * _OB + part * _FB) * o_f
+                for j0 in range(0, n_ow, _VL):
+                    lanes = min(_VL, n_ow - j0)
+                    i = 0
+                    while i + 3 <= n_oh:
+                        _K3(xn, i * row + j0, plane, row, wp, w0, on, o0 + i * n_ow + j0, o_f,
+                            n_ow, n_chan, lanes)  # fmt: skip
+                        i += 3
+                    if i + 2 <= n_oh:
+                        _K2(xn, i * row + j0, plane, row, wp, w0, on, o0 + i * n_ow + j0, o_f,
+                            n_ow, n_chan, lanes)  # fmt: skip
+                        i += 2
+                    if i < n_oh:
+                        _K1(xn, i * row + j0, plane, row, wp, w0, on, o0 + i * n_ow + j0, o_f,
+                            n_ow, n_chan, lanes)  # fmt: skip
 
 
 # -- the kernel gradient's shape: a 3 x 3 output, a kernel as large as the image ---------
 
 
 def _hsum(builder, v):
-    """The 16 lanes of ``v`` added as a balanced tree (halves, quarters, ...)."""
+    """The lanes of ``v`` (16 or 8) added as a balanced tree (halves, quarters, ...)."""
     i32 = ir.IntType(32)
-    n = _LANES
+    n = v.type.count
     while n > 1:
         n //= 2
         lo = builder.shuffle_vector(v, v, ir.Constant(ir.VectorType(i32, n), list(range(n))))
@@ -197,25 +209,28 @@ def _hsum(builder, v):
     return builder.extract_element(v, ir.Constant(i32, 0))
 
 
-def _micro_wgrad(n_o):
-    """The kernel gradient's micro-kernel for ``n_o`` output features, as an intrinsic
+def _micro_wgrad(n_o, n_lanes=_LANES):
+    """The kernel gradient's micro-kernel for ``n_o`` output features and vectors of
+    ``n_lanes`` (16, or 8 on AVX2: one feature's 9 sums then fill its registers), as an
+    intrinsic
     ``micro(xp, x0, x_f, x_row, g, g0, g_o, g_f, g_row, n_f, n_kh, n_v, n_tail, out, o0)``:
 
     ``out[o0 + o*9 + i*3 + j] += sum over f < n_f, kh < n_kh, c < 16*n_v + n_tail of
     g[g0 + o*g_o + f*g_f + kh*g_row + c] * xp[x0 + f*x_f + (kh + i)*x_row + j + c]``
-    for o < n_o, i, j < 3: per (o, i, j) 16 lane sums (fused multiply-adds in order of
-    f, kh, then the row's vectors, its last ``n_tail`` < 16 columns a vector of their
+    for o < n_o, i, j < 3 (the row's width 16*n_v + n_tail with 16 lanes, n_lanes*n_v +
+    n_tail in general): per (o, i, j) lane sums (fused multiply-adds in order of
+    f, kh, then the row's vectors, its last ``n_tail`` < n_lanes columns a vector of their
     own, the other lanes of both operands loaded as +0: no word past the row is
     read, and a lane's sum, +0 from the start, stays as it is), added as a tree at the
     end, then to ``out``.
     """
     f32 = ir.FloatType()
-    vec = ir.VectorType(f32, _LANES)
+    vec = ir.VectorType(f32, n_lanes)
     arr = types.Array(types.float32, 1, "C")
     ip = types.intp
     sig = types.void(arr, ip, ip, ip, arr, ip, ip, ip, ip, ip, ip, ip, ip, arr, ip)
     i1, i32 = ir.IntType(1), ir.IntType(32)
-    mvec = ir.VectorType(i1, _LANES)
+    mvec = ir.VectorType(i1, n_lanes)
 
     def codegen(context, builder, signature, args):
         xp, x0, x_f, x_row, g, g0, g_o, g_f, g_row, n_f, n_kh, n_v, n_tail, out, o0 = args
@@ -225,21 +240,21 @@ def _micro_wgrad(n_o):
         masked_load = cgutils.get_or_insert_function(
             builder.module,
             ir.FunctionType(vec, [vec.as_pointer(), i32, mvec, vec]),
-            "llvm.masked.load.v16f32.p0v16f32",
+            f"llvm.masked.load.v{n_lanes}f32.p0v{n_lanes}f32",
         )
-        splat = ir.Constant(ir.VectorType(i32, _LANES), [0] * _LANES)
+        splat = ir.Constant(ir.VectorType(i32, n_lanes), [0] * n_lanes)
         tail = builder.insert_element(
-            ir.Constant(ir.VectorType(i32, _LANES), ir.Undefined),
+            ir.Constant(ir.VectorType(i32, n_lanes), ir.Undefined),
             builder.trunc(n_tail, i32),
             ir.Constant(i32, 0),
         )
         tail = builder.shuffle_vector(tail, tail, splat)
-        lane = ir.Constant(ir.VectorType(i32, _LANES), list(range(_LANES)))
+        lane = ir.Constant(ir.VectorType(i32, n_lanes), list(range(n_lanes)))
         mask = builder.icmp_unsigned("<", lane, tail)
         has_tail = builder.icmp_signed(">", n_tail, ir.Constant(intp, 0))
-        zero = ir.Constant(vec, [0.0] * _LANES)
+        zero = ir.Constant(vec, [0.0] * n_lanes)
         accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(9)] for _ in range(n_o)]
-        lanes = ir.Constant(intp, _LANES)
+        lanes = ir.Constant(intp, n_lanes)
         with cgutils.for_range(builder, n_f) as lf:
             xf = builder.gep(xdata, [builder.add(x0, builder.mul(lf.index, x_f))])
             gf = builder.gep(gdata, [builder.add(g0, builder.mul(lf.index, g_f))])
@@ -284,11 +299,12 @@ def _micro_wgrad(n_o):
     ):
         return sig, codegen
 
-    typer.__name__ = f"micro_wgrad_o{n_o}"
+    typer.__name__ = f"micro_wgrad_o{n_o}_v{n_lanes}"
     return intrinsic(typer)
 
 
 _W1, _W2, _W3 = _micro_wgrad(1), _micro_wgrad(2), _micro_wgrad(3)
+_V1 = _micro_wgrad(1, 8)  # (AVX2: 9 accumulators, a cotangent and an input vector)
 
 
 @kernel
@@ -319,10 +335,7 @@ def pad_planes(src, n_f, s_b, s_f, s_h, n_h, n_w, lo_h, lo_w, row, xp):
                     dst[u(d + j)] = src[u(s + j)]
 
 
-@kernel
-def wgrad3x3_blocked(
-    xp, hp, row, g, g_o, g_f, g_row, n_f, n_kh, n_v, n_tail, f_chunk, n_slabs, out
-):
+def _wgrad3x3(xp, hp, row, g, g_o, g_f, g_row, n_f, n_kh, n_v, n_tail, f_chunk, n_slabs, out):
     """Owner-computes: iteration ``s`` (the output features s*O/S <= o < (s+1)*O/S, S =
     ``n_slabs``) writes only ``out[:, o]`` for its features, in blocks of 3 (the last
     of 2 or 1); every output's sum runs over the same chunks of ``f_chunk`` features in
@@ -331,9 +344,13 @@ def wgrad3x3_blocked(
 
     ``xp`` (B*F, HP*WP): the padded planes of the convolution's input (B its batch, F
     its features); ``g``: the kernel (O, F, KH, KW) flat, element (o, f, kh, kw) at
-    ``o*g_o + f*g_f + kh*g_row + kw``, KW = 16 * ``n_v`` + ``n_tail``; ``out`` (B*O*9,) zeros on
-    entry: the (B, O, 3, 3) result, ``out[b, o, i, j] = sum over f, kh, kw of
-    g[o, f, kh, kw] * xp[b, f, kh + i, kw + j]``.
+    ``o*g_o + f*g_f + kh*g_row + kw``, KW = L * ``n_v`` + ``n_tail`` (L the variant's
+    lanes); ``out`` (B*O*9,) zeros on entry: the (B, O, 3, 3) result, ``out[b, o, i, j]
+    = sum over f, kh, kw of g[o, f, kh, kw] * xp[b, f, kh + i, kw + j]``.
+
+    Two variants (made at the end of the module): ``wgrad3x3_blocked`` (AVX-512: 16
+    lanes, features in blocks of 3) and ``wgrad3x3_blocked8`` (AVX2: 8 lanes, one
+    feature a call); their lane sums differ, so their last bits may.
     """
     n_out = out.size // (9 * (xp.shape[0] // n_f))
     n_b = xp.shape[0] // n_f
@@ -346,13 +363,35 @@ def wgrad3x3_blocked(
             for b in range(n_b):
                 x0 = (b * n_f + f0) * plane
                 o = o_lo
-                while o + 3 <= o_hi:
-                    _W3(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf, n_kh,
-                        n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
-                    o += 3
-                if o_hi - o == 2:
-                    _W2(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf, n_kh,
-                        n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
-                elif o_hi - o == 1:
-                    _W1(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf, n_kh,
-                        n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
+                if _WIDE:  # (a compile-time constant: the 8-lane variant has no 3-blocks)
+                    while o + 3 <= o_hi:
+                        _W3(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf,
+                            n_kh, n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
+                        o += 3
+                    if o_hi - o == 2:
+                        _W2(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf,
+                            n_kh, n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
+                        o += 2
+                while o < o_hi:
+                    _WK1(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf, n_kh,
+                         n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
+                    o += 1
+
+
+# the forward's variants: (vector lanes, features per micro-kernel call, micro-kernels)
+_VL, _FB, _K1, _K2, _K3 = _LANES, _OB, _M1, _M2, _M3  # (each variant binds its own)
+conv3x3_blocked = kernel(
+    renamed(
+        _conv3x3, "conv3x3_blocked", {"_VL": _LANES, "_FB": _OB, "_K1": _M1, "_K2": _M2, "_K3": _M3}
+    )
+)
+conv3x3_blocked8 = kernel(
+    renamed(
+        _conv3x3,
+        "conv3x3_blocked8",
+        {"_VL": 8, "_FB": _OB // 2, "_K1": _H1, "_K2": _H2, "_K3": _H3},
+    )
+)
+_WIDE, _WK1 = True, _W1  # (each variant binds its own)
+wgrad3x3_blocked = kernel(renamed(_wgrad3x3, "wgrad3x3_blocked", {"_WIDE": True, "_WK1": _W1}))
+wgrad3x3_blocked8 = kernel(renamed(_wgrad3x3, "wgrad3x3_blocked8", {"_WIDE": False, "_WK1": _V1}))

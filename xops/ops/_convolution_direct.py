@@ -2,10 +2,11 @@
 groups, stride 1, no dilation and padding >= 0 (window reversal is already applied to
 ``w``); every other call returns None and runs the packings.
 
-First, on an AVX-512 CPU for float32 and 3 x 3 kernels, the register-blocked kernels of
+First, for float32 and 3 x 3 kernels, the register-blocked kernels of
 ``xops.kernels.convolution_blocked``: the forward (and the input gradient, itself a
 3 x 3 convolution) for output features in blocks of 8, any number of input features
-(the digits CNN's grey first layer included), and the kernel gradient (a 3 x 3 output,
+(the digits CNN's grey first layer included), on AVX-512 CPUs in 16-lane vectors and on
+AVX2 ones in 8-lane vectors; and on AVX-512 CPUs the kernel gradient (a 3 x 3 output,
 the kernel as large as the image), thin first layers included. Measured against the
 packings around OpenBLAS and the few-feature kernel: see ``_blocked_fits``/
 ``_wgrad_fits``.
@@ -102,37 +103,47 @@ def _few_channels(lhs_c, w, a, work, batch, chan, n_out):
 
 
 @functools.cache
-def _avx512():
-    """Whether the CPU has AVX-512 (the blocked kernels' 16-lane vectors in its 32
-    registers; with AVX2 their accumulators would spill)."""
+def _cpu_lanes():
+    """float32 lanes of the CPU's widest vectors for the blocked kernels: 16 with
+    AVX-512 (32 registers), 8 with AVX2 and FMA (16 registers), else 0."""
     import llvmlite.binding as llvm
 
-    return bool(llvm.get_host_cpu_features().get("avx512f", False))
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f", False):
+        return 16
+    return 8 if features.get("avx2", False) and features.get("fma", False) else 0
+
+
+def _vector_lanes():
+    """``_cpu_lanes()`` (a function of its own: tests pick another width here)."""
+    return _cpu_lanes()
 
 
 def _blocked_fits(a, work, n_out):
-    """Whether ``conv3x3_blocked`` takes the (stride 1, undilated, padded >= 0) call:
-    float32 on an AVX-512 CPU, a 3 x 3 kernel, output rows that fill at least 3/4 of
-    their 16-lane vectors and output features in blocks of ``_OB``. Narrower rows
-    measured slower than the packings (2-core AVX-512 EPYC, loaded, minima, packings /
-    blocked, ms, batch 64, 64 -> 64 features: 7 x 7 3.3 / 4.8, 8 x 8 5.1 / 5.8; 32 -> 64
-    at 5 x 5 1.6 / 1.8); the digits CNN's 14 x 14 layer faster (0.74 against 1.16 ms at
-    batch 32), and its first layer of one grey feature faster than the few-feature
-    kernel too (medians of 300, us, few-feature / blocked: 82 / 57 at batch 8, 149 / 89
-    at 32, 250 / 139 at 64)."""
+    """Whether ``conv3x3_blocked`` (AVX-512) or ``conv3x3_blocked8`` (AVX2) takes the
+    (stride 1, undilated, padded >= 0) call: float32, a 3 x 3 kernel, output rows that
+    fill at least 3/4 of their vectors and output features in blocks of ``_OB``.
+    Narrower rows measured slower than the packings (2-core AVX-512 EPYC, loaded,
+    minima, packings / blocked, ms, batch 64, 64 -> 64 features: 7 x 7 3.3 / 4.8, 8 x 8
+    5.1 / 5.8; 32 -> 64 at 5 x 5 1.6 / 1.8); the digits CNN's 14 x 14 layer faster
+    (0.74 against 1.16 ms at batch 32), and its first layer of one grey feature faster
+    than the few-feature kernel too (medians of 300, us, few-feature / blocked: 82 / 57
+    at batch 8, 149 / 89 at 32, 250 / 139 at 64)."""
+    lanes = _vector_lanes()
     return (
         work == np.float32
-        and _avx512()
+        and lanes > 0
         and tuple(a.k_spatial) == (3, 3)
-        and _fills_vectors(a.out_spatial[1])
+        and _fills_vectors(a.out_spatial[1], lanes)
         and n_out % KB._OB == 0
     )
 
 
-def _fills_vectors(width):
-    """Whether rows of ``width`` elements fill at least 3/4 of the 16-lane vectors that
-    hold them (the blocked kernels' rows: a partial last vector is masked)."""
-    return 4 * width >= 3 * KB._LANES * -(-width // KB._LANES)
+def _fills_vectors(width, lanes=KB._LANES):
+    """Whether rows of ``width`` elements fill at least 3/4 of the ``lanes``-lane
+    vectors that hold them (the blocked kernels' rows: a partial last vector is
+    masked)."""
+    return 4 * width >= 3 * lanes * -(-width // lanes)
 
 
 def _blocked(lhs_c, w, a, batch, chan, n_out):
@@ -148,8 +159,9 @@ def _blocked(lhs_c, w, a, batch, chan, n_out):
     xp = _pool.empty((batch, chan * hp * wp + KB._LANES), np.float32)
     out = _pool.empty((batch, n_out, oh, ow), np.float32)
     macs = batch * n_out * oh * ow * chan * 9
+    run = KB.conv3x3_blocked if _vector_lanes() == 16 else KB.conv3x3_blocked8
     with np.errstate(all="ignore"):
-        KB.conv3x3_blocked(
+        run(
             macs // _MACS_PER_UNIT,
             x,
             packed.reshape(-1),
@@ -175,9 +187,9 @@ def _wgrad_fits(a, work):
     203-231, b64 1773-1830 / 748-941)."""
     return (
         work == np.float32
-        and _avx512()
+        and _vector_lanes() > 0
         and tuple(a.out_spatial) == (3, 3)
-        and _fills_vectors(a.k_spatial[1])
+        and _fills_vectors(a.k_spatial[1], _vector_lanes())
     )
 
 
@@ -197,8 +209,10 @@ def _wgrad(lhs_c, w, a, batch, chan, n_out):
         KB.pad_planes(xp.size, x, chan, s_b, s_f, s_h, h, w_in, lo_h, lo_w, wp, xp)
         out = np.zeros((batch, n_out, 3, 3), np.float32)
         slabs = 1 if units < _config.PARALLEL_THRESHOLD else numba.get_num_threads()
-        KB.wgrad3x3_blocked(
-            units, xp, hp, wp, g, g_o, g_f, g_row, chan, kh, kw // KB._LANES, kw % KB._LANES,
+        lanes = _vector_lanes()
+        run = KB.wgrad3x3_blocked if lanes == 16 else KB.wgrad3x3_blocked8
+        run(
+            units, xp, hp, wp, g, g_o, g_f, g_row, chan, kh, kw // lanes, kw % lanes,
             _WGRAD_CHUNK, slabs, out.reshape(-1),
         )  # fmt: skip
     return out
