@@ -187,8 +187,10 @@ def test_default_routes_one_input_feature(monkeypatch):
 def test_other_shapes_and_types_fall_through(monkeypatch):
     """Many input features with few output positions, a kernel wider than the output
     (the layer's kernel gradient: lhs batches = its input features, features = its
-    images), integer work, one spatial dim."""
+    images), integer work, one spatial dim: the few-feature kernel's (the blocked kernels
+    off: with 8 or 16 lanes they take the 3 x 3 output, tests/test_convolution_fast.py)."""
     monkeypatch.setattr(D, "_FEW_CHANNELS", 4)
+    monkeypatch.setattr(D, "_vector_lanes", lambda: 0)
     x, w = np.ones((2, 8, 8, 8), np.float32), np.ones((4, 8, 3, 3), np.float32)
     a = _attrs(x.shape, w.shape)
     assert D.try_direct(x, w, a, np.dtype(np.float32), 2, 8, 1, 4) is None

@@ -22,7 +22,7 @@ from xops.ops.convolution import convolution_grad_rhs
 PAD = [(1, 1), (1, 1)]
 # the kernel gradient's blocked kernel and the 16-lane forward run on AVX-512 CPUs, the
 # 8-lane forward on AVX2 ones too (elsewhere every shape falls through)
-avx512 = pytest.mark.skipif(D._cpu_lanes() < 16, reason="no AVX-512: the packings run")
+avx512 = pytest.mark.skipif(D._cpu_lanes() < 16, reason="no AVX-512: no 16-lane kernels")
 _WIDTHS = [w for w in (16, 8) if w <= D._cpu_lanes()]
 
 
@@ -294,9 +294,10 @@ def test_without_avx_the_packings_run(taken, monkeypatch):
 @pytest.mark.parametrize("shape", [(2, 16, 6, 14, 16), (64, 3, 16, 16, 32), (32, 1, 28, 28, 16)])
 def test_avx2_variants_through_vjp(taken, monkeypatch, shape):
     """With AVX2 only (8-lane vectors, 16 registers: 16-lane accumulators would spill)
-    the forward and the input gradient take the 8-lane forward kernel, the kernel
-    gradient the 8-lane kernel-gradient kernel (one feature's nine sums a call): a
-    layer with rows of 8 + 6 lanes, CIFAR's and the digits' first layers. The kernel
+    the forward and the input gradient take the 8-lane forward kernel (one input feature
+    the few-feature kernel: faster there with 8 lanes), the kernel gradient the 8-lane
+    kernel-gradient kernel (one feature's nine sums a call): a layer with rows of 8 + 6
+    lanes, CIFAR's and the digits' first layers. The kernel
     gradient's lanes sum twice as many products each as with 16 lanes: within 4e-6 of
     the largest float64 entry (sums of 16K-25K products an entry here)."""
     monkeypatch.setattr(D, "_vector_lanes", lambda: 8)
@@ -309,7 +310,7 @@ def test_avx2_variants_through_vjp(taken, monkeypatch, shape):
     dx, dw = pull(xo.tensor(g))
     _close(y, _forward64(x, w, PAD))
     _close(dw, _wgrad64(x, g, PAD), tol=4e-6)
-    kinds = ["forward", "wgrad"]
+    kinds = ["wgrad"] if c == 1 else ["forward", "wgrad"]  # (one feature: few-feature kernel)
     if c % 8 == 0:  # (the input gradient: c output features, blocked in 8s)
         _close(dx, _forward64(g, np.transpose(w, (1, 0, 2, 3))[:, :, ::-1, ::-1], PAD))
         kinds.append("forward")
@@ -344,3 +345,25 @@ def test_both_forward_variants_give_the_same_bits(taken, monkeypatch):
             results.append(bits(xo.convolution(x, w, padding=PAD)))
         np.testing.assert_array_equal(results[0], results[1])
     assert len(taken) == 6
+
+
+def test_lanes_follow_numba_target_features(monkeypatch):
+    """The blocked kernels' width follows the features Numba compiles for:
+    NUMBA_CPU_FEATURES where set (AVX-512: 16 lanes; AVX2 with FMA: 8; else none),
+    else the host's."""
+    from numba.core import config as numba_config
+
+    try:
+        for features, lanes in [
+            ("+avx2,+fma,-avx512f", 8),
+            ("+avx512f,+avx2,+fma", 16),
+            ("+sse4.2,+avx", 0),
+            ("+avx2,-fma", 0),
+        ]:
+            monkeypatch.setattr(numba_config, "CPU_FEATURES", features)
+            D._cpu_lanes.cache_clear()
+            assert D._cpu_lanes() == lanes
+    finally:
+        monkeypatch.undo()
+        D._cpu_lanes.cache_clear()
+    assert D._cpu_lanes() in (0, 8, 16)

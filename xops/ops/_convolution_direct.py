@@ -66,7 +66,7 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
         return _wgrad(lhs_c, w, a, batch, chan, n_out)
     if ow < kw:  # (a kernel wider than the output: the kernel gradient, im2row's)
         return None
-    if _blocked_fits(a, work, n_out):
+    if _blocked_fits(a, work, chan, n_out):
         return _blocked(lhs_c, w, a, batch, chan, n_out)
     if chan > _FEW_CHANNELS:
         return None
@@ -104,14 +104,22 @@ def _few_channels(lhs_c, w, a, work, batch, chan, n_out):
 
 @functools.cache
 def _cpu_lanes():
-    """float32 lanes of the CPU's widest vectors for the blocked kernels: 16 with
-    AVX-512 (32 registers), 8 with AVX2 and FMA (16 registers), else 0."""
+    """float32 lanes of the widest vectors Numba compiles the blocked kernels for: 16
+    with AVX-512 (32 registers), 8 with AVX2 and FMA (16 registers), else 0. The
+    features are Numba's target's: ``NUMBA_CPU_FEATURES`` where set (Numba then
+    compiles for exactly those), else the host CPU's (as Numba does, whatever
+    ``NUMBA_CPU_NAME`` says)."""
     import llvmlite.binding as llvm
+    from numba.core import config as numba_config
 
-    features = llvm.get_host_cpu_features()
-    if features.get("avx512f", False):
+    if numba_config.CPU_FEATURES is not None:
+        names = numba_config.CPU_FEATURES.split(",")
+        on = {f.strip()[1:] for f in names if f.strip().startswith("+")}
+    else:
+        on = {name for name, enabled in llvm.get_host_cpu_features().items() if enabled}
+    if "avx512f" in on:
         return 16
-    return 8 if features.get("avx2", False) and features.get("fma", False) else 0
+    return 8 if {"avx2", "fma"} <= on else 0
 
 
 def _vector_lanes():
@@ -119,20 +127,24 @@ def _vector_lanes():
     return _cpu_lanes()
 
 
-def _blocked_fits(a, work, n_out):
+def _blocked_fits(a, work, chan, n_out):
     """Whether ``conv3x3_blocked`` (AVX-512) or ``conv3x3_blocked8`` (AVX2) takes the
     (stride 1, undilated, padded >= 0) call: float32, a 3 x 3 kernel, output rows that
-    fill at least 3/4 of their vectors and output features in blocks of ``_OB``.
+    fill at least 3/4 of their vectors and output features in blocks of ``_OB``; with
+    8 lanes, more than one input feature.
+
     Narrower rows measured slower than the packings (2-core AVX-512 EPYC, loaded,
     minima, packings / blocked, ms, batch 64, 64 -> 64 features: 7 x 7 3.3 / 4.8, 8 x 8
     5.1 / 5.8; 32 -> 64 at 5 x 5 1.6 / 1.8); the digits CNN's 14 x 14 layer faster
-    (0.74 against 1.16 ms at batch 32), and its first layer of one grey feature faster
-    than the few-feature kernel too (medians of 300, us, few-feature / blocked: 82 / 57
-    at batch 8, 149 / 89 at 32, 250 / 139 at 64)."""
+    (0.74 against 1.16 ms at batch 32). Its first layer of one grey feature: with 16
+    lanes faster than the few-feature kernel (medians of 300, us, few-feature / blocked:
+    82 / 57 at batch 8, 149 / 89 at 32, 250 / 139 at 64), with 8 lanes slower (compiled
+    for AVX2, batch 32: 182-188 / 286-297, docs/kernels.md)."""
     lanes = _vector_lanes()
     return (
         work == np.float32
         and lanes > 0
+        and (lanes == 16 or chan > _FEW_CHANNELS)
         and tuple(a.k_spatial) == (3, 3)
         and _fills_vectors(a.out_spatial[1], lanes)
         and n_out % KB._OB == 0
