@@ -4,12 +4,12 @@ groups, stride 1, no dilation and padding >= 0 (window reversal is already appli
 
 First, for float32 and 3 x 3 kernels, the register-blocked kernels of
 ``xops.kernels.convolution_blocked``: the forward (and the input gradient, itself a
-3 x 3 convolution) for output features in blocks of 8, any number of input features
-(the digits CNN's grey first layer included), on AVX-512 CPUs in 16-lane vectors and on
-AVX2 ones in 8-lane vectors; and on AVX-512 CPUs the kernel gradient (a 3 x 3 output,
-the kernel as large as the image), thin first layers included. Measured against the
-packings around OpenBLAS and the few-feature kernel: see ``_blocked_fits``/
-``_wgrad_fits``.
+3 x 3 convolution) for output features in blocks of 8 and the kernel gradient (a 3 x 3
+output, the kernel as large as the image, thin first layers included), in 16-lane
+vectors on AVX-512 CPUs and 8-lane ones on AVX2 CPUs (``_cpu_lanes``: the features
+Numba compiles for); the forward for any number of input features with 16 lanes, more
+than one with 8. Measured against the packings around OpenBLAS and the few-feature
+kernel: see ``_blocked_fits``/``_wgrad_fits`` and docs/kernels.md.
 
 Otherwise, for one input feature and a kernel no wider than the output, a direct
 kernel for few input features (``xops.kernels.convolution_direct``, float32/float64:
@@ -188,15 +188,15 @@ def _blocked(lhs_c, w, a, batch, chan, n_out):
 
 
 def _wgrad_fits(a, work):
-    """Whether ``wgrad3x3_blocked`` takes the (stride 1, undilated, padded >= 0) call:
-    the kernel gradient of a 3 x 3 kernel (a 3 x 3 output, the kernel as large as the
-    image), float32, on an AVX-512 CPU, kernel rows that fill at least 3/4 of their
-    vectors (the last vector of a row masked). Thin results too: CIFAR's first layer
-    (32 x 3 x 9) and the digits CNN's (16 x 1 x 9) measured faster here than with
-    im2row's per-feature GEMMs (medians of 300, us, GEMMs / blocked: CIFAR batch 8 267-405
-    / 223-237, batch 64 1592-2020 / 1072-1583; digits batch 8 211-220 / 158-160, 32
-    283-345 / 224-230, 64 454-516 / 200-279; in the harness conv_drhs_cifar_b8 312-324 /
-    203-231, b64 1773-1830 / 748-941)."""
+    """Whether ``wgrad3x3_blocked`` (AVX-512) or ``wgrad3x3_blocked8`` (AVX2) takes
+    the (stride 1, undilated, padded >= 0) call: the kernel gradient of a 3 x 3 kernel
+    (a 3 x 3 output, the kernel as large as the image), float32, kernel rows that fill
+    at least 3/4 of their vectors (the last vector of a row masked). Thin results too:
+    CIFAR's first layer (32 x 3 x 9) and the digits CNN's (16 x 1 x 9) measured faster
+    here than with im2row's per-feature GEMMs (16 lanes, medians of 300, us, GEMMs /
+    blocked: CIFAR batch 8 267-405 / 223-237, batch 64 1592-2020 / 1072-1583; digits
+    batch 8 211-220 / 158-160, 32 283-345 / 224-230, 64 454-516 / 200-279; in the
+    harness conv_drhs_cifar_b8 312-324 / 203-231, b64 1773-1830 / 748-941)."""
     return (
         work == np.float32
         and _vector_lanes() > 0
