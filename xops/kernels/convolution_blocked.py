@@ -395,3 +395,6 @@ conv3x3_blocked8 = kernel(
 _WIDE, _WK1 = True, _W1  # (each variant binds its own)
 wgrad3x3_blocked = kernel(renamed(_wgrad3x3, "wgrad3x3_blocked", {"_WIDE": True, "_WK1": _W1}))
 wgrad3x3_blocked8 = kernel(renamed(_wgrad3x3, "wgrad3x3_blocked8", {"_WIDE": False, "_WK1": _V1}))
+# the variants by vector lanes (xops.ops._convolution_direct._cpu_lanes)
+CONV3X3 = {16: conv3x3_blocked, 8: conv3x3_blocked8}
+WGRAD3X3 = {16: wgrad3x3_blocked, 8: wgrad3x3_blocked8}

@@ -151,7 +151,7 @@ def _blocked_fits(a, work, chan, n_out):
     )
 
 
-def _fills_vectors(width, lanes=KB._LANES):
+def _fills_vectors(width, lanes):
     """Whether rows of ``width`` elements fill at least 3/4 of the ``lanes``-lane
     vectors that hold them (the blocked kernels' rows: a partial last vector is
     masked)."""
@@ -159,8 +159,9 @@ def _fills_vectors(width, lanes=KB._LANES):
 
 
 def _blocked(lhs_c, w, a, batch, chan, n_out):
-    """``conv3x3_blocked``: each image's planes padded once, then every block of output
-    features x rows summed in registers: the result C-contiguous (N, O, OH, OW)."""
+    """``conv3x3_blocked`` (or its 8-lane variant): each image's planes padded once,
+    then every block of output features x rows summed in registers: the result
+    C-contiguous (N, O, OH, OW)."""
     (oh, ow), (lo_h, _), (lo_w, _) = a.out_spatial, *a.padding
     hp, wp = oh + 2, ow + 2
     x = np.ascontiguousarray(lhs_c, np.float32)
@@ -171,9 +172,8 @@ def _blocked(lhs_c, w, a, batch, chan, n_out):
     xp = _pool.empty((batch, chan * hp * wp + KB._LANES), np.float32)
     out = _pool.empty((batch, n_out, oh, ow), np.float32)
     macs = batch * n_out * oh * ow * chan * 9
-    run = KB.conv3x3_blocked if _vector_lanes() == 16 else KB.conv3x3_blocked8
     with np.errstate(all="ignore"):
-        run(
+        KB.CONV3X3[_vector_lanes()](
             macs // _MACS_PER_UNIT,
             x,
             packed.reshape(-1),
@@ -197,19 +197,21 @@ def _wgrad_fits(a, work):
     blocked: CIFAR batch 8 267-405 / 223-237, batch 64 1592-2020 / 1072-1583; digits
     batch 8 211-220 / 158-160, 32 283-345 / 224-230, 64 454-516 / 200-279; in the
     harness conv_drhs_cifar_b8 312-324 / 203-231, b64 1773-1830 / 748-941)."""
+    lanes = _vector_lanes()
     return (
         work == np.float32
-        and _vector_lanes() > 0
+        and lanes > 0
         and tuple(a.out_spatial) == (3, 3)
-        and _fills_vectors(a.k_spatial[1], _vector_lanes())
+        and _fills_vectors(a.k_spatial[1], lanes)
     )
 
 
 def _wgrad(lhs_c, w, a, batch, chan, n_out):
-    """``wgrad3x3_blocked``: the input's planes padded once (``pad_planes``), then each
-    output feature's 3 x 3 sums over chunks of input features: (N', O, 3, 3). Both
-    operands are read in place where their rows are contiguous (the gradient's are
-    transposed views of the layer's input and the output cotangent)."""
+    """``wgrad3x3_blocked`` (or its 8-lane variant): the input's planes padded once
+    (``pad_planes``), then each output feature's 3 x 3 sums over chunks of input
+    features: (N', O, 3, 3). Both operands are read in place where their rows are
+    contiguous (the gradient's are transposed views of the layer's input and the output
+    cotangent)."""
     (kh, kw), (h, w_in), (lo_h, _), (lo_w, _) = a.k_spatial, a.in_spatial, *a.padding
     hp, wp = kh + 2, kw + 2
     x, (s_b, s_f, s_h, _) = _float_words(lhs_c)
@@ -222,8 +224,7 @@ def _wgrad(lhs_c, w, a, batch, chan, n_out):
         out = np.zeros((batch, n_out, 3, 3), np.float32)
         slabs = 1 if units < _config.PARALLEL_THRESHOLD else numba.get_num_threads()
         lanes = _vector_lanes()
-        run = KB.wgrad3x3_blocked if lanes == 16 else KB.wgrad3x3_blocked8
-        run(
+        KB.WGRAD3X3[lanes](
             units, xp, hp, wp, g, g_o, g_f, g_row, chan, kh, kw // lanes, kw % lanes,
             _WGRAD_CHUNK, slabs, out.reshape(-1),
         )  # fmt: skip
