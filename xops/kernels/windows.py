@@ -23,7 +23,9 @@ Race-free patterns:
 * ``reduce_window_tiles`` / ``select_scatter_tiles`` (non-overlapping windows tiling the
   last two dims, as 2x2 / 2 pooling): output-parallel over output rows / over window
   rows together with the operand rows they cover (each operand element lies in at
-  most one window, so these blocks are disjoint).
+  most one window, so these blocks are disjoint). 2x2 windows of floats compute a row
+  of windows in SIMD vectors (``reduce_window_tiles22``, and ``select_scatter_tiles``'
+  2x2 variant: :mod:`xops.kernels.windows22`).
 """
 
 import numpy as np
@@ -33,6 +35,7 @@ from numba.extending import overload
 from . import config as _config
 from .config import _dispatcher, kernel, renamed, scalar
 
+from .windows22 import reduce22, select_scatter22
 from .reduction import (
     MAX,
     MIN,
@@ -337,26 +340,6 @@ def _select_row(best, arg, xrow, k3, w0, sel):
 
 
 @scalar
-def _select_22(arg, x0, x1, sel):
-    """2x2 windows (max pooling's): arg[i] = the element index (0-3, row-major) of
-    window i's pick among x0[2i], x0[2i+1], x1[2i], x1[2i+1] -- the running select
-    written out for four elements, as blends in one loop (it vectorises; the int32
-    indices fill the lanes of f32 picks)."""
-    for i in range(arg.shape[0]):
-        p = x0[2 * i]
-        v = x0[2 * i + 1]
-        keep = select_keeps(p, v, sel)
-        p = p if keep else v
-        k = np.int32(0) if keep else np.int32(1)
-        v = x1[2 * i]
-        keep = select_keeps(p, v, sel)
-        p = p if keep else v
-        k = k if keep else np.int32(2)
-        keep = select_keeps(p, x1[2 * i + 1], sel)
-        arg[i] = k if keep else np.int32(3)
-
-
-@scalar
 def _scatter_row(orow, arg, src, k3, w0, init, op):
     """orow[i * k3 + w3] = combine(init, src[i]) where window i picked its element
     w0 + w3, else init (a whole operand row, written in order)."""
@@ -389,6 +372,21 @@ def reduce_window_tiles(x, out, k2, k3, init):
             _fold_row(acc, x[r, i2 * k2 + w2], k3, OP)
 
 
+def reduce_window_tiles22(x, out, init):
+    """reduce_window_tiles for 2x2 windows and maximum or minimum (``OP``), a row of
+    windows in SIMD vectors (xops.kernels.windows22). Output-parallel as
+    reduce_window_tiles; the same results (the order of a maximum or minimum changes no
+    value). C-contiguous x and out."""
+    n2, n3 = x.shape[1], x.shape[2]
+    o2, o3 = out.shape[1], out.shape[2]
+    xf = x.reshape(x.size)
+    of = out.reshape(out.size)
+    for t in prange(out.shape[0] * o2):
+        r = t // o2
+        top = (r * n2 + 2 * (t - r * o2)) * n3
+        reduce22(xf, top, top + n3, of, t * o3, o3, init, OP)
+
+
 _task = None  # each variant's compiled *_task function (_TaskVariants)
 TILES_22 = False  # select_scatter_tiles' variant for 2x2 windows (_TaskVariants)
 
@@ -416,7 +414,8 @@ def select_scatter_tiles_task(x, source, out, k2, k3, init, lo, hi):
     (16,32,32,32) f32: 1.8 ms instead of 0.27 ms, one thread)."""
     n2, n3 = x.shape[1], x.shape[2]
     o2, o3 = source.shape[1], source.shape[2]
-    arg = np.empty(o3, np.int32)  # window element index of the pick, row-major
+    xf, sf, of = x.reshape(x.size), source.reshape(source.size), out.reshape(out.size)
+    arg = np.empty(0 if TILES_22 else o3, np.int32)  # window element index of the pick
     if TILES_22:  # (a compile-time constant: one branch is compiled)
         best = arg  # unused: the 2x2 variant compiles no np.empty of x's type (~0.1 s)
     else:
@@ -424,12 +423,11 @@ def select_scatter_tiles_task(x, source, out, k2, k3, init, lo, hi):
     for t in range(lo, hi):
         r = t // o2
         i2 = t - r * o2
-        src = source[r, i2]
         if TILES_22:  # the variant for k2 == k3 == 2 (a compile-time constant)
-            _select_22(arg, x[r, 2 * i2], x[r, 2 * i2 + 1], SEL)
-            _scatter_row(out[r, 2 * i2], arg, src, 2, 0, init, OP)
-            _scatter_row(out[r, 2 * i2 + 1], arg, src, 2, 2, init, OP)
+            top = (r * n2 + 2 * i2) * n3
+            select_scatter22(xf, top, top + n3, sf, t * o3, of, o3, init, SEL, OP)
         else:
+            src = source[r, i2]
             first = x[r, i2 * k2]
             for i3 in range(o3):
                 best[i3] = first[i3 * k3]
@@ -440,11 +438,12 @@ def select_scatter_tiles_task(x, source, out, k2, k3, init, lo, hi):
                 _select_row(best, arg, x[r, i2 * k2 + w2], k3, w2 * k3, SEL)
             for w2 in range(k2):
                 _scatter_row(out[r, i2 * k2 + w2], arg, src, k3, w2 * k3, init, OP)
-        for w2 in range(k2):
-            orow = out[r, i2 * k2 + w2]
-            for c in range(o3 * k3, n3):
-                orow[c] = init
-        if i2 == o2 - 1:
+        if n3 > o3 * k3:  # columns no window covers
+            for w2 in range(k2):
+                orow = out[r, i2 * k2 + w2]
+                for c in range(o3 * k3, n3):
+                    orow[c] = init
+        if i2 == o2 - 1:  # rows no window covers
             for q in range(o2 * k2, n2):
                 orow = out[r, q]
                 for c in range(n3):
@@ -503,6 +502,7 @@ REDUCE_WINDOW4 = _TaskVariants(
     reduce_window4, reduce_window4_task, lambda x, xshape, out, *rest: out.shape[0]
 )
 REDUCE_WINDOW_TILES = per_op(reduce_window_tiles)
+REDUCE_WINDOW_TILES22 = per_op(reduce_window_tiles22, codes={"maximum": MAX, "minimum": MIN})
 
 
 class _ByTileShape(dict):

@@ -427,7 +427,10 @@ def _reduce_window_fast(x, init, geometry, out_shape, kdt, code):
     if tiles is not None:
         a, perm = _tile_planes(x, kdt, in4)
         out = _pool.empty((a.shape[0], out4[2], out4[3]), kdt)
-        KW.REDUCE_WINDOW_TILES[code](x.size, a, out, *tiles, iv)
+        if tiles[0] == tiles[1] == 2 and code in KW.REDUCE_WINDOW_TILES22 and kdt.kind == "f":
+            KW.REDUCE_WINDOW_TILES22[code](x.size, a, out, iv)  # SIMD rows of windows
+        else:
+            KW.REDUCE_WINDOW_TILES[code](x.size, a, out, *tiles, iv)
         return _from_kernel(_unplanes(out, out_shape, perm), dt)
     a = _to_kernel(x, kdt).reshape(-1, in4[3])
     out = _pool.empty((math.prod(out4[:3]), out4[3]), kdt)
