@@ -234,6 +234,7 @@ def _select_intrinsic(lanes, sel, op):
 
 @scalar
 def _reduce_scalar(x, top, bottom, out, o, n, init, op):
+    """:func:`reduce22` one window at a time with ``combine`` (integer types)."""
     for i in range(n):
         v = combine(init, x[top + 2 * i], op)
         v = combine(v, x[top + 2 * i + 1], op)
@@ -243,6 +244,7 @@ def _reduce_scalar(x, top, bottom, out, o, n, init, op):
 
 @scalar
 def _select_scatter_scalar(x, top, bottom, source, s, out, n, init, sel, op):
+    """:func:`select_scatter22` one window at a time (integer types)."""
     for i in range(n):
         t, b = top + 2 * i, bottom + 2 * i
         p = x[t]
