@@ -207,18 +207,6 @@ def _launch(count, body, loop, *args):
         loop(args[0].size, count, *args)
 
 
-def _read_only(a):
-    """``a`` as a read-only view: an operand reaches the fused kernels writable (a
-    layer's fresh output) or read-only (a tensor's value), and Numba compiles a
-    signature per flag (the main job compiled both fused kernels twice: 0.9 s of its
-    cold start)."""
-    if not a.flags.writeable:
-        return a
-    v = a.view()
-    v.flags.writeable = False
-    return v
-
-
 def _fold(a, base, n):
     """Sum of a[base:base+n] by pairwise halving, in place (vectorisable, fixed order)."""
     if n == 0:
@@ -843,7 +831,7 @@ def train_features(x, C, inner, scale, offset, eps, out, stats, given=False):
     one fixed order, so results do not depend on the thread count. ``given``: stats
     holds the mean and variance (batch_norm_inference: no kernel of its own to compile)."""
     body, loop = _TRAIN_SHORT if inner < STEP_RUN else (_train_features, _train_features_loop)
-    _launch(C, body, loop, _read_only(x), C, inner, scale, offset, eps, bool(given), out, stats)
+    _launch(C, body, loop, x, C, inner, scale, offset, eps, bool(given), out, stats)
 
 
 @_tile_body
@@ -895,7 +883,6 @@ def grad_features(x, g, C, inner, mean, var, scale, eps, out, sums):
     least FUSED_FEATURES features, one feature at a time (float64 feature vectors; see
     _grad_features); each feature's sums run in one fixed order."""
     body, loop = _GRAD_SHORT if inner < STEP_RUN else (_grad_features, _grad_features_loop)
-    x, g = _read_only(x), _read_only(g)
     _launch(C, body, loop, x, g, C, inner, mean, var, scale, eps, out, sums)
 
 
