@@ -414,12 +414,11 @@ def select_scatter_tiles_task(x, source, out, k2, k3, init, lo, hi):
     (16,32,32,32) f32: 1.8 ms instead of 0.27 ms, one thread)."""
     n2, n3 = x.shape[1], x.shape[2]
     o2, o3 = source.shape[1], source.shape[2]
-    xf, sf, of = x.reshape(x.size), source.reshape(source.size), out.reshape(out.size)
-    arg = np.empty(0 if TILES_22 else o3, np.int32)  # window element index of the pick
     if TILES_22:  # (a compile-time constant: one branch is compiled)
-        best = arg  # unused: the 2x2 variant compiles no np.empty of x's type (~0.1 s)
-    else:
+        xf, sf, of = x.reshape(x.size), source.reshape(source.size), out.reshape(out.size)
+    else:  # the running select's scratch: each window's pick and its element index
         best = np.empty(o3, x.dtype)
+        arg = np.empty(o3, np.int32)
     for t in range(lo, hi):
         r = t // o2
         i2 = t - r * o2
