@@ -1,7 +1,7 @@
 """The register-blocked direct kernels (``xops.kernels.convolution_blocked``, picked by
 ``xops.ops._convolution_direct``): the 3 x 3 forward (and so the input gradient, a 3 x 3
 convolution too) in its AVX-512 (16-lane) and AVX2 (8-lane) variants, both run here
-wherever the CPU has the instructions, and the 3 x 3 kernel gradient (AVX-512).
+wherever the CPU has the instructions, and the 3 x 3 kernel gradient (both widths too).
 Compared with float64 NumPy sums over the shapes they take (odd widths: a partial last
 vector; padding on either side; window reversal; tails of the output-feature blocks;
 strided operands; feature counts padded to whole blocks), through ``xo.vjp`` as a
@@ -319,6 +319,45 @@ def test_avx2_variants_through_vjp(taken, monkeypatch, shape):
         _close(dx, _forward64(g, np.transpose(w, (1, 0, 2, 3))[:, :, ::-1, ::-1], PAD))
         kinds.append("forward")
     assert sorted(t[0] for t in taken) == sorted(kinds)
+
+
+@pytest.mark.skipif(8 not in _WIDTHS, reason="no AVX2 on this CPU")
+@pytest.mark.parametrize("n_out", [64, 65, 66, 67])  # blocks of 4 features: tails 0-3
+@pytest.mark.parametrize("width", [6, 8, 14, 16, 30])  # masked last vectors: 6, 6, 8 + 6
+def test_avx2_wgrad_matches_float64(taken, monkeypatch, n_out, width):
+    """The 8-lane kernel gradient: blocks of 4 output features (one kernel row of 3
+    sums each a call) and the last 1-3 features one at a time (9 sums a call)."""
+    monkeypatch.setattr(D, "_vector_lanes", lambda: 8)
+    rng = np.random.default_rng(n_out + width)
+    x = rng.standard_normal((2, 12, 5, width), dtype=np.float32)
+    g = rng.standard_normal((2, n_out, 5, width), dtype=np.float32)
+    padding = [(2, 0), (0, 2)]
+    got = convolution_grad_rhs(g, x, (n_out, 12, 3, 3), padding=padding)
+    _close(got, _wgrad64(x, g, padding), tol=4e-6)
+    assert taken == [("wgrad", 12, 2, n_out)]
+
+
+@pytest.mark.skipif(8 not in _WIDTHS, reason="no AVX2 on this CPU")
+def test_avx2_wgrad_blocks_and_single_features_give_the_same_bits(taken, monkeypatch, threads):
+    """Each of the 9 sums per (input, output feature) adds the same products in the same
+    order whether its feature runs in a block of 4 (one kernel row a call) or alone (all
+    rows a call), on one thread or two: the same bits, inf included, NaN where NaN (its
+    sign may differ: the fused multiply-add that meets two NaNs keeps the one LLVM
+    ordered first, which the two micro-kernels do not promise alike)."""
+    monkeypatch.setattr(D, "_vector_lanes", lambda: 8)
+    rng = np.random.default_rng(43)
+    x = rng.standard_normal((3, 70, 9, 19), dtype=np.float32)  # 70 > one chunk of 64
+    g = rng.standard_normal((3, 9, 9, 19), dtype=np.float32)
+    x[1, 2, 3, 4], g[2, 5, 0, 0] = np.nan, np.inf
+    whole = np.asarray(convolution_grad_rhs(g, x, (9, 70, 3, 3), padding=PAD))
+    assert np.isnan(whole).any() and np.isinf(whole).any()
+    threads(1)
+    for k in range(9):  # one feature: the single-feature micro-kernel alone
+        alone = np.asarray(convolution_grad_rhs(g[:, k : k + 1], x, (1, 70, 3, 3), padding=PAD))
+        np.testing.assert_array_equal(alone[0], whole[k])  # (NaN == NaN here)
+        finite = ~np.isnan(whole[k])
+        np.testing.assert_array_equal(bits(alone[0])[finite], bits(whole[k])[finite])
+    assert len(taken) == 10
 
 
 @pytest.mark.skipif(8 not in _WIDTHS, reason="no AVX2 on this CPU")

@@ -13,6 +13,8 @@ reads back from memory.
 * ``wgrad3x3_blocked`` (the kernel gradient: a 3 x 3 output, a "kernel" as large as
   the image): a block of 3 output features x 9 taps of 16-lane sums in registers, run
   over the input features and the kernel's rows, the lanes added as a tree at the end.
+  With 8 lanes (AVX2, 16 registers) a block of 4 features x one tap row (12 sums) a
+  call, the row's three input vectors held and the cotangents streamed.
 
 The micro-kernels are LLVM IR written here (``numba.extending.intrinsic``): Numba's
 arrays cannot be kept in registers, and LLVM's vectoriser does not block loops this
@@ -209,7 +211,7 @@ def _hsum(builder, v):
     return builder.extract_element(v, ir.Constant(i32, 0))
 
 
-def _micro_wgrad(n_o, n_lanes=_LANES):
+def _micro_wgrad(n_o, n_lanes=_LANES, n_i=3):
     """The kernel gradient's micro-kernel for ``n_o`` output features and vectors of
     ``n_lanes`` (16, or 8 on AVX2: one feature's 9 sums then fill its registers), as an
     intrinsic
@@ -253,7 +255,9 @@ def _micro_wgrad(n_o, n_lanes=_LANES):
         mask = builder.icmp_unsigned("<", lane, tail)
         has_tail = builder.icmp_signed(">", n_tail, ir.Constant(intp, 0))
         zero = ir.Constant(vec, [0.0] * n_lanes)
-        accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(9)] for _ in range(n_o)]
+        accs = [
+            [cgutils.alloca_once_value(builder, zero) for _ in range(3 * n_i)] for _ in range(n_o)
+        ]
         lanes = ir.Constant(intp, n_lanes)
         with cgutils.for_range(builder, n_f) as lf:
             xf = builder.gep(xdata, [builder.add(x0, builder.mul(lf.index, x_f))])
@@ -263,11 +267,23 @@ def _micro_wgrad(n_o, n_lanes=_LANES):
                 gk = builder.gep(gf, [builder.mul(lk.index, g_row)])
 
                 def vector(col, load):
+                    if n_i == 1:  # (one row: its 3 inputs held, each cotangent streamed)
+                        xs = []
+                        for j in range(3):
+                            at = builder.gep(xk, [builder.add(col, ir.Constant(intp, j))])
+                            xs.append(load(builder.bitcast(at, vec.as_pointer())))
+                        for o in range(n_o):
+                            at = builder.add(col, builder.mul(ir.Constant(intp, o), g_o))
+                            gv = load(builder.bitcast(builder.gep(gk, [at]), vec.as_pointer()))
+                            for j in range(3):
+                                acc = builder.load(accs[o][j])
+                                builder.store(builder.call(fma, [gv, xs[j], acc]), accs[o][j])
+                        return
                     gs = []
                     for o in range(n_o):
                         at = builder.add(col, builder.mul(ir.Constant(intp, o), g_o))
                         gs.append(load(builder.bitcast(builder.gep(gk, [at]), vec.as_pointer())))
-                    for i in range(3):
+                    for i in range(n_i):
                         row = builder.add(col, builder.mul(ir.Constant(intp, i), x_row))
                         for j in range(3):
                             at = builder.add(row, ir.Constant(intp, j))
@@ -288,7 +304,7 @@ def _micro_wgrad(n_o, n_lanes=_LANES):
                         ),
                     )
         for o in range(n_o):
-            for t in range(9):
+            for t in range(3 * n_i):
                 ptr = builder.gep(odata, [builder.add(o0, ir.Constant(intp, o * 9 + t))])
                 total = builder.fadd(builder.load(ptr), _hsum(builder, builder.load(accs[o][t])))
                 builder.store(total, ptr)
@@ -299,12 +315,14 @@ def _micro_wgrad(n_o, n_lanes=_LANES):
     ):
         return sig, codegen
 
-    typer.__name__ = f"micro_wgrad_o{n_o}_v{n_lanes}"
+    typer.__name__ = f"micro_wgrad_o{n_o}_v{n_lanes}_i{n_i}"
     return intrinsic(typer)
 
 
 _W1, _W2, _W3 = _micro_wgrad(1), _micro_wgrad(2), _micro_wgrad(3)
 _V1 = _micro_wgrad(1, 8)  # (AVX2: 9 accumulators, a cotangent and an input vector)
+_RB = 4
+_R4 = _micro_wgrad(_RB, 8, 1)  # (AVX2: one kernel row i of 4 features: 12 accumulators)
 
 
 @kernel
@@ -372,6 +390,13 @@ def _wgrad3x3(xp, hp, row, g, g_o, g_f, g_row, n_f, n_kh, n_v, n_tail, f_chunk, 
                         _W2(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf,
                             n_kh, n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
                         o += 2
+                else:  # (4 features, one output row i a call: 7 loads per 12 fma, not 10 per 9)
+                    while o + _RB <= o_hi:
+                        for i in range(3):
+                            _R4(flat, x0 + i * row, plane, row, g, o * g_o + f0 * g_f, g_o,
+                                g_f, g_row, nf, n_kh, n_v, n_tail, out,
+                                (b * n_out + o) * 9 + 3 * i)  # fmt: skip
+                        o += _RB
                 while o < o_hi:
                     _WK1(flat, x0, plane, row, g, o * g_o + f0 * g_f, g_o, g_f, g_row, nf, n_kh,
                          n_v, n_tail, out, (b * n_out + o) * 9)  # fmt: skip
