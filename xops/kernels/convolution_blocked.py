@@ -118,14 +118,27 @@ def _micro(n_rows, n_lanes=_LANES, n_feat=_OB):
         )
         valid = builder.shuffle_vector(valid, valid, splat_mask)
         mask = builder.icmp_unsigned("<", lane, valid)
-        for f in range(n_feat):
-            base = builder.add(o0, builder.mul(ir.Constant(intp, f), o_f))
-            for r in range(n_rows):
-                at = builder.add(base, builder.mul(ir.Constant(intp, r), o_row))
-                ptr = builder.bitcast(builder.gep(odata, [at]), vec.as_pointer())
-                builder.call(
-                    masked_store, [builder.load(accs[f][r]), ptr, ir.Constant(i32, 4), mask]
-                )
+        full = builder.icmp_signed("==", n_valid, ir.Constant(intp, n_lanes))
+
+        def store(masked):
+            for f in range(n_feat):
+                base = builder.add(o0, builder.mul(ir.Constant(intp, f), o_f))
+                for r in range(n_rows):
+                    at = builder.add(base, builder.mul(ir.Constant(intp, r), o_row))
+                    ptr = builder.bitcast(builder.gep(odata, [at]), vec.as_pointer())
+                    acc = builder.load(accs[f][r])
+                    if masked:
+                        builder.call(masked_store, [acc, ptr, ir.Constant(i32, 4), mask])
+                    else:
+                        builder.store(acc, ptr, align=4)
+
+        # (whole vectors as plain stores: AVX2's masked store, vmaskmovps, is slow on
+        # AMD cores; on C = 3 inputs its 12 stores a call cost as much as the sums)
+        with builder.if_else(full) as (whole, partial):
+            with whole:
+                store(False)
+            with partial:
+                store(True)
         return context.get_dummy_value()
 
     def typer(typingctx, xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid):
