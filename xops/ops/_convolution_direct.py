@@ -38,10 +38,15 @@ from ._convolution_tables import _words, _words_ok
 # 117 / 67 at 8; three (CIFAR's RGB) lost: 1174 / 1416 at batch 64, so one only.
 _FEW_CHANNELS = 1
 # The kernel gradient's direct kernel sums in chunks of this many features (each
-# thread's slab of output features runs over one chunk's input rows, then the next).
-# On the mid layer 8, 16, 32 and 64 measured within 3% of each other (64 fastest on one
-# thread: 7.9 against 8.2 ms).
-_WGRAD_CHUNK = 64
+# thread's slab of output features runs over one chunk's input rows, then the next), by
+# vector lanes. 16 lanes: on the mid layer 8, 16, 32 and 64 measured within 3% of each
+# other (64 fastest on one thread: 7.9 against 8.2 ms; again in session 18: 4, 8 and 64
+# within 3% on the mid, CIFAR and digits layers). 8 lanes (a block of 4 features, one
+# kernel row a call: the three calls of a block re-read the chunk, in L1 when it is
+# small): 4 against 64, compiled for AVX2, kernel alone, medians of 12 x 5 calls, mid
+# layer one thread 7.45 -> 6.38 ms, two 4.34-5.47 -> 3.38-4.75 ms, CIFAR (3 x 32 x 9)
+# 0.71 -> 0.60 ms, digits 14 x 14 equal (0.72 ms).
+_WGRAD_CHUNK = {16: 64, 8: 4}
 # Work (multiply-adds) per unit handed to the serial/parallel dispatcher: parallel from
 # about 1M multiply-adds (config.PARALLEL_THRESHOLD units). Idle, the parallel variant
 # won at the digits' batch 32 and 64 (180 vs 205, 265 vs 368 us); under load (other
@@ -248,7 +253,7 @@ def _wgrad(lhs_c, w, a, batch, chan, n_out):
         lanes = _vector_lanes()
         KB.WGRAD3X3[lanes](
             units, xp, hp, wp, g, g_o, g_f, g_row, chan, kh, kw // lanes, kw % lanes,
-            _WGRAD_CHUNK, slabs, out.reshape(-1),
+            _WGRAD_CHUNK[lanes], slabs, out.reshape(-1),
         )  # fmt: skip
     return out
 
