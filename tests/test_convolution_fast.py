@@ -299,7 +299,7 @@ def test_without_avx_the_packings_run(taken, monkeypatch):
 def test_avx2_variants_through_vjp(taken, monkeypatch, shape):
     """With AVX2 only (8-lane vectors, 16 registers: 16-lane accumulators would spill)
     the forward and the input gradient take the 8-lane forward kernel (one input feature
-    the few-feature kernel: faster there with 8 lanes), the kernel gradient the 8-lane
+    too, since session 18), the kernel gradient the 8-lane
     kernel-gradient kernel (one feature's nine sums a call): a layer with rows of 8 + 6
     lanes, CIFAR's and the digits' first layers. The kernel
     gradient's lanes sum twice as many products each as with 16 lanes: within 4e-6 of
@@ -314,7 +314,7 @@ def test_avx2_variants_through_vjp(taken, monkeypatch, shape):
     dx, dw = pull(xo.tensor(g))
     _close(y, _forward64(x, w, PAD))
     _close(dw, _wgrad64(x, g, PAD), tol=4e-6)
-    kinds = ["wgrad"] if c == 1 else ["forward", "wgrad"]  # (one feature: few-feature kernel)
+    kinds = ["forward", "wgrad"]
     if c > 1:  # the input gradient: c output features (3 computed as a block of 8)
         _close(dx, _forward64(g, np.transpose(w, (1, 0, 2, 3))[:, :, ::-1, ::-1], PAD))
         kinds.append("forward")

@@ -9,9 +9,9 @@ of 8 padded with zero features, while that at most multiplies it by 8/3: CIFAR's
 gradient, 3 features, computes 8) and the kernel gradient (a 3 x 3
 output, the kernel as large as the image, thin first layers included), in 16-lane
 vectors on AVX-512 CPUs and 8-lane ones on AVX2 CPUs (``_cpu_lanes``: the features
-Numba compiles for); the forward for any number of input features with 16 lanes, more
-than one with 8. Measured against the packings around OpenBLAS and the few-feature
-kernel: see ``_blocked_fits``/``_wgrad_fits`` and docs/kernels.md.
+Numba compiles for); the forward for any number of input features. Measured against
+the packings around OpenBLAS and the few-feature kernel: see ``_blocked_fits``,
+``_wgrad_fits`` and docs/kernels.md.
 
 Otherwise, for one input feature and a kernel no wider than the output, a direct
 kernel for few input features (``xops.kernels.convolution_direct``, float32/float64:
@@ -137,21 +137,21 @@ def _vector_lanes():
 def _blocked_fits(a, work, chan, n_out):
     """Whether ``conv3x3_blocked`` (AVX-512) or ``conv3x3_blocked8`` (AVX2) takes the
     (stride 1, undilated, padded >= 0) call: float32, a 3 x 3 kernel, output rows that
-    fill at least 3/4 of their vectors and output features in blocks of ``_OB``; with
-    8 lanes, more than one input feature.
+    fill at least 3/4 of their vectors and output features in blocks of ``_OB``.
 
     Narrower rows measured slower than the packings (2-core AVX-512 EPYC, loaded,
     minima, packings / blocked, ms, batch 64, 64 -> 64 features: 7 x 7 3.3 / 4.8, 8 x 8
     5.1 / 5.8; 32 -> 64 at 5 x 5 1.6 / 1.8); the digits CNN's 14 x 14 layer faster
     (0.74 against 1.16 ms at batch 32). Its first layer of one grey feature: with 16
     lanes faster than the few-feature kernel (medians of 300, us, few-feature / blocked:
-    82 / 57 at batch 8, 149 / 89 at 32, 250 / 139 at 64), with 8 lanes slower (compiled
-    for AVX2, batch 32: 182-188 / 286-297, docs/kernels.md)."""
+    82 / 57 at batch 8, 149 / 89 at 32, 250 / 139 at 64), with 8 lanes too since its
+    whole vectors are stored unmasked (session 18; compiled for AVX2, medians of 15 x 10
+    calls, us: 28 x 28 batch 32 224 / 211, 64 312 / 255, 8 x 8 batch 32 94 / 64; slower
+    before, 182-188 / 286-297 at 28 x 28 batch 32, docs/kernels.md)."""
     lanes = _vector_lanes()
     return (
         work == np.float32
         and lanes > 0
-        and (lanes == 16 or chan > _FEW_CHANNELS)
         and tuple(a.k_spatial) == (3, 3)
         and _fills_vectors(a.out_spatial[1], lanes)
         and 3 * _padded_features(n_out) <= 8 * n_out
