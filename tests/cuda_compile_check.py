@@ -200,7 +200,7 @@ from xops.kernels.cuda import reduction as RD  # noqa: E402
 
 _dispatcher.get_current_device = lambda: _pytypes.SimpleNamespace(compute_capability=(8, 0))
 i64 = types.int64
-for dt in SI + UI + FL:
+for dt in SI + UI + FL + ["c8", "c16"]:
     for tm in L.TILES.values():
         check(f"gemm {tm}", L._gemm_source(np.dtype(dt), tm), (arr(dt),) * 3 + (i64,) * 10)
 for dt in ["u1", "u2", "u4", "u8"]:

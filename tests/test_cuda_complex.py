@@ -1,5 +1,6 @@
 """c64 and c128 elementwise ops on the device (xops/kernels/cuda: elementwise, complex,
-_complex_math), each compared with the CPU op.
+_complex_math), and dot_general's GEMM in complex arithmetic (linalg), each compared
+with the CPU op.
 
 Bit for bit: add, subtract, negate, real, imag, complex, compare EQ/NE, select and every
 convert (moves, or one rounding per part). Within a stated tolerance (NumPy's formulas,
@@ -294,3 +295,69 @@ def test_wide_functions_special_values(dt):
     z[3] = complex(0.0, -0.0)
     for op, part in ((xo.sign, z[:4]), (xo.rsqrt, z[2:4]), (xo.tanh, z[4:6]), (xo.logistic, z[6:])):
         _exact(op(cu(part)), op(xo.tensor(part)))
+
+
+# -- dot_general: the device GEMM in complex arithmetic ------------------------------------
+
+
+def _zmat(dt, shape):
+    v = _rng.standard_normal(shape) + 1j * _rng.standard_normal(shape)
+    return v.astype(np.complex64 if dt == "c64" else np.complex128)
+
+
+def _gemm_close(dev, ref, bound):
+    """Each part within ``bound`` (the sums' rounding: K products a part, each of two
+    terms, summed in the part type in some order on either side)."""
+    assert dev.device == "cuda:0" and ref.device == "cpu"
+    assert dev.dtype == ref.dtype and dev.shape == ref.shape, (dev, ref)
+    a, b = dev.numpy(), ref.numpy()
+    assert np.all(np.abs(a.real - b.real) <= bound) and np.all(np.abs(a.imag - b.imag) <= bound)
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_dot_general_batched_transposed_and_its_gradient(dt):
+    """Batched (2, 5, 9) x (2, 9, 3), and a product of transposed operands, against the
+    CPU (NumPy's complex matmul): within 2 (K + 2) eps sum |a||b| per part. The
+    gradients (xo.vjp on the device: the rule's dot_general and transposes run there)
+    likewise."""
+    a, b = _zmat(dt, (2, 5, 9)), _zmat(dt, (2, 9, 3))
+    eps = np.finfo(np.float32 if dt == "c64" else np.float64).eps
+    kw = dict(
+        lhs_batching_dimensions=[0],
+        rhs_batching_dimensions=[0],
+        lhs_contracting_dimensions=[2],
+        rhs_contracting_dimensions=[1],
+    )
+    bound = 2 * 11 * eps * np.einsum("bik,bkj->bij", np.abs(a), np.abs(b))
+    _gemm_close(
+        xo.dot_general(cu(a), cu(b), **kw), xo.dot_general(xo.tensor(a), xo.tensor(b), **kw), bound
+    )
+    at, bt = a[0].T.copy(), b[1].T.copy()  # (9, 5), (3, 9): a[0] @ b[1], both transposed
+    tkw = dict(lhs_contracting_dimensions=[0], rhs_contracting_dimensions=[1])
+    tb = 2 * 11 * eps * (np.abs(a[0]) @ np.abs(b[1]))
+    _gemm_close(
+        xo.dot_general(cu(at), cu(bt), **tkw),
+        xo.dot_general(xo.tensor(at), xo.tensor(bt), **tkw),
+        tb,
+    )
+
+    def f(x, y):
+        return xo.dot_general(x, y, **kw)
+
+    g = _zmat(dt, (2, 5, 3))
+    _, pull_dev = xo.vjp(f, cu(a), cu(b))
+    _, pull_cpu = xo.vjp(f, xo.tensor(a), xo.tensor(b))
+    (da, db), (ca, cb) = pull_dev(cu(g)), pull_cpu(xo.tensor(g))
+    _gemm_close(da, ca, 2 * 5 * eps * np.einsum("bij,bkj->bik", np.abs(g), np.abs(b)))
+    _gemm_close(db, cb, 2 * 7 * eps * np.einsum("bik,bij->bkj", np.abs(a), np.abs(g)))
+
+
+def test_dot_general_complex_preferred_element_type():
+    """c64 operands with a c128 result: each operand converted on the device first (one
+    exact widening), then the c128 GEMM, as the CPU."""
+    a, b = _zmat("c64", (4, 6)), _zmat("c64", (6, 5))
+    kw = dict(lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
+    dev = xo.dot_general(cu(a), cu(b), preferred_element_type="c128", **kw)
+    ref = xo.dot_general(xo.tensor(a), xo.tensor(b), preferred_element_type="c128", **kw)
+    bound = 2 * 8 * np.finfo(np.float64).eps * (np.abs(a).astype(np.float64) @ np.abs(b))
+    _gemm_close(dev, ref, bound)

@@ -17,7 +17,8 @@ tx + 16, ... : shared-memory reads are then conflict-free and the result's store
 coalesce. Every result element is summed by one thread in increasing k, so results are
 deterministic run to run. Integer results are bit-exact with the CPU (wraparound is
 order-free); float results differ from the CPU's by rounding order (accumulation in the
-result type; the GPU may fuse multiply-adds).
+result type; the GPU may fuse multiply-adds). Complex operands (c64, c128) run the same
+kernel in complex arithmetic (small tiles: their elements are 8 or 16 bytes).
 
 ``preferred_element_type`` (and bf16 / f16 operands) as on the CPU: each operand is first
 converted on the device to the result type (integers wrap, floats round once), then
@@ -57,6 +58,9 @@ _NAMES = (
     "preferred_element_type",
 )
 _DEFAULTS = ((), (), (), (), None, None)
+# complex operands run the same kernel in Numba's complex arithmetic (each product
+# a.re b.re - a.im b.im + i (a.re b.im + a.im b.re), summed in k order in the part type)
+_COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
 _cache = {}
 
 
@@ -238,14 +242,14 @@ def dot_general(lhs, rhs, *attributes, **named):
         *dims, out_dt = checked
     keep(op, **{k: list(v) for k, v in zip(_NAMES, dims)})  # (parsed, for the gradient)
     lb, rb, lc, rc = dims
-    ok = [t.np in _OK or is_narrow(t) for t in (x._dtype, out_dt)]
+    ok = [t.np in _OK or t.np in _COMPLEX or is_narrow(t) for t in (x._dtype, out_dt)]
     if not all(ok) or x._dtype.kind == "bool" or x._dtype.quantized:
         raise SpecError(
             op,
             "device",
             f"has no cuda kernel for {x._dtype.name} "
             f"operands with a {out_dt.name} result "
-            f"(si, ui, bf16, f16, f32, f64)",
+            f"(si, ui, bf16, f16, f32, f64, c64, c128)",
         )
     if x._dtype is not out_dt:  # each operand converted to the result type first
         x, y = convert(x, out_dt), convert(y, out_dt)
