@@ -26,6 +26,7 @@ def arr(dt):
 
 
 SI, UI, FL, B = ["i1", "i2", "i4", "i8"], ["u1", "u2", "u4", "u8"], ["f4", "f8"], ["?"]
+C = ["c8", "c16"]
 fails = []
 
 
@@ -180,6 +181,9 @@ for a_t, o_t in [(t, t) for t in SI + UI + FL + B] + [
     ("u4", "u8"),
     ("f4", "f8"),
     ("f8", "f4"),
+    ("c8", "c8"),
+    ("c16", "c16"),
+    ("c8", "c16"),
 ]:
     k = CV._direct(np.dtype(a_t), np.dtype(o_t))
     sig = (arr(a_t), arr(a_t), arr("i8")) + (types.int64,) * 11 + (arr(o_t),)
@@ -200,7 +204,7 @@ from xops.kernels.cuda import reduction as RD  # noqa: E402
 
 _dispatcher.get_current_device = lambda: _pytypes.SimpleNamespace(compute_capability=(8, 0))
 i64 = types.int64
-for dt in SI + UI + FL + ["c8", "c16"]:
+for dt in SI + UI + FL + C:
     for tm in L.TILES.values():
         check(f"gemm {tm}", L._gemm_source(np.dtype(dt), tm), (arr(dt),) * 3 + (i64,) * 10)
 for dt in ["u1", "u2", "u4", "u8"]:
@@ -211,7 +215,9 @@ for dt in ["u1", "u2", "u4", "u8"]:
 for dt in SI + UI + FL + B:
     check("fill", M._fill, (arr(dt), sc(dt)))
 for name, by_kind in RD._BODIES.items():
-    for kind, dts in (("bool", B), ("si", SI), ("ui", UI), ("float", FL)):
+    for kind, dts in (("bool", B), ("si", SI), ("ui", UI), ("float", FL), ("complex", C)):
+        if kind not in by_kind:
+            continue
         for dt in dts:
             nt, r = (RD.WIDE, 1) if dt in ("i1", "i4", "u2", "u8", "f4", "?") else (RD.NARROW, 2)
             tup = types.UniTuple(i64, r)

@@ -361,3 +361,39 @@ def test_dot_general_complex_preferred_element_type():
     ref = xo.dot_general(xo.tensor(a), xo.tensor(b), preferred_element_type="c128", **kw)
     bound = 2 * 8 * np.finfo(np.float64).eps * (np.abs(a).astype(np.float64) @ np.abs(b))
     _gemm_close(dev, ref, bound)
+
+
+# -- reduce: add and multiply bodies on complex --------------------------------------------
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_reduce_add_and_multiply(dt, monkeypatch):
+    """Sums (every dims choice, the split two-pass path too) and products on the device
+    against the CPU's (its generic pairwise tree): each part within the rounding-order
+    bound n eps sum|x| (products: 4 n eps |prod|, on factors near 1); the gradient of a
+    sum runs on the device; maximum / minimum bodies raise the device error."""
+    from xops.kernels.cuda import reduction as RD
+
+    x = _zmat(dt, (3, 4, 5))
+    eps = np.finfo(np.float32 if dt == "c64" else np.float64).eps
+    zero = np.zeros((), x.dtype)
+    for dims in ([0], [1, 2], [0, 1, 2]):
+        dev = xo.reduce(cu(x), cu(zero), dims, xo.add)
+        ref = xo.reduce(xo.tensor(x), xo.tensor(zero), dims, xo.add)
+        n = int(np.prod([x.shape[d] for d in dims]))
+        _gemm_close(dev, ref, (n + 1) * eps * np.abs(x).sum(axis=tuple(dims)))
+    monkeypatch.setattr(RD, "_SPLIT_CHUNK", 8)  # few results over many elements: two passes
+    monkeypatch.setattr(RD, "_FEW", 10**6)
+    dev = xo.reduce(cu(x), cu(zero), [0, 1, 2], xo.add)
+    ref = xo.reduce(xo.tensor(x), xo.tensor(zero), [0, 1, 2], xo.add)
+    _gemm_close(dev, ref, 61 * eps * np.abs(x).sum())
+    near1 = (1 + 0.1 * x).astype(x.dtype)
+    one = np.ones((), x.dtype)
+    dev = xo.reduce(cu(near1), cu(one), [2], xo.multiply)
+    ref = xo.reduce(xo.tensor(near1), xo.tensor(one), [2], xo.multiply)
+    _gemm_close(dev, ref, 4 * 6 * eps * np.abs(ref.numpy()))
+    g = xo.grad(lambda t: xo.real(xo.reduce(t, cu(zero), [0, 1, 2], xo.add)))(cu(x))
+    assert g.device == "cuda:0" and g.dtype == xo.tensor(x).dtype
+    np.testing.assert_array_equal(g.numpy(), np.ones_like(x))
+    with pytest.raises(xo.SpecError, match=r"reduce \(device\): has no cuda kernel for body"):
+        xo.reduce(cu(x), cu(zero), [0], xo.maximum)

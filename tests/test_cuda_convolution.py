@@ -343,3 +343,49 @@ def test_gradient_of_an_empty_cotangent_stays_on_the_device():
     gr = convolution_grad_rhs(g, cu(np.ones((2, 2, 1, 1), np.float32)), (3, 2, 2, 2))
     for t, shape in ((gl, (2, 2, 1, 1)), (gr, (3, 2, 2, 2))):
         assert t.device == "cuda:0" and t.shape == shape and not t.numpy().any()
+
+
+# -- complex: the same kernels in complex arithmetic ---------------------------------------
+
+
+def _complex(shape, dt):
+    v = _rng.standard_normal(shape) + 1j * _rng.standard_normal(shape)
+    return v.astype(dt)
+
+
+def _close_complex(dev, ref, x, w, **kw):
+    """Each part within 2 (2n) eps sum|x||w| (n products an output, each of two terms)."""
+    assert dev.device == "cuda:0" and dev.dtype == ref.dtype and dev.shape == ref.shape
+    kw = dict(kw, preferred_element_type=None)
+    mag = xo.convolution(xo.tensor(np.abs(x)), xo.tensor(np.abs(w)), **kw).numpy()
+    n = w.size // max(ref.shape[_feature_dim(kw, ref.ndim)], 1)
+    eps = np.finfo(ref.numpy().real.dtype).eps
+    d, r = dev.numpy(), ref.numpy()
+    for pd, pr in ((d.real, r.real), (d.imag, r.imag)):
+        assert (np.abs(pd.astype(np.float64) - pr) <= 4 * n * eps * mag).all()
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+@pytest.mark.parametrize("case", ["plain", "everything"])
+def test_complex_operands(case, dt, kernel):
+    x, w = _complex((2, 3, 6, 5), dt), _complex((4, 3, 3, 2), dt)
+    _close_complex(*_both(x, w, **CASES_2D[case]), x, w, **CASES_2D[case])
+
+
+def test_complex_gradients_and_preferred_element_type():
+    """Both cotangents of a c64 convolution (convolutions themselves) on the device
+    against the CPU's, and c64 operands with a c128 result (widened on the device
+    first, as the CPU does)."""
+    x, w = _complex((2, 2, 5, 5), np.complex64), _complex((3, 2, 3, 3), np.complex64)
+    g = _complex((2, 3, 5, 5), np.complex64)
+    kw = {"padding": [(1, 1), (1, 1)]}
+    (_, pull_dev), (_, pull_cpu) = (
+        xo.vjp(lambda a, b: xo.convolution(a, b, **kw), cu(x), cu(w)),
+        xo.vjp(lambda a, b: xo.convolution(a, b, **kw), xo.tensor(x), xo.tensor(w)),
+    )
+    for d, r in zip(pull_dev(cu(g)), pull_cpu(xo.tensor(g))):
+        assert d.device == "cuda:0" and d.dtype == r.dtype and d.shape == r.shape
+        np.testing.assert_allclose(d.numpy(), r.numpy(), rtol=1e-5, atol=1e-5)
+    dev, ref = _both(x, w, preferred_element_type="c128", **kw)
+    assert dev.dtype == ref.dtype == xo.complex128
+    np.testing.assert_allclose(dev.numpy(), ref.numpy(), rtol=1e-12, atol=1e-12)

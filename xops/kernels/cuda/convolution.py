@@ -24,7 +24,7 @@ touched on the host. The device then computes every attribute of the spec:
   features of the group), so a result is the same on every run; each thread writes only
   its own outputs: race-free, no atomics.
 
-Element types: i1, si8-64, ui8-64, f32, f64, with a result type of the same family
+Element types: i1, si8-64, ui8-64, f32, f64, c64, c128, with a result type of the same family
 (``preferred_element_type``). As on the CPU, each operand element is converted to the
 result's compute type before it is multiplied (f64 operands with an f32 result round
 first). Integer sums run in 64 bits (wrapping, as the CPU's int64 matmul) and wrap to the
@@ -35,8 +35,9 @@ only (``|dev - cpu| <= 2 * n * eps * sum |lhs| |rhs|`` with n the number of term
 bf16 and f16 run as on the CPU: operands converted to the result type first (a
 ``preferred_element_type`` of another type; :func:`.elementwise.convert`), a bf16 / f16
 result computed by the float32 kernel on the operands decoded to float32 (exact) and
-rounded once (:mod:`.narrow`). Other narrow floats and complex raise the seam's "no cuda
-kernel" SpecError.
+rounded once (:mod:`.narrow`). Complex (c64, c128; session 18) runs the same kernels in
+Numba's complex arithmetic, summed in the result type in the same order. Other narrow
+floats raise the seam's "no cuda kernel" SpecError.
 """
 
 import math
@@ -69,7 +70,7 @@ _SPLIT_MIN_WORK = 512
 # sums take little device time unsplit, while a split costs a fold launch and a buffer,
 # host time that small convolutions (a training step's) are bound by
 _SPLIT_MIN_SUM = 8192
-_OK = frozenset(np.dtype(t) for t in "? i1 i2 i4 i8 u1 u2 u4 u8 f4 f8".split())
+_OK = frozenset(np.dtype(t) for t in "? i1 i2 i4 i8 u1 u2 u4 u8 f4 f8 c8 c16".split())
 
 _cache = {}
 
@@ -77,8 +78,8 @@ _cache = {}
 def _accumulator(in_np, out_np):
     """The type each operand element is converted to and summed in: the result's own
     float type; 64-bit integers of the operands' signedness (wrapping; an i1 sum counts
-    the true products)."""
-    if out_np.kind == "f":
+    the true products); complex results their own complex type."""
+    if out_np.kind in "fc":
         return out_np
     return np.dtype(np.uint64) if in_np.kind == "u" else np.dtype(np.int64)
 
@@ -308,7 +309,7 @@ def convolution(op, lhs, rhs, *attributes):
             op,
             "device",
             f"has no cuda kernel for {in_dt.name} operands with a {out_dt.name} result "
-            f"(i1, si8-64, ui8-64, f32, f64)",
+            f"(i1, si8-64, ui8-64, f32, f64, c64, c128)",
         )
     n_sp = len(a.in_spatial)
     if n_sp > MAX_SPATIAL:

@@ -15,8 +15,10 @@ the element type); maximum and minimum are exact. bf16, f16 and f8 inputs are re
 the CPU reduces them: decoded to float32 (exact), folded in float32 with the init value in
 float32, the result rounded once (:mod:`.narrow`); maximum and minimum are bit-exact, sums
 and products within the float32 rounding-order difference before that one rounding.
-Other bodies, f8E8M0FNU and the other sub-byte floats, and several inputs, raise the
-seam's "no cuda kernel" error.
+c64 and c128 take add (from -0 - 0i) and multiply bodies (session 18): complex sums and
+products in the element type, within the rounding-order difference of the CPU's pairwise
+tree. Other bodies (complex maximum / minimum too), f8E8M0FNU and the other sub-byte
+floats, and several inputs, raise the seam's "no cuda kernel" error.
 """
 
 import math
@@ -39,6 +41,7 @@ WIDE, NARROW = 256, 32  # threads per block (powers of two: the tree halves them
 _SPLIT_CHUNK = 4096  # elements per block of the first pass when results are few
 _FEW = 2 * 132  # "few results": under two blocks per SM of an H200
 _cache = {}
+_COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
 def _kernel(fn, np_dtype, nt):
@@ -117,8 +120,8 @@ def _merge(shape, strides):
 
 
 _BODIES = {
-    "add": {"bool": _or, "si": _add, "ui": _add, "float": _add},
-    "multiply": {"bool": _and, "si": _mul, "ui": _mul, "float": _mul},
+    "add": {"bool": _or, "si": _add, "ui": _add, "float": _add, "complex": _add},
+    "multiply": {"bool": _and, "si": _mul, "ui": _mul, "float": _mul, "complex": _mul},
     "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax},
     "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin},
 }
@@ -140,6 +143,8 @@ def _identity_of(name, np_dtype):
     if np_dtype.kind == "b":
         return t(name in ("minimum", "multiply"))
     if name == "add":
+        if np_dtype.kind == "c":
+            return t(complex(-0.0, -0.0))
         return t(-0.0) if np_dtype.kind == "f" else t(0)
     if name == "multiply":
         return t(1)
@@ -156,13 +161,15 @@ def reduce(inputs, init_values, dimensions, body):
     x, init_t = xs[0], inits[0]
     dt = x._dtype
     fn = _BODIES.get(name, {}).get(dt.kind)
-    if fn is None or (dt.np not in _OK and not is_narrow(dt)) or len(xs) != 1:
+    ok = dt.np in _OK or dt.np in _COMPLEX or is_narrow(dt)
+    if fn is None or not ok or len(xs) != 1:
         raise SpecError(
             "reduce",
             "device",
             f"has no cuda kernel for body {name or body!r} "
             f"on {len(xs)} input(s) of element type {dt.name} (one input; add, multiply, "
-            f"maximum and minimum bodies of i1, si, ui, bf16, f16, f8, f32, f64)",
+            f"maximum and minimum bodies of i1, si, ui, bf16, f16, f8, f32, f64; add and "
+            f"multiply of c64, c128)",
         )
     if is_narrow(dt):  # in float32 (exact), the init value too, rounded once (the CPU's)
         return encode(reduce([to_f32(x)], [to_f32(init_t)], dims, body), dt)
