@@ -141,7 +141,7 @@ class _CC80:
 
 
 _cuda_dispatcher.get_current_device = lambda: _CC80
-by_kind = {"bool": B, "si": ["i1", "i8"], "ui": ["u1", "u4", "u8"], "float": FL}
+by_kind = {"bool": B, "si": ["i1", "i8"], "ui": ["u1", "u4", "u8"], "float": FL, "complex": C}
 for body, kinds in W._COMBINE.items():
     for kind, fn in kinds.items():
         k = W.reduce_window_kernel(fn)

@@ -397,3 +397,45 @@ def test_reduce_add_and_multiply(dt, monkeypatch):
     np.testing.assert_array_equal(g.numpy(), np.ones_like(x))
     with pytest.raises(xo.SpecError, match=r"reduce \(device\): has no cuda kernel for body"):
         xo.reduce(cu(x), cu(zero), [0], xo.maximum)
+
+
+# -- reduce_window: add and multiply bodies on complex -------------------------------------
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_reduce_window_add_and_multiply(dt):
+    """Window sums (padding with the init value, strides, base and window dilations) on
+    the device bit for bit as the CPU's (both fold each window in row-major order from
+    the init value, a part's sum in plain float adds: nothing to contract); products
+    within 4 n eps |prod| per part (the parts' multiply-adds may be fused); a sum pool's
+    gradient runs on the device; maximum raises the device error."""
+    x = _zmat(dt, (2, 5, 6))
+    eps = np.finfo(np.float32 if dt == "c64" else np.float64).eps
+    zero, one = np.zeros((), x.dtype), np.ones((), x.dtype)
+    kw = dict(
+        window_dimensions=[1, 2, 3],
+        window_strides=[1, 2, 1],
+        base_dilations=[1, 1, 2],
+        window_dilations=[1, 2, 1],
+        padding=[(0, 0), (1, 1), (2, 0)],
+    )
+    dev = xo.reduce_window(cu(x), cu(zero), body=xo.add, **kw)
+    ref = xo.reduce_window(xo.tensor(x), xo.tensor(zero), body=xo.add, **kw)
+    _exact(dev, ref)
+    near1 = (1 + 0.1 * x).astype(x.dtype)
+    dev = xo.reduce_window(cu(near1), cu(one), body=xo.multiply, **kw)
+    ref = xo.reduce_window(xo.tensor(near1), xo.tensor(one), body=xo.multiply, **kw)
+    _gemm_close(dev, ref, 4 * 6 * eps * np.abs(ref.numpy()))
+    pool = dict(window_dimensions=[1, 2, 2], window_strides=[1, 2, 2])
+
+    def f(t):
+        s = xo.reduce_window(t, cu(zero), body=xo.add, **pool)
+        return xo.real(xo.reduce(s, cu(zero), [0, 1, 2], xo.add))
+
+    g = xo.grad(f)(cu(x))
+    assert g.device == "cuda:0"
+    want = np.zeros(x.shape, x.dtype)
+    want[:, :4, :6] = 1
+    np.testing.assert_array_equal(g.numpy(), want)
+    with pytest.raises(xo.SpecError, match=r"reduce_window \(device\): has no cuda kernel"):
+        xo.reduce_window(cu(x), cu(zero), body=xo.maximum, **pool)

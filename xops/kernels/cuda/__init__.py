@@ -138,11 +138,13 @@ GPU_VERIFIED = frozenset(OPS)
 # after its last GPU run: the one-launch batch norm kernels, the max-pool gradient's
 # fused NaN mask (select_and_scatter's rule), convolution's split threshold and complex
 # maximum / minimum / clamp; session 15: complex cbrt (c64, c128) and atan2 (c64);
-# session 18: complex dot_general, convolution and reduce (add, multiply) on c64 / c128.
+# session 18: complex dot_general, convolution, reduce and reduce_window (add, multiply)
+# on c64 / c128.
 SIMULATOR_SINCE = frozenset(
     {
         "dot_general",
         "reduce",
+        "reduce_window",
         "batch_norm_training",
         "batch_norm_grad",
         "select_and_scatter",

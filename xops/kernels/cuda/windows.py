@@ -35,7 +35,9 @@ minimum are and, as on the CPU), select ``compare(a, b, DIR)`` with DIR one of G
 LE, LT, EQ, NE. Element types: i1, si8-64, ui8-64, f32, f64, and bf16 / f16 / f8 as the
 CPU computes them: decoded to float32 (exact; the init value too), the float32 kernel, each
 result rounded once (:mod:`.narrow`). The CPU's kernels fold narrow types in float32 in the
-same order and round once, so these results are bit-identical too. Anything else (other
+same order and round once, so these results are bit-identical too. c64 / c128 (session
+18): reduce_window with add and multiply bodies, complex arithmetic in the same order
+(compared with the CPU within rounding: see tests/test_cuda_complex.py). Anything else (other
 bodies, variadic inputs, other types) raises ``SpecError(op, "device", ...)`` naming it.
 """
 
@@ -76,8 +78,8 @@ MAX_RANK = 8  # dimensions left after merging (the size of the threads' local ar
 
 # body name -> element kind -> device function of (accumulator, value)
 _COMBINE = {
-    "add": {"bool": _or, "si": _add, "ui": _add, "float": _add},
-    "multiply": {"bool": _and, "si": _mul, "ui": _mul, "float": _mul},
+    "add": {"bool": _or, "si": _add, "ui": _add, "float": _add, "complex": _add},
+    "multiply": {"bool": _and, "si": _mul, "ui": _mul, "float": _mul, "complex": _mul},
     "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax},
     "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin},
     "and": {"bool": _and, "si": _and, "ui": _and},
@@ -311,7 +313,8 @@ def _no_kernel(op, what, dt):
         op,
         "device",
         f"has no cuda kernel for {what} on element type {dt.name} (add, multiply, "
-        f"maximum, minimum bodies; and, or for integers and i1)",
+        f"maximum, minimum bodies; and, or for integers and i1; add, multiply for "
+        f"complex reduce_window)",
     )
 
 
@@ -346,7 +349,8 @@ def reduce_window(*args, **kwargs):
         _combine_for(op, a["body"], dt)
         a["inputs"], a["init_values"] = [to_f32(x)], [to_f32(init)]
         return encode(reduce_window(**a), dt)
-    _supported(op, x)
+    if dt.kind != "complex":  # (c64 / c128: add and multiply bodies, _COMBINE)
+        _supported(op, x)
     fn = _combine_for(op, a["body"], dt)
     wd, ws, bd, wdl, pad = window
     key = (op, x.shape, *map(tuple, window[:4]), *map(tuple, pad))
