@@ -232,8 +232,9 @@ def _micro_wgrad(n_o, n_lanes=_LANES, n_i=3):
 
     ``out[o0 + o*9 + i*3 + j] += sum over f < n_f, kh < n_kh, c < 16*n_v + n_tail of
     g[g0 + o*g_o + f*g_f + kh*g_row + c] * xp[x0 + f*x_f + (kh + i)*x_row + j + c]``
-    for o < n_o, i, j < 3 (the row's width 16*n_v + n_tail with 16 lanes, n_lanes*n_v +
-    n_tail in general): per (o, i, j) lane sums (fused multiply-adds in order of
+    for o < n_o, i < ``n_i`` (3, or 1: the caller then shifts x0 by i*x_row and o0 by
+    3*i to get row i), j < 3 (the row's width 16*n_v + n_tail with 16 lanes,
+    n_lanes*n_v + n_tail in general): per (o, i, j) lane sums (fused multiply-adds in order of
     f, kh, then the row's vectors, its last ``n_tail`` < n_lanes columns a vector of their
     own, the other lanes of both operands loaded as +0: no word past the row is
     read, and a lane's sum, +0 from the start, stays as it is), added as a tree at the
