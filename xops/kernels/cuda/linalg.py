@@ -58,9 +58,6 @@ _NAMES = (
     "preferred_element_type",
 )
 _DEFAULTS = ((), (), (), (), None, None)
-# complex operands run the same kernel in Numba's complex arithmetic (each product
-# a.re b.re - a.im b.im + i (a.re b.im + a.im b.re), summed in k order in the part type)
-_COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
 _cache = {}
 
 
@@ -242,7 +239,8 @@ def dot_general(lhs, rhs, *attributes, **named):
         *dims, out_dt = checked
     keep(op, **{k: list(v) for k, v in zip(_NAMES, dims)})  # (parsed, for the gradient)
     lb, rb, lc, rc = dims
-    ok = [t.np in _OK or t.np in _COMPLEX or is_narrow(t) for t in (x._dtype, out_dt)]
+    # (complex: the same kernel in Numba's complex arithmetic, summed in k order)
+    ok = [t.np in _OK or t.kind == "complex" or is_narrow(t) for t in (x._dtype, out_dt)]
     if not all(ok) or x._dtype.kind == "bool" or x._dtype.quantized:
         raise SpecError(
             op,
