@@ -282,7 +282,7 @@ def use_device(kind):
     devices_in_use = True
     for f in [d.fn for d in _DEFS] + list(_CORES.values()):
         if hasattr(f, "_fast"):
-            f._fast = None
+            f._fast = f._fast_grad = None
     for hook in _device_hooks:
         hook()
 

@@ -217,7 +217,11 @@ def primitive(name, **declaration):
     returns the result for argument signatures it has validated (no argument requires a
     gradient or is quantized, element types and shapes the op accepts, computed exactly
     as the op's body would), and None for everything else, which then takes the full
-    path below: every check, every error message unchanged.
+    path below: every check, every error message unchanged. ``op._fast_grad`` (optional,
+    tried only where ``op._fast`` is set) is the same path for calls in which an argument
+    requires a gradient: it returns ``(result, kept)`` (``kept``: the attributes the op's
+    body would :func:`keep`, or None) or None, and the call is recorded as the full path
+    records it (or not at all inside ``no_grad`` and gradient rules).
     """
 
     def decorate(fn):
@@ -230,6 +234,12 @@ def primitive(name, **declaration):
                 out = fast(args)
                 if out is not None:
                     return out
+                fast = op._fast_grad  # (an argument may require a gradient)
+                done = fast(args) if fast is not None else None
+                if done is not None:
+                    if not _mode.enabled:
+                        return done[0]
+                    return _record(name, op._vjp, bind(args, kwargs, done[1]), done[0])
             impl = fn
             if _registry.devices_in_use:  # a tensor lives off the CPU: that device's kernel
                 impl = _registry.kernel(op, args, kwargs)
@@ -255,6 +265,7 @@ def primitive(name, **declaration):
 
         op._vjp = None
         op._fast = None
+        op._fast_grad = None
         op.op_name = name
         op.kernels = {"cpu": fn}  # device kind -> implementation (the device seam)
         _registry.register(name, op, primitive=True, **declaration)  # see xops.registry

@@ -7,6 +7,7 @@ they take the element type of the op's first tensor operand (as in JAX), so
 
 import contextvars
 import inspect
+import math
 import numbers
 
 import numpy as np
@@ -425,7 +426,8 @@ def _fast_scalar(s, dt):
         if dt.kind != "float":
             return None
         # (not >: NaN passes too; |s| <= 3e38 cannot overflow float32 when converted)
-        return None if abs(s) > 3.0e38 else np.array(s, dt.np)
+        # (infinities are exact in every float type: -inf, a max's init value, passes)
+        return None if 3.0e38 < abs(s) < math.inf else np.array(s, dt.np)
     if ts is int:
         lim = _FAST_INT.get(dt.kind)
         if lim is None or not (-lim <= s <= lim) or (s < 0 and dt.kind == "ui"):
@@ -447,7 +449,9 @@ def fast_binary(op, ufunc, kinds):
     one dict lookup, an identity test of the two types and a shape comparison. Integer
     ufuncs on arrays raise no floating-point warnings, so only float/complex calls pay
     for the quiet error state. Large operands go through :func:`binary_map` (two pieces, or
-    a broadcast operand row by row)."""
+    a broadcast operand row by row). ``op._fast_grad`` takes the same calls where an
+    operand requires a gradient (the op's rule reads the operands as given: nothing
+    kept)."""
     types = [d for d in all_dtypes() if d.kind in kinds and d.compute == d.np]
     # type id -> whether it computes in floating point (then runs in the quiet error state)
     table = {id(d): d.kind in ("float", "complex") for d in types}
@@ -455,7 +459,7 @@ def fast_binary(op, ufunc, kinds):
     # (closure cells: no global lookups on the path)
     tensor, ndarray, new, quiet_run = Tensor, np.ndarray, _new_tensor, _quiet_run
 
-    def fast(args):
+    def fast(args, grad=False):
         try:
             x, y = args
         except ValueError:
@@ -463,10 +467,10 @@ def fast_binary(op, ufunc, kinds):
         if type(x) is tensor:
             dt = x._dtype
             quiet = lookup(id(dt))
-            if quiet is None or x.requires_grad:
+            if quiet is None or (x.requires_grad and not grad):
                 return None
             if type(y) is tensor:
-                if y._dtype is not dt or y.requires_grad:
+                if y._dtype is not dt or (y.requires_grad and not grad):
                     return None
                 a, b = x._value, y._value
                 if a.shape != b.shape:
@@ -479,7 +483,7 @@ def fast_binary(op, ufunc, kinds):
         elif type(y) is tensor:
             dt = y._dtype
             quiet = lookup(id(dt))
-            if quiet is None or y.requires_grad:
+            if quiet is None or (y.requires_grad and not grad):
                 return None
             a, b = _fast_scalar(x, dt), y._value
             if a is None:
@@ -508,7 +512,12 @@ def fast_binary(op, ufunc, kinds):
         t._node = None
         return t
 
+    def fast_grad(args):  # (the same calls with gradients: recorded as the full path)
+        out = fast(args, True)
+        return None if out is None else (out, None)
+
     op._fast = fast
+    op._fast_grad = fast_grad
     return fast
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from ..autodiff.helpers import needs as _needs, sum as _sum
 from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype, from_compute
-from ..limits import check_nbytes
+from ..limits import check_nbytes, config as _config
 from ..registry import op as _op  # ops of the families above this one, by name
 from ..tensor import Tensor, _default_dtype, _wrap, typestr
 from ._core import SpecError, as_tensor, attr_int, attr_ints, check, operands, tstr
@@ -382,6 +382,67 @@ def _broadcast_in_dim_vjp(g, out, operand, broadcast_dimensions, shape):
     if g.shape != x.shape:
         g = reshape(g, x.shape)
     return (g,)
+
+
+# broadcast_in_dim's dispatch fast path (xops.autodiff.tape.primitive): signatures that
+# passed the checks once -> how the view is made. A signature is what the checks read:
+# the operand's shape and element type, broadcast_dimensions, shape and the size limit.
+_SIGNATURES = {}
+_SIGNATURES_MAX = 4096
+
+
+def _fast_broadcast_in_dim(args, grad=False):
+    """``broadcast_in_dim(x, dims, shape)`` for a CPU Tensor x of a type that is not
+    quantized (no gradient unless ``grad``), lists or tuples of Python ints, and a
+    validated signature: the body's stride-0 view without re-checking; None for anything
+    else (the full path runs every check). A new signature is checked by the op's body
+    itself (its errors unchanged) before it is remembered."""
+    if len(args) != 3:
+        return None
+    x, bd, shape = args
+    if type(x) is not Tensor or (x.requires_grad and not grad):
+        return None
+    if type(bd) not in (list, tuple) or type(shape) not in (list, tuple):
+        return None
+    dt, v = x._dtype, x._value
+    if dt.quantized or type(v) is not np.ndarray:
+        return None
+    for d in bd:  # (True == 1: the key alone would not tell them apart)
+        if type(d) is not int:
+            return None
+    for d in shape:
+        if type(d) is not int:
+            return None
+    key = (id(dt), v.shape, tuple(bd), tuple(shape), _config._max_bytes)
+    plan = _SIGNATURES.get(key)
+    if plan is None:
+        broadcast_in_dim.__wrapped__(x, bd, shape)  # (raises as the full path would)
+        order = sorted(range(v.ndim), key=lambda k: bd[k])
+        view = [1] * len(shape)
+        for k in order:
+            view[bd[k]] = v.shape[k]
+        same = order == list(range(v.ndim))
+        plan = (None if same else order, tuple(view), tuple(shape))
+        if len(_SIGNATURES) >= _SIGNATURES_MAX:
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = plan
+    order, view, dims = plan
+    if order is not None:
+        v = v.transpose(order)
+    return _wrap(np.broadcast_to(v.reshape(view), dims), dt)
+
+
+def _fast_broadcast_in_dim_grad(args):
+    """``_fast_broadcast_in_dim`` where the operand requires a gradient: (result, the
+    attributes the full path keeps for the rule) or None."""
+    out = _fast_broadcast_in_dim(args, True)
+    if out is None:
+        return None
+    return out, {"broadcast_dimensions": list(args[1]), "shape": list(args[2])}
+
+
+broadcast_in_dim._fast = _fast_broadcast_in_dim
+broadcast_in_dim._fast_grad = _fast_broadcast_in_dim_grad
 
 
 @primitive("broadcast", quantized="storage", quantized_params=("operand",), spec="xla")

@@ -414,20 +414,20 @@ _FAST_TYPES = set()  # ids of the registered element types the kernels take as h
 _BODY_OPS = {}  # the xops op functions that are recognised bodies -> their names
 
 
-def _fast_reduce(args):
-    """``reduce(x, init, dims, body)`` for one plain CPU Tensor x (no gradient, an
-    element type held as computed), a recognised body and a validated signature: the
-    same kernels as the full path without re-checking; None for anything else (the full
-    path then runs every check). A new signature is checked here by reduce_checks
-    itself (its errors unchanged) before it is remembered."""
+def _fast_reduce(args, grad=False):
+    """``reduce(x, init, dims, body)`` for one plain CPU Tensor x (no gradient unless
+    ``grad``, an element type held as computed), a recognised body and a validated
+    signature: the same kernels as the full path without re-checking; None for anything
+    else (the full path then runs every check). A new signature is checked here by
+    reduce_checks itself (its errors unchanged) before it is remembered."""
     if len(args) != 4:
         return None
     x, init, dims, body = args
-    if type(x) is not Tensor or x.requires_grad or type(dims) not in (list, tuple):
+    if type(x) is not Tensor or type(dims) not in (list, tuple) or (x.requires_grad and not grad):
         return None
     dt = x._dtype
     if type(init) is Tensor:
-        if init._dtype is not dt or init.requires_grad:
+        if init._dtype is not dt or (init.requires_grad and not grad):
             return None
         iv = init._value
         ikind = iv.shape if type(iv) is np.ndarray else None
@@ -475,7 +475,15 @@ def _fast_setup():
     _BODY_OPS.update({fn: binary_op_name(fn) for fn in ops})
 
 
+def _fast_reduce_grad(args):
+    """``_fast_reduce`` where an operand requires a gradient: (result, the dimensions
+    the full path keeps for the rule, a list of ints) or None."""
+    out = _fast_reduce(args, True)
+    return None if out is None else (out, {"dimensions": list(args[2])})
+
+
 reduce._fast = _fast_reduce
+reduce._fast_grad = _fast_reduce_grad
 
 
 @reduce.defvjp

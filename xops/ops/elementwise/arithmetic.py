@@ -437,6 +437,49 @@ maximum = _extremum("maximum", K.float_maximum, np.maximum, np.logical_or, "+0 >
 minimum = _extremum("minimum", K.float_minimum, np.minimum, np.logical_and, "-0 < +0", " 1., -0.")
 
 
+def _extremum_fast(op, kernel):
+    """Give maximum / minimum (``op``) the dispatch fast path (xops.autodiff.tape
+    .primitive) of the calls their body answers with the float ``kernel`` without a
+    conversion: f32 / f64 CPU Tensors, the second operand a Tensor of the first one's
+    type and shape or a weak Python scalar exactly representable in it (a relu's
+    ``xo.maximum(h, 0.0)``). ``op._fast_grad`` takes the same calls where an operand
+    requires a gradient (the rule reads the operands as given). Anything else returns
+    None: the full path, every check."""
+    types = {id(as_dtype("f32")), id(as_dtype("f64"))}
+
+    def fast(args, grad=False):
+        if len(args) != 2:
+            return None
+        x, y = args
+        if type(x) is not Tensor or id(x._dtype) not in types or (x.requires_grad and not grad):
+            return None
+        dt, v = x._dtype, x._value
+        if type(v) is not np.ndarray:
+            return None
+        if type(y) is Tensor:
+            w = y._value
+            if y._dtype is not dt or (y.requires_grad and not grad):
+                return None
+            if type(w) is not np.ndarray or w.shape != v.shape:
+                return None
+        else:
+            s = _fast_scalar(y, dt)
+            if s is None:
+                return None
+            y = _wrap(s, dt)
+        return _float_kernel2(kernel, x, y)
+
+    def fast_grad(args):
+        out = fast(args, True)
+        return None if out is None else (out, None)
+
+    op._fast, op._fast_grad = fast, fast_grad
+
+
+_extremum_fast(maximum, K.float_maximum)
+_extremum_fast(minimum, K.float_minimum)
+
+
 @primitive("complex", elementwise=True)
 def complex(lhs, rhs):
     """stablehlo.complex: a complex value from real (lhs) and imaginary (rhs) parts;
