@@ -170,7 +170,9 @@ def test_other_attributes_fall_through(kw):
 
 def test_default_routes_one_input_feature(monkeypatch):
     """Out of the box the few-feature kernel takes one input feature (the digits' first
-    layer) and leaves three (RGB: the packings measured faster) to the packings."""
+    layer) and leaves three (RGB: the packings measured faster) to the packings (calls
+    larger than ``_SMALL_MACS``: smaller ones take the blocked kernels)."""
+    monkeypatch.setattr(D, "_SMALL_MACS", 0)
     taken = []
     real = D._few_channels
     monkeypatch.setattr(D, "_few_channels", lambda *args: taken.append(args[5]) or real(*args))

@@ -43,13 +43,13 @@ def taken(monkeypatch):
     calls = []
     forward, wgrad = D._blocked, D._wgrad
 
-    def spied_forward(lhs_c, w, a, batch, chan, n_out):
-        calls.append(("forward", batch, chan, n_out))
-        return forward(lhs_c, w, a, batch, chan, n_out)
+    def spied_forward(lhs_c, w, a, batch, chan, n_out, serial=False):
+        calls.append(("forward", batch, chan, n_out) + (("serial",) if serial else ()))
+        return forward(lhs_c, w, a, batch, chan, n_out, serial)
 
-    def spied_wgrad(lhs_c, w, a, batch, chan, n_out):
-        calls.append(("wgrad", batch, chan, n_out))
-        return wgrad(lhs_c, w, a, batch, chan, n_out)
+    def spied_wgrad(lhs_c, w, a, batch, chan, n_out, serial=False):
+        calls.append(("wgrad", batch, chan, n_out) + (("serial",) if serial else ()))
+        return wgrad(lhs_c, w, a, batch, chan, n_out, serial)
 
     monkeypatch.setattr(D, "_blocked", spied_forward)
     monkeypatch.setattr(D, "_wgrad", spied_wgrad)
@@ -164,11 +164,11 @@ def test_wgrad_matches_float64(taken, n_out, width):
 
 @avx512
 @pytest.mark.parametrize("width", [14, 28])
-def test_wgrad_masked_lanes_read_nothing_past_a_row(taken, width):
+def test_wgrad_masked_lanes_read_nothing_past_a_row(taken, monkeypatch, width):
     """A row's last, partial vector: an infinite input in the last column and a NaN
     in the padding-adjacent first one reach only the taps whose windows hold them (the
     masked lanes add +0, never 0 * inf), as in the float64 sums; a row of 11 of 16
-    lanes is too short and takes the packings."""
+    lanes is too short and takes the packings (but in a small call: on one thread)."""
     rng = np.random.default_rng(width)
     x = rng.standard_normal((4, 16, 6, width), dtype=np.float32)
     g = rng.standard_normal((4, 32, 6, width), dtype=np.float32)
@@ -183,9 +183,12 @@ def test_wgrad_masked_lanes_read_nothing_past_a_row(taken, width):
     assert taken == [("wgrad", 16, 4, 32)]
     taken.clear()
     narrow = rng.standard_normal((4, 16, 6, 11), dtype=np.float32)
-    _close(convolution_grad_rhs(g[..., :11], narrow, (32, 16, 3, 3), padding=PAD),
-           _wgrad64(narrow, g[..., :11], PAD))  # fmt: skip
-    assert taken == []
+    for small, want in ((D._SMALL_MACS, [("wgrad", 16, 4, 32, "serial")]), (0, [])):
+        monkeypatch.setattr(D, "_SMALL_MACS", small)
+        _close(convolution_grad_rhs(g[..., :11], narrow, (32, 16, 3, 3), padding=PAD),
+               _wgrad64(narrow, g[..., :11], PAD))  # fmt: skip
+        assert taken == want
+        taken.clear()
 
 
 @avx512
@@ -253,7 +256,8 @@ def test_threads_and_variants_give_the_same_bits(taken, threads, monkeypatch):
         (np.float32, 8, 3, {"lhs_dilation": [2, 1]}),
     ],
 )
-def test_other_shapes_fall_through(taken, dtype, n_out, kernel, attrs):
+def test_other_shapes_fall_through(taken, monkeypatch, dtype, n_out, kernel, attrs):
+    monkeypatch.setattr(D, "_SMALL_MACS", 0)  # (narrow rows of small calls: see below)
     rng = np.random.default_rng(17)
     attrs = {"padding": PAD, **attrs}
     x = rng.standard_normal((2, 4, 11, attrs.pop("width", 16))).astype(dtype)
@@ -362,8 +366,10 @@ def test_avx2_wgrad_blocks_and_single_features_give_the_same_bits(taken, monkeyp
 
 @pytest.mark.skipif(8 not in _WIDTHS, reason="no AVX2 on this CPU")
 def test_avx2_rows_that_fill_too_little_of_a_vector_fall_through(taken, monkeypatch):
-    """8-lane rows: 6 lanes (3/4 of a vector) are blocked, 5 are not."""
+    """8-lane rows: 6 lanes (3/4 of a vector) are blocked, 5 are not (but in small
+    calls, below)."""
     monkeypatch.setattr(D, "_vector_lanes", lambda: 8)
+    monkeypatch.setattr(D, "_SMALL_MACS", 0)
     rng = np.random.default_rng(37)
     x = rng.standard_normal((2, 16, 6, 6), dtype=np.float32)
     w = rng.standard_normal((16, 16, 3, 3), dtype=np.float32)
@@ -410,3 +416,54 @@ def test_lanes_follow_numba_target_features(monkeypatch):
         monkeypatch.undo()
         D._cpu_lanes.cache_clear()
     assert D._cpu_lanes() in (0, 8, 16)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (32, 16, 4, 4, 32),  # the main job's second layer: rows of 4 lanes
+        (32, 1, 8, 8, 16),  # its first layer: 8 of 16 lanes
+        (3, 5, 2, 3, 8),  # 3 lanes
+        (2, 4, 5, 1, 16),  # one lane a row
+        (1, 2, 1, 1, 8),  # one pixel
+        (2, 3, 7, 17, 8),  # 16 + 1 lanes
+    ],
+)
+def test_small_calls_take_the_blocked_kernels_whatever_their_rows(taken, lanes, shape):
+    """Calls of at most ``_SMALL_MACS`` multiply-adds whose rows fill too little of a
+    vector run the blocked kernels on one thread (the main job compiles no packing
+    kernel for its 4 x 4 maps): forward, input gradient and kernel gradient within
+    float32 rounding of float64."""
+    n, c, h, w_, o = shape
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal((n, c, h, w_), dtype=np.float32)
+    w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
+    g = rng.standard_normal((n, o, h, w_), dtype=np.float32)
+    out, pull = xo.vjp(lambda a, b: xo.convolution(a, b, padding=PAD), x, w)
+    gx, gw = pull(g)
+    _close(out.numpy(), _forward64(x, w, PAD))
+    _close(gw.numpy(), _wgrad64(x, g, PAD))
+    g_flipped = np.transpose(w, (1, 0, 2, 3))[:, :, ::-1, ::-1]  # the input gradient
+    _close(gx.numpy(), _forward64(g, g_flipped, PAD))
+    serial = ("serial",) if not D._fills_vectors(w_, lanes) else ()
+    want = []
+    if w_ >= 3:  # (rows narrower than the kernel: the packings)
+        want.append(("forward", n, c, o) + serial)
+        if 3 * D._padded_features(c) <= 8 * c:  # (one input feature computed as 8: no)
+            want.append(("forward", n, o, c) + serial)
+    want.append(("wgrad", c, n, o) + serial)
+    assert taken == want
+
+
+def test_narrow_rows_above_the_small_limit_fall_through(taken, monkeypatch):
+    """Just above ``_SMALL_MACS`` narrow rows take the packings again."""
+    rng = np.random.default_rng(43)
+    x = rng.standard_normal((4, 16, 4, 4), dtype=np.float32)
+    w = rng.standard_normal((32, 16, 3, 3), dtype=np.float32)
+    macs = 4 * 32 * 4 * 4 * 16 * 9
+    monkeypatch.setattr(D, "_SMALL_MACS", macs)
+    _close(xo.convolution(x, w, padding=PAD), _forward64(x, w, PAD))
+    assert taken == [("forward", 4, 16, 32, "serial")] or D._cpu_lanes() == 0
+    monkeypatch.setattr(D, "_SMALL_MACS", macs - 1)
+    _close(xo.convolution(x, w, padding=PAD), _forward64(x, w, PAD))
+    assert len(taken) == (1 if D._cpu_lanes() else 0)

@@ -11,7 +11,9 @@ output, the kernel as large as the image, thin first layers included), in 16-lan
 vectors on AVX-512 CPUs and 8-lane ones on AVX2 CPUs (``_cpu_lanes``: the features
 Numba compiles for); the forward for any number of input features. Measured against
 the packings around OpenBLAS and the few-feature kernel: see ``_blocked_fits``,
-``_wgrad_fits`` and docs/kernels.md.
+``_wgrad_fits`` and docs/kernels.md. Small calls (``_SMALL_MACS``) take them whatever
+share of a vector their rows fill, on one thread: no kernel of the packings compiled
+for a few small maps.
 
 Otherwise, for one input feature and a kernel no wider than the output, a direct
 kernel for few input features (``xops.kernels.convolution_direct``, float32/float64:
@@ -52,6 +54,11 @@ _WGRAD_CHUNK = {16: 64, 8: 4}
 # won at the digits' batch 32 and 64 (180 vs 205, 265 vs 368 us); under load (other
 # processes on the two cores) it lost at batch 64 (523 vs 359 us median).
 _MACS_PER_UNIT = 16
+# Calls of at most this many multiply-adds take the blocked kernels whatever share of
+# their vectors the rows fill (see _fits_rows): small maps (the main job's 4 x 4 second
+# layer, 8 x 8 rows on 16 lanes) then run the kernels the other layers compile anyway,
+# instead of compiling the packings' kernels for a few calls.
+_SMALL_MACS = 1 << 22
 
 
 def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
@@ -69,12 +76,13 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
         return None
     if any(p < 0 for pair in a.padding for p in pair):
         return None
-    if _wgrad_fits(a, work):
-        return _wgrad(lhs_c, w, a, batch, chan, n_out)
+    small = batch * n_out * oh * ow * chan * kh * kw <= _SMALL_MACS
+    if _wgrad_fits(a, work, small):  # (narrow rows: small, on one thread)
+        return _wgrad(lhs_c, w, a, batch, chan, n_out, _narrow(kw))
     if ow < kw:  # (a kernel wider than the output: the kernel gradient, im2row's)
         return None
-    if _blocked_fits(a, work, chan, n_out):
-        return _blocked(lhs_c, w, a, batch, chan, n_out)
+    if _blocked_fits(a, work, chan, n_out, small):
+        return _blocked(lhs_c, w, a, batch, chan, n_out, _narrow(ow))
     if chan > _FEW_CHANNELS:
         return None
     return _few_channels(lhs_c, w, a, work, batch, chan, n_out)
@@ -134,10 +142,11 @@ def _vector_lanes():
     return _cpu_lanes()
 
 
-def _blocked_fits(a, work, chan, n_out):
+def _blocked_fits(a, work, chan, n_out, small=False):
     """Whether ``conv3x3_blocked`` (AVX-512) or ``conv3x3_blocked8`` (AVX2) takes the
     (stride 1, undilated, padded >= 0) call: float32, a 3 x 3 kernel, output rows that
-    fill at least 3/4 of their vectors and output features in blocks of ``_OB``.
+    fill at least 3/4 of their vectors (any rows in a ``small`` call) and output
+    features in blocks of ``_OB``.
 
     Narrower rows measured slower than the packings (2-core AVX-512 EPYC, loaded,
     minima, packings / blocked, ms, batch 64, 64 -> 64 features: 7 x 7 3.3 / 4.8, 8 x 8
@@ -153,7 +162,7 @@ def _blocked_fits(a, work, chan, n_out):
         work == np.float32
         and lanes > 0
         and tuple(a.k_spatial) == (3, 3)
-        and _fills_vectors(a.out_spatial[1], lanes)
+        and (small or _fills_vectors(a.out_spatial[1], lanes))
         and 3 * _padded_features(n_out) <= 8 * n_out
     )
 
@@ -179,7 +188,14 @@ def _fills_vectors(width, lanes):
     return 4 * width >= 3 * lanes * -(-width // lanes)
 
 
-def _blocked(lhs_c, w, a, batch, chan, n_out):
+def _narrow(width):
+    """Whether rows of ``width`` fill less than 3/4 of their vectors: a small call
+    (``_SMALL_MACS``) that the blocked kernels take anyway; it runs on one thread (the
+    main job then compiles no parallel variant for its small maps)."""
+    return not _fills_vectors(width, _vector_lanes())
+
+
+def _blocked(lhs_c, w, a, batch, chan, n_out, serial=False):
     """``conv3x3_blocked`` (or its 8-lane variant): each image's planes padded once,
     then every block of output features x rows summed in registers: the result
     C-contiguous (N, O, OH, OW)."""
@@ -197,7 +213,7 @@ def _blocked(lhs_c, w, a, batch, chan, n_out):
     macs = batch * n_pad * oh * ow * chan * 9
     with np.errstate(all="ignore"):
         KB.CONV3X3[_vector_lanes()](
-            macs // _MACS_PER_UNIT,
+            0 if serial else macs // _MACS_PER_UNIT,
             x,
             packed.reshape(-1),
             lo_h,
@@ -214,11 +230,12 @@ def _blocked(lhs_c, w, a, batch, chan, n_out):
     return out
 
 
-def _wgrad_fits(a, work):
+def _wgrad_fits(a, work, small=False):
     """Whether ``wgrad3x3_blocked`` (AVX-512) or ``wgrad3x3_blocked8`` (AVX2) takes
     the (stride 1, undilated, padded >= 0) call: the kernel gradient of a 3 x 3 kernel
     (a 3 x 3 output, the kernel as large as the image), float32, kernel rows that fill
-    at least 3/4 of their vectors (the last vector of a row masked). Thin results too:
+    at least 3/4 of their vectors (the last vector of a row masked; any rows in a
+    ``small`` call). Thin results too:
     CIFAR's first layer (32 x 3 x 9) and the digits CNN's (16 x 1 x 9) measured faster
     here than with im2row's per-feature GEMMs (16 lanes, medians of 300, us, GEMMs /
     blocked: CIFAR batch 8 267-405 / 223-237, batch 64 1592-2020 / 1072-1583; digits
@@ -229,11 +246,11 @@ def _wgrad_fits(a, work):
         work == np.float32
         and lanes > 0
         and tuple(a.out_spatial) == (3, 3)
-        and _fills_vectors(a.k_spatial[1], lanes)
+        and (small or _fills_vectors(a.k_spatial[1], lanes))
     )
 
 
-def _wgrad(lhs_c, w, a, batch, chan, n_out):
+def _wgrad(lhs_c, w, a, batch, chan, n_out, serial=False):
     """``wgrad3x3_blocked`` (or its 8-lane variant): the input's planes padded once
     (``pad_planes``), then each output feature's 3 x 3 sums over chunks of input
     features: (N', O, 3, 3). Both operands are read in place where their rows are
@@ -244,10 +261,10 @@ def _wgrad(lhs_c, w, a, batch, chan, n_out):
     x, (s_b, s_f, s_h, _) = _float_words(lhs_c)
     g, (g_o, g_f, g_row, _) = _float_words(w)
     xp = _pool.empty((batch * chan, hp * wp), np.float32)
-    units = batch * n_out * 9 * chan * kh * kw // _MACS_PER_UNIT
+    units = 0 if serial else batch * n_out * 9 * chan * kh * kw // _MACS_PER_UNIT
     with np.errstate(all="ignore"):
         # (parallel from 64K padded words: on the mid layer, 2.6 MB, 0.35 -> 0.20 ms)
-        KB.pad_planes(xp.size, x, chan, s_b, s_f, s_h, h, w_in, lo_h, lo_w, wp, xp)
+        KB.pad_planes(0 if serial else xp.size, x, chan, s_b, s_f, s_h, h, w_in, lo_h, lo_w, wp, xp)
         out = np.zeros((batch, n_out, 3, 3), np.float32)
         slabs = 1 if units < _config.PARALLEL_THRESHOLD else numba.get_num_threads()
         lanes = _vector_lanes()
