@@ -221,7 +221,8 @@ for name, by_kind in RD._BODIES.items():
         for dt in dts:
             nt, r = (RD.WIDE, 1) if dt in ("i1", "i4", "u2", "u8", "f4", "?") else (RD.NARROW, 2)
             tup = types.UniTuple(i64, r)
-            fold = RD._fold_source(by_kind[kind], np.dtype(dt), nt)
+            ordered = kind == "complex" and name in ("maximum", "minimum")
+            fold = RD._fold_source(by_kind[kind], np.dtype(dt), nt, ordered)
             sig = (arr(dt),) * 3 + (i64,) * 3 + (types.boolean, sc(dt)) + (tup,) * 4
             check(f"reduce {name} {nt}", fold, sig)
 for fn, dt in ((E._exp, "f4"), (E._neg, "i1"), (E._to_bool, "f8")):

@@ -35,7 +35,7 @@ def _z(dt, n=8):
 def _exact(dev, ref):
     assert dev.device == "cuda:0" and ref.device == "cpu"
     assert dev.dtype == ref.dtype and dev.shape == ref.shape, (dev, ref)
-    a, b = dev.numpy(), ref.numpy()
+    a, b = np.atleast_1d(dev.numpy()), np.atleast_1d(ref.numpy())  # (0-d: no view)
     if a.dtype.kind in "fc":  # bits (NaN payloads included)
         a, b = (
             a.view(f"u{a.dtype.itemsize // (2 if a.dtype.kind == 'c' else 1)}"),
@@ -371,7 +371,7 @@ def test_reduce_add_and_multiply(dt, monkeypatch):
     """Sums (every dims choice, the split two-pass path too) and products on the device
     against the CPU's (its generic pairwise tree): each part within the rounding-order
     bound n eps sum|x| (products: 4 n eps |prod|, on factors near 1); the gradient of a
-    sum runs on the device; maximum / minimum bodies raise the device error."""
+    sum runs on the device; other bodies (subtract) raise the device error."""
     from xops.kernels.cuda import reduction as RD
 
     x = _zmat(dt, (3, 4, 5))
@@ -396,10 +396,59 @@ def test_reduce_add_and_multiply(dt, monkeypatch):
     assert g.device == "cuda:0" and g.dtype == xo.tensor(x).dtype
     np.testing.assert_array_equal(g.numpy(), np.ones_like(x))
     with pytest.raises(xo.SpecError, match=r"reduce \(device\): has no cuda kernel for body"):
-        xo.reduce(cu(x), cu(zero), [0], xo.maximum)
+        xo.reduce(cu(x), cu(zero), [0], xo.subtract)
+
+
+def _ordered_zmat(dt, shape):
+    """Complex values full of what NumPy's complex order decides by position: equal
+    real parts (ties broken by the imaginary part), exact ties of signed zeros (the
+    first one wins), and NaNs in either part (the first wins)."""
+    v = _rng.choice(np.array([0.0, -0.0, 1.0, -1.0, 2.0]), shape) + 1j * _rng.choice(
+        np.array([0.0, -0.0, 0.5, -0.5]), shape
+    )
+    flat = v.reshape(-1)
+    flat[_rng.choice(flat.size, flat.size // 6, replace=False)] = complex(np.nan, 1.0)
+    flat[_rng.choice(flat.size, flat.size // 8, replace=False)] = complex(3.0, np.nan)
+    flat[_rng.choice(flat.size, flat.size // 8, replace=False)] = complex(np.nan, -2.0)
+    return v.astype(np.complex64 if dt == "c64" else np.complex128)
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_reduce_maximum_and_minimum_bit_for_bit(dt, monkeypatch):
+    """maximum / minimum bodies in NumPy's complex order (the CPU's np.maximum /
+    np.minimum) over every dims choice and the split two-pass path, bit for bit as the
+    CPU: which of two NaNs or of two tied zeros survives depends on the order, and the
+    device keeps the earlier one as the CPU's tree does (contiguous runs per thread)."""
+    from xops.kernels.cuda import reduction as RD
+
+    x = _ordered_zmat(dt, (3, 4, 6))
+    clean = _ordered_zmat(dt, (3, 4, 6))
+    clean[np.isnan(clean.real) | np.isnan(clean.imag)] = 0.0  # (ties only, no NaN)
+    lo = np.array(complex(-np.inf, -np.inf), x.dtype)
+    hi = np.array(complex(np.inf, np.inf), x.dtype)
+    for v in (x, clean):
+        for dims in ([0], [2], [1, 2], [0, 1, 2]):
+            for body, init in ((xo.maximum, lo), (xo.minimum, hi)):
+                dev = xo.reduce(cu(v), cu(init), dims, body)
+                _exact(dev, xo.reduce(xo.tensor(v), xo.tensor(init), dims, body))
+    monkeypatch.setattr(RD, "_SPLIT_CHUNK", 8)  # few results over many elements: two passes
+    monkeypatch.setattr(RD, "_FEW", 10**6)
+    for v in (x, clean):
+        for body, init in ((xo.maximum, lo), (xo.minimum, hi), (xo.maximum, v.reshape(-1)[5])):
+            dev = xo.reduce(cu(v), cu(np.asarray(init)), [0, 1, 2], body)
+            _exact(dev, xo.reduce(xo.tensor(v), xo.tensor(np.asarray(init)), [0, 1, 2], body))
 
 
 # -- reduce_window: add and multiply bodies on complex -------------------------------------
+
+# every attribute at once: padding with the init value, strides, base and window dilations
+_WINDOW_KW = dict(
+    window_dimensions=[1, 2, 3],
+    window_strides=[1, 2, 1],
+    base_dilations=[1, 1, 2],
+    window_dilations=[1, 2, 1],
+    padding=[(0, 0), (1, 1), (2, 0)],
+)
 
 
 @pytest.mark.parametrize("dt", COMPLEX)
@@ -408,17 +457,11 @@ def test_reduce_window_add_and_multiply(dt):
     the device bit for bit as the CPU's (both fold each window in row-major order from
     the init value, a part's sum in plain float adds: nothing to contract); products
     within 4 n eps |prod| per part (the parts' multiply-adds may be fused); a sum pool's
-    gradient runs on the device; maximum raises the device error."""
+    gradient runs on the device; other bodies (subtract) raise the device error."""
     x = _zmat(dt, (2, 5, 6))
     eps = np.finfo(np.float32 if dt == "c64" else np.float64).eps
     zero, one = np.zeros((), x.dtype), np.ones((), x.dtype)
-    kw = dict(
-        window_dimensions=[1, 2, 3],
-        window_strides=[1, 2, 1],
-        base_dilations=[1, 1, 2],
-        window_dilations=[1, 2, 1],
-        padding=[(0, 0), (1, 1), (2, 0)],
-    )
+    kw = _WINDOW_KW
     dev = xo.reduce_window(cu(x), cu(zero), body=xo.add, **kw)
     ref = xo.reduce_window(xo.tensor(x), xo.tensor(zero), body=xo.add, **kw)
     _exact(dev, ref)
@@ -438,4 +481,17 @@ def test_reduce_window_add_and_multiply(dt):
     want[:, :4, :6] = 1
     np.testing.assert_array_equal(g.numpy(), want)
     with pytest.raises(xo.SpecError, match=r"reduce_window \(device\): has no cuda kernel"):
-        xo.reduce_window(cu(x), cu(zero), body=xo.maximum, **pool)
+        xo.reduce_window(cu(x), cu(zero), body=xo.subtract, **pool)
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_reduce_window_maximum_and_minimum_bit_for_bit(dt):
+    """Max / min pooling of complex values (padding with the init value, strides, base
+    and window dilations) bit for bit as the CPU's: each window folded from the init
+    value in row-major order, NaNs and tied zeros resolved by position as there."""
+    x = _ordered_zmat(dt, (2, 5, 6))
+    kw = _WINDOW_KW
+    for body, init in ((xo.maximum, -np.inf), (xo.minimum, np.inf), (xo.maximum, 0.0)):
+        z = np.array(complex(init, init) if init else -0.0 + 0j, x.dtype)
+        dev = xo.reduce_window(cu(x), cu(z), body=body, **kw)
+        _exact(dev, xo.reduce_window(xo.tensor(x), xo.tensor(z), body=body, **kw))

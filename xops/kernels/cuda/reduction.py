@@ -17,8 +17,10 @@ float32, the result rounded once (:mod:`.narrow`); maximum and minimum are bit-e
 and products within the float32 rounding-order difference before that one rounding.
 c64 and c128 take add (from -0 - 0i) and multiply bodies (session 18): complex sums and
 products in the element type, within the rounding-order difference of the CPU's pairwise
-tree. Other bodies (complex maximum / minimum too), f8E8M0FNU and the other sub-byte
-floats, and several inputs, raise the seam's "no cuda kernel" error.
+tree; and maximum / minimum (session 19), NumPy's complex order, bit-exact: each thread
+then folds a contiguous run and the tree combines neighbouring runs, so a tie or a
+second NaN keeps the earlier element as the CPU does. Other bodies, f8E8M0FNU and the
+other sub-byte floats, and several inputs, raise the seam's "no cuda kernel" error.
 """
 
 import math
@@ -32,10 +34,17 @@ from ...ops.reduction import reduce_checks
 from ...autodiff.tape import keep
 
 from ._storage import device_empty, flat, from_holder, jit
+from ._complex_math import functions as _complex_functions
 from .elementwise import _OK, _add, _and, _dev, _fmax, _fmin, _imax, _imin, _mul, _or
 from .narrow import encode, is_narrow, to_f32
 
 __all__ = ["KERNELS"]
+
+# NumPy's complex maximum / minimum (the CPU's bodies): NaN first, else lexicographic on
+# (real, imag), a tie keeping the first operand. No constant of the part type: one
+# function serves c64 and c128.
+_cmax = _complex_functions(np.complex128)["maximum"]
+_cmin = _complex_functions(np.complex128)["minimum"]
 
 WIDE, NARROW = 256, 32  # threads per block (powers of two: the tree halves them)
 _SPLIT_CHUNK = 4096  # elements per block of the first pass when results are few
@@ -43,17 +52,22 @@ _FEW = 2 * 132  # "few results": under two blocks per SM of an H200
 _cache = {}
 
 
-def _kernel(fn, np_dtype, nt):
-    key = (fn, np.dtype(np_dtype), nt)
+def _kernel(fn, np_dtype, nt, ordered=False):
+    key = (fn, np.dtype(np_dtype), nt, ordered)
     k = _cache.get(key)
     if k is None:
-        k = _cache[key] = jit(_fold_source(fn, np.dtype(np_dtype), nt))
+        k = _cache[key] = jit(_fold_source(fn, np.dtype(np_dtype), nt, ordered))
     return k
 
 
-def _fold_source(fn, np_dtype, nt):
+def _fold_source(fn, np_dtype, nt, ordered=False):
     """The fold kernel's Python function (compiled by :func:`_kernel`; the PTX compile
-    check compiles it with ``fn`` as a device function)."""
+    check compiles it with ``fn`` as a device function). ``ordered``: each thread folds
+    one contiguous run of the block's elements and the tree combines neighbouring runs,
+    so every partial covers consecutive elements and ``fn(earlier, later)`` always gets
+    them in order (complex maximum / minimum: a tie or a second NaN keeps the earlier
+    element, as the CPU's order does; the strided fold would hand a later element in
+    first)."""
     from numba import from_dtype
 
     nb_t = from_dtype(np_dtype)
@@ -76,6 +90,13 @@ def _fold_source(fn, np_dtype, nt):
         end = p * chunk + chunk
         if end > r:
             end = r
+        step = nt
+        if ordered:  # (a compile-time constant)
+            per = (end - p * chunk + nt - 1) // nt
+            j = p * chunk + t * per
+            if j + per < end:
+                end = j + per
+            step = 1
         while j < end:
             pos = base
             rem = j
@@ -84,15 +105,23 @@ def _fold_source(fn, np_dtype, nt):
                 pos += (rem - q * rshape[d]) * rstr[d]
                 rem = q
             acc = dfn(acc, x[pos])
-            j += nt
+            j += step
         part[t] = acc
         cuda.syncthreads()
-        s = nt // 2
-        while s > 0:
-            if t < s:
-                part[t] = dfn(part[t], part[t + s])
-            cuda.syncthreads()
-            s //= 2
+        if ordered:  # neighbouring runs: 2s threads' partial at each multiple of 2s
+            s = 1
+            while s < nt:
+                if t % (2 * s) == 0:
+                    part[t] = dfn(part[t], part[t + s])
+                cuda.syncthreads()
+                s *= 2
+        else:
+            s = nt // 2
+            while s > 0:
+                if t < s:
+                    part[t] = dfn(part[t], part[t + s])
+                cuda.syncthreads()
+                s //= 2
         if t == 0:
             v = part[0]
             if use_init:
@@ -121,8 +150,8 @@ def _merge(shape, strides):
 _BODIES = {
     "add": {"bool": _or, "si": _add, "ui": _add, "float": _add, "complex": _add},
     "multiply": {"bool": _and, "si": _mul, "ui": _mul, "float": _mul, "complex": _mul},
-    "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax},
-    "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin},
+    "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax, "complex": _cmax},
+    "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin, "complex": _cmin},
 }
 
 
@@ -147,6 +176,9 @@ def _identity_of(name, np_dtype):
         return t(-0.0) if np_dtype.kind == "f" else t(0)
     if name == "multiply":
         return t(1)
+    if np_dtype.kind == "c":  # (ties keep the earlier operand: an equal element wins)
+        inf = np.inf if name == "minimum" else -np.inf
+        return t(complex(inf, inf))
     if np_dtype.kind == "f":
         return t(-np.inf if name == "maximum" else np.inf)
     info = np.iinfo(np_dtype)
@@ -167,8 +199,7 @@ def reduce(inputs, init_values, dimensions, body):
             "device",
             f"has no cuda kernel for body {name or body!r} "
             f"on {len(xs)} input(s) of element type {dt.name} (one input; add, multiply, "
-            f"maximum and minimum bodies of i1, si, ui, bf16, f16, f8, f32, f64; add and "
-            f"multiply of c64, c128)",
+            f"maximum and minimum bodies of i1, si, ui, bf16, f16, f8, f32, f64, c64, c128)",
         )
     if is_narrow(dt):  # in float32 (exact), the init value too, rounded once (the CPU's)
         return encode(reduce([to_f32(x)], [to_f32(init_t)], dims, body), dt)
@@ -188,17 +219,18 @@ def reduce(inputs, init_values, dimensions, body):
     init = _dev("reduce", init_t)
     src = flat(x._value) if x.size else init  # (r = 0: never read)
     ident = _identity(name, np.dtype(dt.np))
+    ordered = dt.kind == "complex" and name in ("maximum", "minimum")
     if m < _FEW and r >= 2 * _SPLIT_CHUNK:  # two passes: chunks, then their partials
         parts = min(1024, -(-r // _SPLIT_CHUNK))
         chunk = -(-r // parts)
         partial = device_empty((m * parts,), dt.np)
         args = (parts, chunk, r, False, ident, kshape, kstr, rshape, rstr)
         nt = WIDE if chunk > 4 * NARROW else NARROW
-        _kernel(fn, dt.np, nt)[m * parts, nt](src, init, partial, *args)
+        _kernel(fn, dt.np, nt, ordered)[m * parts, nt](src, init, partial, *args)
         src, r, kshape, kstr, rshape, rstr = partial, parts, (m,), (parts,), (parts,), (1,)
     nt = WIDE if r > 4 * NARROW else NARROW
     args = (1, r, r, True, ident, kshape, kstr, rshape, rstr)
-    _kernel(fn, dt.np, nt)[m, nt](src, init, flat(out), *args)
+    _kernel(fn, dt.np, nt, ordered)[m, nt](src, init, flat(out), *args)
     return from_holder(out, dt)
 
 

@@ -37,8 +37,10 @@ CPU computes them: decoded to float32 (exact; the init value too), the float32 k
 result rounded once (:mod:`.narrow`). The CPU's kernels fold narrow types in float32 in the
 same order and round once, so these results are bit-identical too. c64 / c128 (session
 18): reduce_window with add and multiply bodies, complex arithmetic in the same order
-(compared with the CPU within rounding: see tests/test_cuda_complex.py). Anything else (other
-bodies, variadic inputs, other types) raises ``SpecError(op, "device", ...)`` naming it.
+(compared with the CPU within rounding: see tests/test_cuda_complex.py); maximum and
+minimum (session 19) in NumPy's complex order, as the CPU's bodies, bit for bit.
+Anything else (other bodies, variadic inputs, other types) raises
+``SpecError(op, "device", ...)`` naming it.
 """
 
 import math
@@ -71,6 +73,7 @@ from .elementwise import (
     _supported,
 )
 from .narrow import encode, is_narrow, to_f32
+from .reduction import _cmax, _cmin  # (NumPy's complex order: the CPU's bodies)
 
 __all__ = ["KERNELS", "MAX_RANK", "reduce_window_kernel", "select_and_scatter_kernel"]
 
@@ -80,8 +83,8 @@ MAX_RANK = 8  # dimensions left after merging (the size of the threads' local ar
 _COMBINE = {
     "add": {"bool": _or, "si": _add, "ui": _add, "float": _add, "complex": _add},
     "multiply": {"bool": _and, "si": _mul, "ui": _mul, "float": _mul, "complex": _mul},
-    "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax},
-    "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin},
+    "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax, "complex": _cmax},
+    "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin, "complex": _cmin},
     "and": {"bool": _and, "si": _and, "ui": _and},
     "or": {"bool": _or, "si": _or, "ui": _or},
 }
@@ -313,8 +316,8 @@ def _no_kernel(op, what, dt):
         op,
         "device",
         f"has no cuda kernel for {what} on element type {dt.name} (add, multiply, "
-        f"maximum, minimum bodies; and, or for integers and i1; add, multiply for "
-        f"complex reduce_window)",
+        f"maximum, minimum bodies; and, or for integers and i1; add, multiply, maximum, "
+        f"minimum for complex reduce_window)",
     )
 
 
@@ -349,7 +352,7 @@ def reduce_window(*args, **kwargs):
         _combine_for(op, a["body"], dt)
         a["inputs"], a["init_values"] = [to_f32(x)], [to_f32(init)]
         return encode(reduce_window(**a), dt)
-    if dt.kind != "complex":  # (c64 / c128: add and multiply bodies, _COMBINE)
+    if dt.kind != "complex":  # (c64 / c128: add, multiply, maximum, minimum: _COMBINE)
         _supported(op, x)
     fn = _combine_for(op, a["body"], dt)
     wd, ws, bd, wdl, pad = window
