@@ -233,3 +233,19 @@ def test_gpu_diag_without_a_gpu_says_why_in_one_line():
     )
     assert out.returncode == 2, out.stderr[-2000:]
     assert out.stdout.strip() == "gpu_diag: needs a real GPU: the CUDA simulator is on"
+
+
+def test_step_floor_times_every_step_style(capsys):
+    """``python -m benchmarks.step_floor`` (the training step at batch 1, the per-op
+    floor, against a full batch): one line per step style and batch."""
+    from benchmarks import step_floor
+
+    step_floor.main(["--batches", "1", "2", "--steps", "2", "--rounds", "1"])
+    out = capsys.readouterr().out
+    assert out.count("batch ") == 2
+    assert out.count("xops nn ") == 2 and out.count("xops spec ") == 2
+    for line in out.splitlines()[1:3]:
+        median, low = (
+            float(v) for v in line.split("median")[1].replace("min", "").split(" ms")[:2]
+        )
+        assert 0 < low <= median
