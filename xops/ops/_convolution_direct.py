@@ -55,9 +55,9 @@ _WGRAD_CHUNK = {16: 64, 8: 4}
 # processes on the two cores) it lost at batch 64 (523 vs 359 us median).
 _MACS_PER_UNIT = 16
 # Calls of at most this many multiply-adds take the blocked kernels whatever share of
-# their vectors the rows fill (see _fits_rows): small maps (the main job's 4 x 4 second
-# layer, 8 x 8 rows on 16 lanes) then run the kernels the other layers compile anyway,
-# instead of compiling the packings' kernels for a few calls.
+# their vectors the rows fill (_blocked_fits, _wgrad_fits): small maps (the main job's
+# 4 x 4 second layer, 8 x 8 rows on 16 lanes) then run the kernels the other layers
+# compile anyway, instead of compiling the packings' kernels for a few calls.
 _SMALL_MACS = 1 << 22
 
 

@@ -176,7 +176,7 @@ def _identity_of(name, np_dtype):
         return t(-0.0) if np_dtype.kind == "f" else t(0)
     if name == "multiply":
         return t(1)
-    if np_dtype.kind == "c":  # (ties keep the earlier operand: an equal element wins)
+    if np_dtype.kind == "c":  # (an element equal to it has its bits: a kept tie is exact)
         inf = np.inf if name == "minimum" else -np.inf
         return t(complex(inf, inf))
     if np_dtype.kind == "f":
