@@ -512,13 +512,24 @@ def fast_binary(op, ufunc, kinds):
         t._node = None
         return t
 
-    def fast_grad(args):  # (the same calls with gradients: recorded as the full path)
-        out = fast(args, True)
-        return None if out is None else (out, None)
-
     op._fast = fast
-    op._fast_grad = fast_grad
+    op._fast_grad = fast_grad_of(fast)
     return fast
+
+
+def fast_grad_of(fast, kept=None):
+    """``op._fast_grad`` (see xops.autodiff.tape.primitive) of the dispatch fast path
+    ``fast(args, grad)``: the same calls where an operand requires a gradient, answered
+    as (result, ``kept(args)``: the attributes the op's body would keep for its rule, or
+    None where it keeps none), or None."""
+
+    def fast_grad(args):
+        out = fast(args, True)
+        if out is None:
+            return None
+        return out, None if kept is None else kept(args)
+
+    return fast_grad
 
 
 def binary_map(ufunc, a, b):

@@ -37,7 +37,7 @@ from ..dtypes import as_dtype, from_compute
 from ..limits import check_nbytes, config as _config
 from ..registry import op as _op  # ops of the families above this one, by name
 from ..tensor import Tensor, _default_dtype, _wrap, typestr
-from ._core import SpecError, as_tensor, attr_int, attr_ints, check, operands, tstr
+from ._core import SpecError, as_tensor, attr_int, attr_ints, check, fast_grad_of, operands, tstr
 from .slicing import (  # re-exported: the data-movement ops are all reachable here
     _S,
     _index_list,
@@ -432,17 +432,13 @@ def _fast_broadcast_in_dim(args, grad=False):
     return _wrap(np.broadcast_to(v.reshape(view), dims), dt)
 
 
-def _fast_broadcast_in_dim_grad(args):
-    """``_fast_broadcast_in_dim`` where the operand requires a gradient: (result, the
-    attributes the full path keeps for the rule) or None."""
-    out = _fast_broadcast_in_dim(args, True)
-    if out is None:
-        return None
-    return out, {"broadcast_dimensions": list(args[1]), "shape": list(args[2])}
+def _kept_attributes(args):
+    """The attributes broadcast_in_dim's body keeps for its rule (lists of ints)."""
+    return {"broadcast_dimensions": list(args[1]), "shape": list(args[2])}
 
 
 broadcast_in_dim._fast = _fast_broadcast_in_dim
-broadcast_in_dim._fast_grad = _fast_broadcast_in_dim_grad
+broadcast_in_dim._fast_grad = fast_grad_of(_fast_broadcast_in_dim, _kept_attributes)
 
 
 @primitive("broadcast", quantized="storage", quantized_params=("operand",), spec="xla")

@@ -90,7 +90,7 @@ from . import elementwise as _E
 from . import movement as _M
 from ._bodies import binary_op_name, call, outputs, result_types, trace_program
 from ._core import _fast_scalar, as_tensor, attr_ints, check, check_arity, compute, operands
-from ._core import result, tstr
+from ._core import fast_grad_of, result, tstr
 
 __all__ = ["reduce", "map"]
 
@@ -475,15 +475,9 @@ def _fast_setup():
     _BODY_OPS.update({fn: binary_op_name(fn) for fn in ops})
 
 
-def _fast_reduce_grad(args):
-    """``_fast_reduce`` where an operand requires a gradient: (result, the dimensions
-    the full path keeps for the rule, a list of ints) or None."""
-    out = _fast_reduce(args, True)
-    return None if out is None else (out, {"dimensions": list(args[2])})
-
-
 reduce._fast = _fast_reduce
-reduce._fast_grad = _fast_reduce_grad
+# (the dimensions the body keeps for the rule: a list of ints)
+reduce._fast_grad = fast_grad_of(_fast_reduce, lambda args: {"dimensions": list(args[2])})
 
 
 @reduce.defvjp

@@ -16,7 +16,7 @@ from ...kernels import elementwise as K
 from ...kernels import pool as _pool
 from ...tensor import Tensor, _wrap
 from .._core import SpecError, as_tensor, check, compute, fast_binary, operands, result, tstr
-from .._core import _fast_scalar, _quiet_call
+from .._core import _fast_scalar, _quiet_call, fast_grad_of
 from ._base import _ANY, _B, _C, _F, _FC, _INT, _NUM, _SI, _UI  # the element type classes
 from ._base import _binary, _complex64_in_double, _fast2, _float_kernel2, _int_kernel, _is_weak
 from ._base import _like, _narrow_bits2, _needs, _part_dtype, _quiet, _same, _same2, _unary, _zeros
@@ -469,11 +469,7 @@ def _extremum_fast(op, kernel):
             y = _wrap(s, dt)
         return _float_kernel2(kernel, x, y)
 
-    def fast_grad(args):
-        out = fast(args, True)
-        return None if out is None else (out, None)
-
-    op._fast, op._fast_grad = fast, fast_grad
+    op._fast, op._fast_grad = fast, fast_grad_of(fast)
 
 
 _extremum_fast(maximum, K.float_maximum)
