@@ -54,37 +54,18 @@ from ...ops._core import bound_arguments
 from ...ops.windows import reduce_window_checks, select_and_scatter_checks
 from ...registry import get as _get_op
 from ._storage import device_empty, device_table, flat, from_holder, jit, launch_1d, storage_dtype
-from .elementwise import (
-    _add,
-    _and,
-    _dev,
-    _eq,
-    _fmax,
-    _fmin,
-    _ge,
-    _gt,
-    _imax,
-    _imin,
-    _le,
-    _lt,
-    _mul,
-    _ne,
-    _or,
-    _supported,
-)
+from .elementwise import _and, _dev, _eq, _ge, _gt, _le, _lt, _ne, _or, _supported
 from .narrow import encode, is_narrow, to_f32
-from .reduction import _cmax, _cmin  # (NumPy's complex order: the CPU's bodies)
+from .reduction import _BODIES
 
 __all__ = ["KERNELS", "MAX_RANK", "reduce_window_kernel", "select_and_scatter_kernel"]
 
 MAX_RANK = 8  # dimensions left after merging (the size of the threads' local arrays)
 
-# body name -> element kind -> device function of (accumulator, value)
+# body name -> element kind -> device function of (accumulator, value): reduce's bodies,
+# and / or too
 _COMBINE = {
-    "add": {"bool": _or, "si": _add, "ui": _add, "float": _add, "complex": _add},
-    "multiply": {"bool": _and, "si": _mul, "ui": _mul, "float": _mul, "complex": _mul},
-    "maximum": {"bool": _or, "si": _imax, "ui": _imax, "float": _fmax, "complex": _cmax},
-    "minimum": {"bool": _and, "si": _imin, "ui": _imin, "float": _fmin, "complex": _cmin},
+    **_BODIES,
     "and": {"bool": _and, "si": _and, "ui": _and},
     "or": {"bool": _or, "si": _or, "ui": _or},
 }
