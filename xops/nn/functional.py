@@ -206,10 +206,15 @@ def _relu_fused(x, v):
     of one shape that share a memory layout (any, e.g. a convolution's transposed
     result): read and written in memory order, the result in that layout. None when
     the layouts differ (the caller's two-pass path copies then)."""
+    word = _SELECT_WORDS[x.dtype.itemsize]
+    if x.flags.c_contiguous and v.flags.c_contiguous:  # (the common layout: no permuting)
+        out = _pool.empty(x.shape, x.dtype)
+        xs, vs = _select_flat(x, None, x.dtype), _select_flat(v, None, word)  # (views)
+        _K_act.zero_where_le0_bits(out.size, xs, vs, out.reshape(-1).view(word))
+        return out
     perm = _memory_order([x, v])
     if perm is None:
         return None
-    word = _SELECT_WORDS[x.dtype.itemsize]
     out = _pool.empty([x.shape[d] for d in perm], x.dtype)  # (recycled: no page faults)
     xs, vs = _select_flat(x, perm, x.dtype), _select_flat(v, perm, word)  # (views)
     _K_act.zero_where_le0_bits(out.size, xs, vs, out.reshape(-1).view(word))

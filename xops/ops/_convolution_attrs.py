@@ -305,6 +305,8 @@ class _Attrs:
         "lhs_shape",
         "rhs_shape",
         "precision_config",
+        "derived",  # what the gradient rules derive from these attributes (see
+        # convolution._grad_conv): computed once per validated convolution
     )
 
 
@@ -542,6 +544,7 @@ def _validate(
     )
     n = rank - 2
     a = _Attrs()
+    a.derived = {}
     a.lhs_shape, a.rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
     a.strides = _spatial_ints(op, "I3", "C2", "C3", "window_strides", window_strides, n)
     a.padding = _padding(op, padding, n)

@@ -65,6 +65,15 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
     """The (batch, n_out, *out_spatial) convolution of ``lhs_c`` (batch, chan, *in) and
     ``w`` (n_out, chan, *kernel) in ``work`` (a view with strided rows), or None where
     the direct kernel does not apply."""
+    route = direct_route(a, work, batch, chan, groups, n_out)
+    return None if route is None else run_direct(route, lhs_c, w, a, work, batch, chan, n_out)
+
+
+def direct_route(a, work, batch, chan, groups, n_out):
+    """Which direct kernel takes the convolution (validated attributes ``a``, operands
+    of these sizes in ``work``): ("wgrad" | "blocked", serial) or ("few", None), or None
+    where none applies. A function of the sizes and this module's switches only (see
+    ``stamp``): ``_convolution_impl`` keeps it per convolution."""
     if len(a.in_spatial) != 2 or work not in (np.float32, np.float64) or groups != 1:
         return None
     (oh, ow), (kh, kw) = a.out_spatial, a.k_spatial
@@ -78,13 +87,28 @@ def try_direct(lhs_c, w, a, work, batch, chan, groups, n_out):
         return None
     small = batch * n_out * oh * ow * chan * kh * kw <= _SMALL_MACS
     if _wgrad_fits(a, work, small):  # (narrow rows: small, on one thread)
-        return _wgrad(lhs_c, w, a, batch, chan, n_out, _narrow(kw))
+        return ("wgrad", _narrow(kw))
     if ow < kw:  # (a kernel wider than the output: the kernel gradient, im2row's)
         return None
     if _blocked_fits(a, work, chan, n_out, small):
-        return _blocked(lhs_c, w, a, batch, chan, n_out, _narrow(ow))
+        return ("blocked", _narrow(ow))
     if chan > _FEW_CHANNELS:
         return None
+    return ("few", None)
+
+
+def stamp():
+    """What ``direct_route`` depends on besides its arguments (tests change these)."""
+    return (_SMALL_MACS, _FEW_CHANNELS, _vector_lanes())
+
+
+def run_direct(route, lhs_c, w, a, work, batch, chan, n_out):
+    """The convolution by ``route`` (``direct_route``'s choice)."""
+    kind, serial = route
+    if kind == "wgrad":
+        return _wgrad(lhs_c, w, a, batch, chan, n_out, serial)
+    if kind == "blocked":
+        return _blocked(lhs_c, w, a, batch, chan, n_out, serial)
     return _few_channels(lhs_c, w, a, work, batch, chan, n_out)
 
 

@@ -52,10 +52,11 @@ import math
 import numpy as np
 
 from ..autodiff import helpers as _H
-from ..autodiff.tape import primitive
+from ..autodiff.tape import is_grad_enabled, primitive
 from ..kernels import convolution as K
 from ..kernels import pool as _pool
 from ..limits import check_nbytes
+from ..limits import config as _limits_config
 from ..registry import declare
 from ..tensor import Tensor, typestr
 from . import _blas
@@ -79,7 +80,8 @@ from ._convolution_tables import (
     _words,
     _words_ok,
 )
-from ._convolution_direct import try_direct
+from . import _convolution_direct as _direct
+from ._convolution_direct import direct_route, run_direct
 from ._core import check, operands, result
 
 
@@ -269,9 +271,9 @@ def _convolution_impl(x, y, a):
         chan *= a.bgc
     n_out = y.shape[dn.kernel_output_feature_dimension]
     out_pos = math.prod(a.out_spatial)
-    check_nbytes("convolution", (batch, n_out, *a.out_spatial), work)
+    plan = _plan(a, work, batch, chan, groups, n_out, k_taps, out_pos)
 
-    if batch * n_out * out_pos == 0 or c_group * k_taps == 0:
+    if plan is None:  # (an empty result or an empty contraction)
         out = np.zeros((batch, n_out, *a.out_spatial), work)
     else:
         # rhs as (O, C/groups, *kernel); window reversal = flipping the kernel
@@ -287,24 +289,10 @@ def _convolution_impl(x, y, a):
         if flips:
             w = np.flip(w, flips)
         w = np.asarray(w, dtype=work)  # (a view where it can be: the packings reshape it)
-        strategy = _strategy(a, chan, n_out, groups, k_taps, out_pos)
-        padded = math.prod(
-            lo + (0 if s == 0 else (s - 1) * ld + 1) + hi
-            for s, (lo, hi), ld in zip(a.in_spatial, a.padding, a.lhs_dilation)
-        )
-        check_nbytes("convolution", (batch, chan, padded), work, "padded input temporary")
-        if strategy == "window_sum":
-            check_nbytes(
-                "convolution",
-                (batch, n_out * k_taps, math.prod(a.in_spatial) + 1),
-                work,
-                "window-sum temporary",
-            )
-        else:
-            check_nbytes("convolution", (batch, chan * k_taps, out_pos), work, "im2col temporary")
+        strategy, route = plan
         out = None
-        if _FORCE_STRATEGY is None and _FAST_2D:  # (tests that force a packing get it)
-            out = try_direct(lhs_c, w, a, work, batch, chan, groups, n_out)
+        if route is not None:
+            out = run_direct(route, lhs_c, w, a, work, batch, chan, n_out)
         if out is None:
             out = _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out)
         if out is None and strategy == "window_sum":
@@ -322,6 +310,43 @@ def _convolution_impl(x, y, a):
     for i, d in enumerate(dn.output_spatial_dimensions):
         axes[d] = 2 + i
     return _from_work(np.transpose(out, axes), out_dt)
+
+
+def _plan(a, work, batch, chan, groups, n_out, k_taps, out_pos):
+    """(packing strategy, direct route or None) for convolution ``a`` computed in
+    ``work``, after the size checks of its result and temporaries; None for an empty
+    result or contraction. Kept in ``a.derived`` with what it depends on besides the
+    attributes (the work type, the limit, the routing switches): a training step's
+    convolutions are planned once."""
+    stamp = (work, _limits_config._max_bytes, _FORCE_STRATEGY, _FAST_2D, _direct.stamp())
+    kept = a.derived.get("plan")
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    check_nbytes("convolution", (batch, n_out, *a.out_spatial), work)
+    if batch * n_out * out_pos == 0 or (chan // groups) * k_taps == 0:
+        plan = None
+    else:
+        strategy = _strategy(a, chan, n_out, groups, k_taps, out_pos)
+        padded = math.prod(
+            lo + (0 if s == 0 else (s - 1) * ld + 1) + hi
+            for s, (lo, hi), ld in zip(a.in_spatial, a.padding, a.lhs_dilation)
+        )
+        check_nbytes("convolution", (batch, chan, padded), work, "padded input temporary")
+        if strategy == "window_sum":
+            check_nbytes(
+                "convolution",
+                (batch, n_out * k_taps, math.prod(a.in_spatial) + 1),
+                work,
+                "window-sum temporary",
+            )
+        else:
+            check_nbytes("convolution", (batch, chan * k_taps, out_pos), work, "im2col temporary")
+        route = None
+        if _FORCE_STRATEGY is None and _FAST_2D:  # (tests that force a packing get it)
+            route = direct_route(a, work, batch, chan, groups, n_out)
+        plan = (strategy, route)
+    a.derived["plan"] = (stamp, plan)
+    return plan
 
 
 def _strategy(a, chan, n_out, groups, k_taps, out_pos):
@@ -844,6 +869,7 @@ def convolution_grad_lhs(cotangent, rhs, lhs_shape, *attributes, **named_attribu
     g, w = operands(op, cotangent, rhs, names=["cotangent", "rhs"])
     attributes = _attribute_values(attributes, named_attributes)
     a = _attributes(op, g._dtype, tuple(lhs_shape), w._dtype, w.shape, *attributes)
+    _check_cotangent(g, a, "lhs")
     return _grad_lhs(g, w, a)
 
 
@@ -859,11 +885,21 @@ def _grad_lhs(g, w, a):
         w = _reshape_axis_into(
             dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, w
         )
+    out = _grad_conv(a, "lhs", g, w, _grad_lhs_attributes, groups)
+    if a.bgc > 1:
+        out = _reshape_axis_out_of(dn.input_feature_dimension, a.bgc, out)
+        out = _reshape_axis_into(dn.input_feature_dimension, dn.input_batch_dimension, out)
+    return out
+
+
+def _grad_lhs_attributes(a, groups):
+    """The attributes (as ``convolution`` takes them by name) of the convolution that
+    computes lhs's cotangent of convolution ``a``: see convolution_grad_lhs."""
+    dn = a.dn
     dk = _dilate_shape(a.k_spatial, a.rhs_dilation)
     din = _dilate_shape(a.in_spatial, a.lhs_dilation)
-    dout = _dilate_shape([g.shape[d] for d in dn.output_spatial_dimensions], a.strides)
+    dout = _dilate_shape(a.out_spatial, a.strides)
     before = [k - lo - 1 for k, (lo, _) in zip(dk, a.padding)]
-    pads = [(b, i + k - 1 - o - b) for b, i, k, o in zip(before, din, dk, dout)]
     trans = ConvDimensionNumbers(
         dn.output_batch_dimension,
         dn.output_feature_dimension,
@@ -875,11 +911,9 @@ def _grad_lhs(g, w, a):
         dn.input_feature_dimension,
         dn.input_spatial_dimensions,
     )
-    out = convolution(
-        g,
-        w,
+    return dict(
         window_strides=a.lhs_dilation,
-        padding=pads,
+        padding=[(b, i + k - 1 - o - b) for b, i, k, o in zip(before, din, dk, dout)],
         lhs_dilation=a.strides,
         rhs_dilation=a.rhs_dilation,
         window_reversal=[not r for r in a.reversal],
@@ -887,10 +921,64 @@ def _grad_lhs(g, w, a):
         feature_group_count=groups,
         precision_config=a.precision_config,
     )
-    if a.bgc > 1:
-        out = _reshape_axis_out_of(dn.input_feature_dimension, a.bgc, out)
-        out = _reshape_axis_into(dn.input_feature_dimension, dn.input_batch_dimension, out)
-    return out
+
+
+def _grad_rhs_attributes(a):
+    """The attributes of the convolution that computes rhs's cotangent of convolution
+    ``a`` (before the window reversal's reverse): see convolution_grad_rhs."""
+    dn = a.dn
+    dk = _dilate_shape(a.k_spatial, a.rhs_dilation)
+    din = _dilate_shape(a.in_spatial, a.lhs_dilation)
+    dout = _dilate_shape(a.out_spatial, a.strides)
+    trans = ConvDimensionNumbers(
+        dn.input_feature_dimension,
+        dn.input_batch_dimension,
+        dn.input_spatial_dimensions,
+        dn.output_batch_dimension,
+        dn.output_feature_dimension,
+        dn.output_spatial_dimensions,
+        dn.kernel_input_feature_dimension,
+        dn.kernel_output_feature_dimension,
+        dn.kernel_spatial_dimensions,
+    )
+    return dict(
+        window_strides=a.rhs_dilation,
+        padding=[(lo, o - i + k - lo - 1) for (lo, _), i, k, o in zip(a.padding, din, dk, dout)],
+        lhs_dilation=a.lhs_dilation,
+        rhs_dilation=a.strides,
+        dimension_numbers=trans,
+        feature_group_count=a.bgc,
+        batch_group_count=a.fgc,
+        precision_config=a.precision_config,
+    )
+
+
+def _grad_conv(a, which, lhs, rhs, attributes, *args):
+    """``convolution(lhs, rhs, **attributes(a, *args))``: one of convolution ``a``'s
+    cotangents. The attributes are derived once per validated convolution (kept in
+    ``a.derived``). Outside ``create_graph``, for host operands, the op's own core runs
+    on attributes validated once (the call records nothing either way, and the
+    validation depends on types and shapes only): a training step's gradient
+    convolutions skip re-deriving and re-checking what the forward call fixed."""
+    kw = a.derived.get((which, *args))
+    if kw is None:
+        kw = a.derived[(which, *args)] = attributes(a, *args)
+    if (
+        is_grad_enabled()
+        or _limits_config.check_finite
+        or type(lhs._value) is not np.ndarray
+        or type(rhs._value) is not np.ndarray
+        or lhs._dtype.quantized
+        or rhs._dtype.quantized
+    ):
+        return convolution(lhs, rhs, **kw)
+    key = (which, *args, lhs._dtype, lhs.shape, rhs._dtype, rhs.shape)
+    b = a.derived.get(key)
+    if b is None:
+        b = a.derived[key] = _attributes(
+            "convolution", lhs._dtype, lhs.shape, rhs._dtype, rhs.shape, *_attribute_values((), kw)
+        )
+    return result(_convolution_impl(lhs, rhs, b), b.out_dt)
 
 
 def convolution_grad_rhs(cotangent, lhs, rhs_shape, *attributes, **named_attributes):
@@ -905,7 +993,22 @@ def convolution_grad_rhs(cotangent, lhs, rhs_shape, *attributes, **named_attribu
     g, x = operands(op, cotangent, lhs, names=["cotangent", "lhs"])
     attributes = _attribute_values(attributes, named_attributes)
     a = _attributes(op, x._dtype, x.shape, g._dtype, tuple(rhs_shape), *attributes)
+    _check_cotangent(g, a, "rhs")
     return _grad_rhs(g, x, a)
+
+
+def _check_cotangent(g, a, which):
+    """The cotangent has the convolution's result shape (its gradient convolution's
+    attributes are derived from that shape)."""
+    check(
+        tuple(g.shape) == tuple(a.result_shape),
+        "convolution",
+        "grad",
+        lambda: (
+            f"convolution_grad_{which}: the cotangent must have the convolution's result "
+            f"shape {list(a.result_shape)}, got {g.type}"
+        ),
+    )
 
 
 def _grad_rhs(g, x, a):
@@ -913,33 +1016,7 @@ def _grad_rhs(g, x, a):
     if g.size == 0 or x.size == 0:
         return _zeros(a.rhs_shape, g)
     dn = a.dn
-    dk = _dilate_shape(a.k_spatial, a.rhs_dilation)
-    din = _dilate_shape(a.in_spatial, a.lhs_dilation)
-    dout = _dilate_shape([g.shape[d] for d in dn.output_spatial_dimensions], a.strides)
-    pads = [(lo, o - i + k - lo - 1) for (lo, _), i, k, o in zip(a.padding, din, dk, dout)]
-    trans = ConvDimensionNumbers(
-        dn.input_feature_dimension,
-        dn.input_batch_dimension,
-        dn.input_spatial_dimensions,
-        dn.output_batch_dimension,
-        dn.output_feature_dimension,
-        dn.output_spatial_dimensions,
-        dn.kernel_input_feature_dimension,
-        dn.kernel_output_feature_dimension,
-        dn.kernel_spatial_dimensions,
-    )
-    out = convolution(
-        x,
-        g,
-        window_strides=a.rhs_dilation,
-        padding=pads,
-        lhs_dilation=a.lhs_dilation,
-        rhs_dilation=a.strides,
-        dimension_numbers=trans,
-        feature_group_count=a.bgc,
-        batch_group_count=a.fgc,
-        precision_config=a.precision_config,
-    )
+    out = _grad_conv(a, "rhs", x, g, _grad_rhs_attributes)
     flips = [dn.kernel_spatial_dimensions[d] for d in range(len(a.reversal)) if a.reversal[d]]
     if flips:
         from .movement import reverse

@@ -43,6 +43,7 @@ from ..autodiff.local import local_vjp
 from ..autodiff.tape import is_grad_enabled, no_grad, primitive
 from ..dtypes import as_dtype
 from ..kernels import pool as _pool
+from ..limits import config as _limits_config
 from ..kernels import reduction as KR
 from ..kernels import windows as KW
 from ..tensor import _wrap
@@ -252,6 +253,40 @@ def _nan_probe(v):
         return np.sum(v, dtype=wide)
 
 
+def _pool_grad(x, g, geo, direction):
+    """``select_and_scatter(x, g, 0, window, select=compare(direction), scatter=add)``:
+    a max / min pooling's operand cotangent. Outside ``create_graph``, for host
+    operands, select_and_scatter's own kernel path without its checks, which hold by
+    construction here (g has the windows' shape and x's type, the window attributes
+    passed reduce_window's checks): the same result, nothing recorded either way."""
+    if (
+        not is_grad_enabled()
+        and not _limits_config.check_finite
+        and type(x._value) is np.ndarray
+        and type(g._value) is np.ndarray
+        and g._dtype is x._dtype
+    ):
+        plan = _kernel_plan(x._dtype, "add")
+        ones = [1] * x.ndim
+        pad = [builtins.tuple(p) for p in geo.pad]
+        geometry = _plan("select_and_scatter", x.shape, geo.wd, geo.ws, ones, ones, pad)
+        fits = geometry.canon is not None and builtins.tuple(geometry.out) == g.shape
+        if plan is not None and fits:
+            zero = _wrap(np.zeros((), x._dtype.np), x._dtype)
+            code = KR.SELECT_CODES[direction]
+            return _select_and_scatter_fast(x, g, zero, geometry, code, *plan)
+    return select_and_scatter(
+        x,
+        g,
+        0.0,  # (a weak scalar: x's element type, on x's device)
+        geo.wd,
+        geo.ws,
+        geo.pad,
+        select=Body.compare(direction),
+        scatter=_E.add,
+    )
+
+
 @reduce_window.defvjp
 def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
     """add: the transpose of the windowing (g dilated by the strides, padded, summed over
@@ -296,20 +331,7 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
             host = out.device.kind == "cpu"
             nan = not host or np.isnan(_nan_probe(compute(out)))
             gm = _nan_masked(out, g) if nan else g
-            gx = (
-                select_and_scatter(
-                    x,
-                    gm,
-                    0.0,  # (a weak scalar: x's element type, on x's device)
-                    geo.wd,
-                    geo.ws,
-                    geo.pad,
-                    select=Body.compare("GE" if name == "maximum" else "LE"),
-                    scatter=_E.add,
-                )
-                if _needs(x)
-                else None
-            )
+            gx = _pool_grad(x, gm, geo, "GE" if name == "maximum" else "LE") if _needs(x) else None
             cts = [gx, None]
         else:
             cts = _reduce_window_choice_vjp(g, out, x, init, geo, name)
