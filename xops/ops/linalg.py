@@ -21,10 +21,11 @@ import math
 
 import numpy as np
 
-from ..autodiff.tape import keep, primitive
+from ..autodiff.tape import is_grad_enabled, keep, primitive
 from ..dtypes import as_dtype
 from ..tensor import Tensor
 from ..limits import check_nbytes
+from ..limits import config as _limits_config
 from . import _blas
 from ._core import SpecError, attr_ints, check, compute, operands, result, tstr
 from .movement import transpose
@@ -259,7 +260,20 @@ def _contract(g, t, gb, tb, gc, tc, precision_config, want):
 
     if t._dtype is not g._dtype:
         t = convert(t, g._dtype)
-    out = dot_general(g, t, gb, tb, gc, tc, precision_config=precision_config)
+    if (
+        precision_config is None
+        and not is_grad_enabled()
+        and not _limits_config.check_finite
+        and type(g._value) is np.ndarray
+        and type(t._value) is np.ndarray
+        and not g._dtype.quantized
+    ):
+        # outside create_graph, on the host: the op's own product without its checks,
+        # which hold by construction (the dimensions come from the validated forward
+        # call, g has its result's shape, t is in g's type); nothing is recorded either way
+        out = result(_dot_general_impl(g, t, gb, tb, gc, tc, g._dtype), g._dtype)
+    else:
+        out = dot_general(g, t, gb, tb, gc, tc, precision_config=precision_config)
     return out if out._dtype is want else convert(out, want)
 
 

@@ -46,7 +46,7 @@ from ..kernels import pool as _pool
 from ..limits import config as _limits_config
 from ..kernels import reduction as KR
 from ..kernels import windows as KW
-from ..tensor import _wrap
+from ..tensor import Tensor, _wrap
 from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
@@ -253,6 +253,57 @@ def _nan_probe(v):
         return np.sum(v, dtype=wide)
 
 
+def _pooling_vjp(g, out, x, init, attributes):
+    """The rule's common case without its parsing: one f32 / f64 operand, a Python
+    float init that is max's -inf or min's +inf, undilated windows (the op keeps its
+    attributes parsed: lists of ints, padding pairs). None for anything else."""
+    *window, body = attributes
+    name = binary_op_name(body)
+    if name not in ("maximum", "minimum") or x._dtype.np not in _POOL_TYPES:
+        return None
+    if init != (-math.inf if name == "maximum" else math.inf):
+        return None
+    geo = _geometry(x.shape, *window)
+    if geo is None or any(b != 1 for b in geo.bd) or any(d != 1 for d in geo.wdl):
+        return None
+    if math.prod(geo.out) == 0:
+        return None
+    return _pool_vjp(g, out, x, geo, name), None, None, None, None, None, None, None
+
+
+_POOL_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_geometry(shape, wd, ws, bd, wdl, pad):
+    return _Geometry(shape, list(wd), list(ws), list(bd), list(wdl), [list(p) for p in pad])
+
+
+def _geometry(shape, wd, ws, bd, wdl, pad):
+    """``_Geometry`` of parsed window attributes, kept per geometry (never written to),
+    or None where an attribute is not the parsed form (lists of ints, padding pairs)."""
+    try:
+        key = [builtins.tuple(a) for a in (shape, wd, ws, bd, wdl)]
+        return _cached_geometry(*key, builtins.tuple(builtins.tuple(p) for p in pad))
+    except TypeError:  # (unhashable: not the parsed form)
+        return None
+
+
+def _pool_vjp(g, out, x, geo, name):
+    """Max / min pooling's operand cotangent (None where x needs none): a NaN result
+    sends nothing back (the common case, no NaN: g as it is; a sum is NaN if any term
+    is, or inf - inf: then the exact mask, which is the same; off the CPU always the
+    mask, so that no data is read back to the host). float32/float64 sum in their own
+    type (an overflow to inf can only add an inf - inf: the mask again), the narrow
+    types in float64."""
+    if not _needs(x):
+        return None
+    host = out.device.kind == "cpu"
+    nan = not host or np.isnan(_nan_probe(compute(out)))
+    gm = _nan_masked(out, g) if nan else g
+    return _pool_grad(x, gm, geo, "GE" if name == "maximum" else "LE")
+
+
 def _pool_grad(x, g, geo, direction):
     """``select_and_scatter(x, g, 0, window, select=compare(direction), scatter=add)``:
     a max / min pooling's operand cotangent. Outside ``create_graph``, for host
@@ -307,6 +358,10 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
 
     Any other body (multiply, variadic): the vjp of the generic fold re-run on the tape."""
     op = "reduce_window"
+    if type(inputs) is Tensor and type(init_values) is float:  # (max pooling's spelling)
+        done = _pooling_vjp(g, out, inputs, init_values, attributes)
+        if done is not None:
+            return done
     xs = _variadic(op, inputs)
     inits = _inits(op, "I2", init_values, xs)
     # (the window attributes are kept parsed by the op: lists of ints, padding pairs)
@@ -323,16 +378,7 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
     elif name in ("maximum", "minimum") and x._dtype.kind == "float":
         plain = all(b == 1 for b in geo.bd) and all(d == 1 for d in geo.wdl)
         if plain and not _needs(init) and _identity_of(name, init):
-            # a NaN result sends nothing back (the common case, no NaN: g as it is; a sum
-            # is NaN if any term is, or inf - inf: then the exact mask, which is the same;
-            # off the CPU always the mask, so that no data is read back to the host).
-            # float32/float64 sum in their own type (an overflow to inf can only add an
-            # inf - inf: the mask again), the narrow types in float64
-            host = out.device.kind == "cpu"
-            nan = not host or np.isnan(_nan_probe(compute(out)))
-            gm = _nan_masked(out, g) if nan else g
-            gx = _pool_grad(x, gm, geo, "GE" if name == "maximum" else "LE") if _needs(x) else None
-            cts = [gx, None]
+            cts = [_pool_vjp(g, out, x, geo, name), None]
         else:
             cts = _reduce_window_choice_vjp(g, out, x, init, geo, name)
     else:
