@@ -35,8 +35,9 @@ CONVS = [  # (lhs shape, rhs shape, attributes): the direct kernels, packings, g
 def test_convolution_gradients_are_the_public_ops_bits(case, dt, monkeypatch):
     xs, ws, kw = CONVS[case]
     rng = np.random.default_rng(case)
-    x = xo.tensor(rng.standard_normal(xs), dt, requires_grad=True)
-    w = xo.tensor(rng.standard_normal(ws), dt, requires_grad=True)
+    # (primals that need no gradient: xo.grad then runs the rules outside create_graph)
+    x = xo.tensor(rng.standard_normal(xs), dt)
+    w = xo.tensor(rng.standard_normal(ws), dt)
     y = xo.convolution(x, w, **kw)
     g = xo.tensor(rng.standard_normal(y.shape), dt)
     dims = list(range(len(xs)))
@@ -44,12 +45,13 @@ def test_convolution_gradients_are_the_public_ops_bits(case, dt, monkeypatch):
     def loss(a, b):
         return xo.reduce(xo.multiply(xo.convolution(a, b, **kw), g), 0.0, dims, xo.add)
 
+    public = []
+    real = C.convolution
+    monkeypatch.setattr(C, "convolution", lambda *a, **k: public.append(1) or real(*a, **k))
     got = xo.grad(loss, argnums=(0, 1))(x, w)
-    taken = []
-    real = C._convolution_impl
-    monkeypatch.setattr(C, "_convolution_impl", lambda *a: taken.append(1) or real(*a))
-    got2 = xo.grad(loss, argnums=(0, 1))(x, w)
-    assert len(taken) == 3  # the forward and both gradient convolutions
+    assert public == []  # (the rule ran its convolutions' core directly)
+    got2 = xo.grad(loss, argnums=(0, 1))(x.detach().requires_grad_(), w)  # (create_graph)
+    assert public == [1, 1]
     # the public path: the rule's convolutions through xo.convolution (as under
     # create_graph, which records them)
     monkeypatch.setattr(C, "is_grad_enabled", lambda: True)
@@ -61,6 +63,7 @@ def test_convolution_gradients_are_the_public_ops_bits(case, dt, monkeypatch):
             "convolution", x._dtype, x.shape, w._dtype, w.shape,
             *C._attribute_values((), kw)))  # fmt: skip
     for a, b in zip((*got, *got2), (want_l, want_r, want_l, want_r)):
+        a = a.detach()
         assert a.shape == b.shape and a.dtype == b.dtype
         assert _bits(a).tolist() == _bits(b).tolist()
     # and both are the reference convolution's cotangents
@@ -158,7 +161,7 @@ def test_pool_gradient_is_select_and_scatter_bits(case, body, monkeypatch):
     rng = np.random.default_rng(case)
     xv = rng.integers(-3, 4, shape).astype(np.float32)  # (ties everywhere)
     xv.reshape(-1)[::7] = -0.0
-    x = xo.tensor(xv, requires_grad=True)
+    x = xo.tensor(xv)  # (needs no gradient: the rule runs outside create_graph)
     init = float("-inf") if body == "maximum" else float("inf")
     fn = getattr(xo, body)
 
@@ -167,13 +170,14 @@ def test_pool_gradient_is_select_and_scatter_bits(case, body, monkeypatch):
         g = xo.tensor(np.arange(1, y.size + 1, dtype=np.float32).reshape(y.shape))
         return xo.reduce(xo.multiply(y, g), 0.0, list(range(len(shape))), xo.add)
 
-    taken = []
-    real = W._select_and_scatter_fast
-    monkeypatch.setattr(W, "_select_and_scatter_fast", lambda *a: taken.append(1) or real(*a))
+    public = []
+    real = W.select_and_scatter
+    monkeypatch.setattr(W, "select_and_scatter", lambda *a, **k: public.append(1) or real(*a, **k))
     got = xo.grad(loss)(x)
-    assert taken == [1]
+    assert public == []  # (select_and_scatter's kernel path directly)
     monkeypatch.setattr(W, "is_grad_enabled", lambda: True)  # the public op instead
     want = xo.grad(loss)(x)
+    assert public == [1]
     assert _bits(got).tolist() == _bits(want).tolist()
     # each window's weight lands on its first extreme element (row-major)
     y = xo.reduce_window(x.detach(), init, wd, ws, padding=pad, body=fn).numpy()
@@ -195,3 +199,79 @@ def test_pool_gradient_with_nan_sends_nothing_back_through_the_nan_window():
     want = np.zeros((4, 4), np.float32)
     want[1, 3] = want[3, 1] = want[3, 3] = 1.0  # the NaN window (top left) gets nothing
     np.testing.assert_array_equal(g.numpy()[0, 0], want)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("body", ["maximum", "minimum"])
+@pytest.mark.parametrize("dims", [[1], [0], [0, 2], [0, 1, 2]])
+def test_reduce_max_min_gradient_is_the_op_rules_bits(dims, body, dt, monkeypatch):
+    from xops.ops import reduction as R
+
+    rng = np.random.default_rng(len(dims))
+    xv = rng.integers(-2, 3, (4, 5, 3)).astype(np.float64)  # (ties: shares of 1/2, 1/3)
+    xv[0, 0, 0] = -0.0
+    xv[1, :, 1] = np.nan  # (NaN results send nothing back)
+    xv[2, 3, 2] = np.inf
+    x = xo.tensor(xv, dt)  # (needs no gradient: the rule runs outside create_graph)
+    init = float("-inf") if body == "maximum" else float("inf")
+    out_shape = [n for d, n in enumerate(xv.shape) if d not in dims]
+    g = xo.tensor(rng.standard_normal(out_shape) * 3, dt)
+
+    def loss(t):
+        y = xo.reduce(t, init, dims, getattr(xo, body))
+        return xo.reduce(xo.multiply(y, g), 0.0, list(range(len(out_shape))), xo.add)
+
+    used = []
+    real = R._reduce_minmax_host
+    monkeypatch.setattr(R, "_reduce_minmax_host", lambda *a: used.append(real(*a)) or used[-1])
+    got = xo.grad(loss)(x)
+    assert used and used[0] is not None
+    monkeypatch.setattr(R, "is_grad_enabled", lambda: True)  # the ops' rule
+    want = xo.grad(loss)(x)
+    assert _bits(got).tolist() == _bits(want).tolist()
+    # each output's g split evenly over its extreme elements, nothing through a NaN
+    back = got.numpy().astype(np.float64).sum(axis=tuple(dims))
+    nan = np.isnan(np.asarray(xo.reduce(x.detach(), init, dims, getattr(xo, body))))
+    np.testing.assert_allclose(back[~nan], g.numpy()[~nan], rtol=1e-5)
+    assert not back[nan].any()
+
+
+DOTS = [  # (lhs shape, rhs shape, lb, rb, lc, rc)
+    ((3, 4), (5, 4), [], [], [1], [1]),
+    ((2, 3, 4), (2, 4, 5), [0], [0], [2], [1]),
+    ((4, 2, 3, 5), (3, 5, 4, 6), [0], [2], [2, 3], [0, 1]),
+    ((1, 7), (7,), [], [], [1], [0]),
+]
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("case", range(len(DOTS)), ids=lambda i: f"dot{i}")
+def test_dot_general_gradients_are_the_public_ops_bits(case, dt, monkeypatch):
+    from xops.ops import linalg as L
+
+    xs, ys, lb, rb, lc, rc = DOTS[case]
+    rng = np.random.default_rng(case)
+    x, y = xo.tensor(rng.standard_normal(xs), dt), xo.tensor(rng.standard_normal(ys), dt)
+    out = xo.dot_general(x, y, lb, rb, lc, rc)
+    g = xo.tensor(rng.standard_normal(out.shape), dt)
+
+    def loss(a, b):
+        d = xo.dot_general(a, b, lb, rb, lc, rc)
+        return xo.reduce(xo.multiply(d, g), 0.0, list(range(d.ndim)), xo.add)
+
+    public = []
+    real = L.dot_general
+    monkeypatch.setattr(L, "dot_general", lambda *a, **k: public.append(1) or real(*a, **k))
+    got = xo.grad(loss, argnums=(0, 1))(x, y)
+    assert public == []
+    want = xo.grad(loss, argnums=(0, 1))(x.detach().requires_grad_(), y)  # (create_graph)
+    assert public == [1, 1]
+    for a, b in zip(got, want):
+        assert a.shape == b.shape and _bits(a).tolist() == _bits(b.detach()).tolist()
+    # against NumPy: d loss / d x = g contracted with y over y's free dims
+    ref = np.einsum  # (the two-operand cases spelled out)
+    if case == 0:
+        np.testing.assert_allclose(got[0].numpy(), ref("ij,jk->ik", g.numpy(), y.numpy()),
+                                   rtol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(got[1].numpy(), ref("ij,ik->jk", g.numpy(), x.numpy()),
+                                   rtol=1e-5)  # fmt: skip

@@ -81,9 +81,10 @@ import numpy as np
 from ..autodiff.helpers import broadcast_to as _bcast, needs as _needs, sum as _sum
 from ..autodiff.helpers import zeros as _zeros
 from ..autodiff.local import local_vjp
-from ..autodiff.tape import keep, no_grad, primitive
+from ..autodiff.tape import is_grad_enabled, keep, no_grad, primitive
 from ..dtypes import as_dtype, to_compute, wrap_int
 from ..kernels import reduction as KR
+from ..limits import config as _limits_config
 from ..tensor import Tensor, _wrap
 from . import conversion as _C
 from . import elementwise as _E
@@ -515,6 +516,10 @@ def _reduce_vjp(g, out, inputs, init_values, dimensions, body):
 
 
 def _reduce_minmax_vjp(g, out, x, init, dims, kept):
+    if not _needs(init):
+        gx = _reduce_minmax_host(g, out, x, dims)
+        if gx is not None:
+            return gx, None
     dt = x._dtype
     at = _E.compare(x, _M.broadcast_in_dim(out, kept, x.shape), "EQ")
     count = _C.convert(_sum(_C.convert(at, "i64"), dims), dt)  # exact in i64
@@ -527,6 +532,39 @@ def _reduce_minmax_vjp(g, out, x, init, dims, kept):
         is_init = _E.and_(none, _E.compare(out, _bcast(init, out.shape), "EQ"))
         gi = _sum(_E.select(is_init, g, _zeros(out.shape, dt)))
     return gx, gi
+
+
+_HOST_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _reduce_minmax_host(g, out, x, dims):
+    """The operand cotangent of ``_reduce_minmax_vjp`` (g split evenly among the
+    elements equal to the result, nothing where the result is NaN) in NumPy, for f32 /
+    f64 host arrays outside ``create_graph``: the same operations in the same element
+    type (the count exact in int64, converted once, divided once), so the same bits,
+    without ten op dispatches. None where it does not apply (x needs no cotangent:
+    None too, the caller's answer)."""
+    if not _needs(x):
+        return None
+    xv, ov, gv = x._value, out._value, g._value
+    if (
+        is_grad_enabled()
+        or _limits_config.check_finite
+        or type(xv) is not np.ndarray
+        or type(ov) is not np.ndarray
+        or type(gv) is not np.ndarray
+        or xv.dtype not in _HOST_FLOATS
+        or g._dtype is not x._dtype
+        or out._dtype is not x._dtype
+        or gv.shape != ov.shape
+    ):
+        return None
+    lifted = [1 if d in dims else n for d, n in enumerate(x.shape)]
+    with np.errstate(invalid="ignore"):
+        at = xv == ov.reshape(lifted)  # (NaN equals nothing: a NaN result sends nothing)
+    count = np.sum(at, axis=builtins.tuple(dims), keepdims=True, dtype=np.int64)
+    share = gv.reshape(lifted) / np.maximum(count, 1).astype(xv.dtype)
+    return _wrap(np.where(at, share, xv.dtype.type(0)), x._dtype)
 
 
 def _reduce_tree(xs, inits, dims, body, dts):
