@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import xops as xo
+from xops.ops import convolution as C
 from xops.ops import reduction as R
 
 FAST_GRAD_OPS = [
@@ -21,6 +22,7 @@ FAST_GRAD_OPS = [
     xo.minimum,
     xo.reduce,
     xo.broadcast_in_dim,
+    C._convolution,  # (the primitive behind xo.convolution, conv_with_general_padding, conv)
 ]
 
 
@@ -231,3 +233,43 @@ def test_fast_grad_is_switched_off_with_the_fast_path():
         "assert all(op._fast is None and op._fast_grad is None for op in ops)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_convolution_fast_path_matches_the_full_path(dt):
+    rng = np.random.default_rng(3)
+    xv = _values(rng, dt, (2, 3, 6, 6))
+    xv.reshape(-1)[:4] = [0.5, -0.0, 0.0, 2.0]
+    wv = rng.standard_normal((4, 3, 3, 3)).astype(dt)
+    calls = [
+        dict(padding=[(1, 1), (1, 1)]),
+        dict(window_strides=[2, 1], rhs_dilation=[1, 2], padding=[(0, 1), (2, 2)]),
+        dict(dimension_numbers="NCHW,OIHW,NCHW", window_reversal=[True, False]),
+    ]
+
+    def run(kw):
+        x = xo.tensor(xv, requires_grad=True)
+        w = xo.tensor(wv, requires_grad=True)
+        y = xo.convolution(x, w, **kw)
+        node = (y._node.op, [a for a in y._node.args if not isinstance(a, xo.Tensor)])
+        xo.reduce(xo.multiply(y, y), 0.0, [0, 1, 2, 3], xo.add).backward()
+        with xo.no_grad():
+            plain = xo.convolution(x, w, **kw)
+        assert plain._node is None and not plain.requires_grad
+        return _bits(y), node, _bits(x.grad), _bits(w.grad), _bits(plain)
+
+    for kw in calls:
+        plain_args = ("convolution", xo.tensor(xv), xo.tensor(wv), *[None] * 6, 1, 1, None, None)
+        assert C._fast_convolution(plain_args) is not None
+        fast = run(kw)
+        with _FullPath():
+            full = run(kw)
+        assert fast == full
+    # the same errors: a signature the fast path has not seen, and one it has
+    for _ in range(2):
+        for bad in [dict(padding=[(1, 1)]), dict(feature_group_count=2)]:
+            with _FullPath(), pytest.raises(xo.SpecError) as want:
+                xo.convolution(xo.tensor(xv), xo.tensor(wv), **bad)
+            with pytest.raises(xo.SpecError) as got:
+                xo.convolution(xo.tensor(xv), xo.tensor(wv), **bad)
+            assert str(got.value) == str(want.value)

@@ -82,7 +82,7 @@ from ._convolution_tables import (
 )
 from . import _convolution_direct as _direct
 from ._convolution_direct import direct_route, run_direct
-from ._core import check, operands, result
+from ._core import check, fast_grad_of, operands, result
 
 
 __all__ = ["convolution", "conv_with_general_padding", "conv", "ConvDimensionNumbers"]
@@ -179,6 +179,32 @@ def _convolution(
         preferred_element_type,
     )
     return result(_convolution_impl(x, y, a), a.out_dt)
+
+
+def _fast_convolution(args, grad=False):
+    """``_convolution``'s dispatch fast path (xops.autodiff.tape.primitive): a call with
+    all thirteen arguments positional (as ``convolution`` and the gradient rules make
+    it) on two CPU tensors whose types are not quantized (no gradient unless ``grad``)
+    goes straight to the validated attributes (``_attributes``: the op's own checks,
+    kept per signature) and the computation, without the generic dispatch's scans of
+    thirteen arguments; None for anything else (the full path)."""
+    if len(args) != 13:
+        return None
+    lhs, rhs = args[1], args[2]
+    if type(lhs) is not Tensor or type(rhs) is not Tensor:
+        return None
+    if type(lhs._value) is not np.ndarray or type(rhs._value) is not np.ndarray:
+        return None
+    if lhs._dtype.quantized or rhs._dtype.quantized:
+        return None
+    if not grad and (lhs.requires_grad or rhs.requires_grad):
+        return None
+    a = _attributes(args[0], lhs._dtype, lhs.shape, rhs._dtype, rhs.shape, *args[3:])
+    return result(_convolution_impl(lhs, rhs, a), a.out_dt)
+
+
+_convolution._fast = _fast_convolution
+_convolution._fast_grad = fast_grad_of(_fast_convolution)  # (the op keeps no attributes)
 
 
 @_convolution.defvjp
