@@ -275,3 +275,16 @@ def test_dot_general_gradients_are_the_public_ops_bits(case, dt, monkeypatch):
                                    rtol=1e-5)  # fmt: skip
         np.testing.assert_allclose(got[1].numpy(), ref("ij,ik->jk", g.numpy(), x.numpy()),
                                    rtol=1e-5)  # fmt: skip
+
+
+def test_reduce_window_checked_signatures_follow_the_resource_limit():
+    # a signature that passed once is checked again under a lower xops.config.max_bytes
+    x = xo.tensor(np.ones((1, 4, 64, 64), np.float32))
+
+    def pool():
+        return xo.reduce_window(x, float("-inf"), [1, 1, 2, 2], [1, 1, 2, 2], body=xo.maximum)
+
+    assert pool().shape == (1, 4, 32, 32)
+    with limit_bytes(100), pytest.raises(SpecError, match=r"resource limit.*f32\[1,4,32,32\]"):
+        pool()
+    assert float(pool().numpy().sum()) == 4 * 32 * 32

@@ -685,7 +685,7 @@ def test_window_checks_remember_signatures():
     x = xo.tensor(np.arange(20, dtype=np.float32).reshape(4, 5))
     attrs = ([2, 2], [1, 2], None, None, [(1, 0), (0, 1)])
     want = R.reduce_window_reference(x, 0.0, *attrs, body=xo.add).numpy()
-    key = WC._signature("reduce_window", (4, 5), 1, attrs)
+    key = WC._signature("reduce_window", (4, 5), 1, xo.config.max_bytes, attrs)
     WC._CHECKED.pop(key, None)
     for _ in range(2):
         assert_tensor(xo.reduce_window(x, 0.0, *attrs, body=xo.add), want)

@@ -9,6 +9,7 @@ import builtins
 
 from ..autodiff.tape import keep
 from ..limits import check_nbytes
+from ..limits import config as _limits_config
 from ._bodies import comparison_direction
 from ._core import check, check_arity, operands, tstr
 from ._window_geometry import _padding_attr, _result_shape, _window_attr
@@ -25,7 +26,9 @@ def reduce_window_checks(inputs, init_values, *attributes):
     op = "reduce_window"
     *window_attrs, body = attributes
     xs, inits = _reduce_window_operands(inputs, init_values)
-    key = _signature(op, xs[0].shape, len(xs), window_attrs)
+    # (the size limit is part of the signature: a result that passed under one limit
+    # is checked again under another)
+    key = _signature(op, xs[0].shape, len(xs), _limits_config._max_bytes, window_attrs)
     hit = _CHECKED.get(key) if key is not None else None
     if hit is not None and all(x._dtype is dt for x, dt in zip(xs, hit[0])):
         _check_body(op, body)
