@@ -23,6 +23,7 @@ FAST_GRAD_OPS = [
     xo.reduce,
     xo.broadcast_in_dim,
     C._convolution,  # (the primitive behind xo.convolution, conv_with_general_padding, conv)
+    xo.reduce_window,
 ]
 
 
@@ -273,3 +274,59 @@ def test_convolution_fast_path_matches_the_full_path(dt):
             with pytest.raises(xo.SpecError) as got:
                 xo.convolution(xo.tensor(xv), xo.tensor(wv), **bad)
             assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_reduce_window_fast_path_matches_the_full_path(dt):
+    rng = np.random.default_rng(4)
+    xv = _values(rng, dt, (2, 3, 6, 7))
+    xv[1, 1, :2, :2] = 5.0  # (ties)
+    spellings = [  # positional and keyword attributes, several bodies and inits
+        ((float("-inf"), [1, 1, 2, 2], [1, 1, 2, 2]), dict(body=xo.maximum)),
+        ((float("inf"), [1, 1, 3, 3]), dict(window_strides=[1, 1, 2, 2], body=xo.minimum)),
+        (
+            (0.0, [1, 1, 2, 3], [1, 1, 1, 2], None, None, [(0, 0), (0, 0), (1, 0), (1, 1)]),
+            dict(body=xo.add),
+        ),  # fmt: skip
+        (
+            (float("-inf"),),
+            dict(window_dimensions=[1, 2, 2, 1], padding=[(0, 0)] * 4, body=xo.maximum),
+        ),  # fmt: skip
+        ((0.5, [1, 1, 2, 2], [1, 1, 2, 2]), dict(base_dilations=[1, 1, 2, 1], body=xo.add)),
+    ]
+
+    def run(args, kw):
+        x = xo.tensor(xv, requires_grad=True)
+        y = xo.reduce_window(x, *args, **kw)
+        node = (y._node.op, [a for a in y._node.args if not isinstance(a, xo.Tensor)])
+        xo.reduce(xo.multiply(y, y), 0.0, [0, 1, 2, 3], xo.add).backward()  # (NaNs too)
+        with xo.no_grad():
+            plain = xo.reduce_window(x, *args, **kw)
+        return _bits(y), node, _bits(x.grad), _bits(plain)
+
+    for args, kw in spellings:
+        run(args, kw)  # (the first call validates the signature)
+        hit = xo.reduce_window._fast(((xo.tensor(xv),) + args), kw)
+        fast = run(args, kw)
+        with _FullPath():
+            full = run(args, kw)
+        assert fast[0][2] == full[0][2] and fast == full
+        assert hit is not None or "base_dilations" in kw  # (a dilated base: the full path)
+    # the same errors: a body without kernel, an init of another type, bad keywords
+    x = xo.tensor(xv)
+    for args, kw in [
+        ((float("-inf"), [1, 1, 2, 2]), dict(body=xo.maximum, window_dimensions=[1, 1, 2, 2])),
+        ((float("-inf"), [1, 1, 2, 2]), dict(body=xo.maximum, strides=[1, 1, 2, 2])),
+        ((xo.tensor(0, "i32"), [1, 1, 2, 2]), dict(body=xo.maximum)),
+        ((float("-inf"), [1, 1, 2, 2]), dict(body=None)),
+        ((float("-inf"), [1, 1, 2, 2]), dict()),
+    ]:
+        try:
+            with _FullPath():
+                want = xo.reduce_window(x, *args, **kw)
+        except Exception as e:
+            with pytest.raises(type(e)) as got:
+                xo.reduce_window(x, *args, **kw)
+            assert str(got.value) == str(e)
+        else:
+            assert _bits(xo.reduce_window(x, *args, **kw)) == _bits(want)

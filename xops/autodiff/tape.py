@@ -213,7 +213,9 @@ def primitive(name, **declaration):
     and the device (no hidden copy to the host).
 
     Dispatch fast path: ``op._fast`` (set by e.g. :func:`xops.ops._core.fast_binary`) is
-    tried first on calls with positional arguments only while no debug flag is set. It
+    tried first on calls with positional arguments only while no debug flag is set (and
+    on keyword calls too, as ``fast(args, kwargs)``, where ``op._fast_kwargs`` is set:
+    ops whose attributes are keyword-only, such as reduce_window's body). It
     returns the result for argument signatures it has validated (no argument requires a
     gradient or is quantized, element types and shapes the op accepts, computed exactly
     as the op's body would), and None for everything else, which then takes the full
@@ -230,12 +232,15 @@ def primitive(name, **declaration):
         @functools.wraps(fn)
         def op(*args, **kwargs):
             fast = op._fast  # see deffast: validated signatures skip the op's checks
-            if fast is not None and not kwargs and not _config.check_finite:
-                out = fast(args)
+            if fast is not None and (not kwargs or op._fast_kwargs) and not _config.check_finite:
+                out = fast(args, kwargs) if kwargs else fast(args)
                 if out is not None:
                     return out
                 fast = op._fast_grad  # (an argument may require a gradient)
-                done = fast(args) if fast is not None else None
+                if fast is None:
+                    done = None
+                else:
+                    done = fast(args, kwargs) if kwargs else fast(args)
                 if done is not None:
                     if not _mode.enabled:
                         return done[0]
@@ -266,6 +271,7 @@ def primitive(name, **declaration):
         op._vjp = None
         op._fast = None
         op._fast_grad = None
+        op._fast_kwargs = False  # whether the fast paths take keyword calls: f(args, kwargs)
         op.op_name = name
         op.kernels = {"cpu": fn}  # device kind -> implementation (the device seam)
         _registry.register(name, op, primitive=True, **declaration)  # see xops.registry

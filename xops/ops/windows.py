@@ -50,7 +50,9 @@ from ..tensor import Tensor, _wrap
 from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
-from ._core import SpecError, bound_arguments, check, compute, operands, tstr
+from ._core import SpecError, _fast_scalar, bound_arguments, check, compute, operands, tstr
+from ._window_checks import _CHECKED as _window_checked
+from ._window_checks import _signature as _window_signature
 from ._window_checks import (
     _reduce_window_args,
     _select_and_scatter_args,
@@ -224,6 +226,81 @@ def reduce_window(
         _promoted(xs, dts), _promoted(inits, dts), tables, out_shape, body, dts
     )
     return _single_or_tuple(outs)
+
+
+_WINDOW_NAMES = (
+    "inputs",
+    "init_values",
+    "window_dimensions",
+    "window_strides",
+    "base_dilations",
+    "window_dilations",
+    "padding",
+)
+
+
+def _fast_reduce_window(args, kwargs=None, grad=False):
+    """reduce_window's dispatch fast path (xops.autodiff.tape.primitive, keyword calls
+    included: ``body`` is keyword-only): one CPU f32 / f64 Tensor (no gradient unless
+    ``grad``), a Python float init value, a body with a kernel (max, min, add, ...) and a
+    window signature that passed the checks before (``_window_checks._CHECKED``, keyed
+    with the size limit) go straight to the kernel with the remembered attributes.
+    Returns (result, the parsed attributes the op keeps for its rule), or None: the full
+    path, with every check."""
+    values = list(args) + [None] * (len(_WINDOW_NAMES) - len(args))
+    body = None
+    for k, v in (kwargs or {}).items():
+        if k == "body":
+            body = v
+            continue
+        i = _WINDOW_NAMES.index(k) if k in _WINDOW_NAMES else -1
+        if i < len(args):  # (unknown, or given twice: the full path's error)
+            return None
+        values[i] = v
+    x, init = values[0], values[1]
+    if body is None or len(values) != len(_WINDOW_NAMES) or type(init) is not float:
+        return None
+    if type(x) is not Tensor or type(x._value) is not np.ndarray or x._dtype.np not in _POOL_TYPES:
+        return None
+    if x._dtype.quantized or (x.requires_grad and not grad) or not x.size:
+        return None
+    key = _window_signature("reduce_window", x.shape, 1, _limits_config._max_bytes, values[2:])
+    hit = _window_checked.get(key) if key is not None else None
+    if hit is None or hit[0][0] is not x._dtype:
+        return None
+    name = binary_op_name(body)
+    plan = _kernel_plan(x._dtype, name) if name else None
+    iv = _fast_scalar(init, x._dtype)
+    if plan is None or iv is None:
+        return None
+    window = [list(a) for a in hit[1]]
+    geometry = _plan("reduce_window", x.shape, *window)
+    if geometry.canon is None:
+        return None
+    out = _reduce_window_fast(x, _wrap(iv, x._dtype), geometry, list(hit[2]), *plan)
+    wd, ws, bd, wdl, pad = window
+    kept = dict(
+        window_dimensions=wd,
+        window_strides=ws,
+        base_dilations=bd,
+        window_dilations=wdl,
+        padding=pad,
+    )
+    return out, kept
+
+
+def _fast_reduce_window_plain(args, kwargs=None):
+    done = _fast_reduce_window(args, kwargs)
+    return None if done is None else done[0]
+
+
+def _fast_reduce_window_grad(args, kwargs=None):
+    return _fast_reduce_window(args, kwargs, True)
+
+
+reduce_window._fast = _fast_reduce_window_plain
+reduce_window._fast_grad = _fast_reduce_window_grad
+reduce_window._fast_kwargs = True
 
 
 def _identity_of(name, t):
