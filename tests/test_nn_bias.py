@@ -1,4 +1,5 @@
-"""A layer's bias as one recorded op (``nn.functional.bias_add``): the composite's values
+"""A layer's bias as one recorded op (``nn.functional.bias_add``, and a convolution
+layer's convolution with its bias, ``nn.functional.conv_bias``): the composite's values
 and gradients bit for bit, one tape node, second derivatives, and the composite where the
 fused op does not apply."""
 
@@ -56,7 +57,83 @@ def test_bias_add_is_one_node_and_layers_use_it():
     lin = xo.nn.Linear(4, 2)
     assert lin(xo.tensor(np.ones((3, 4), np.float32)))._node.op == "bias_add"
     conv = xo.nn.Conv2d(1, 2, 3)
-    assert conv(xo.tensor(np.ones((1, 1, 5, 5), np.float32)))._node.op == "bias_add"
+    assert conv(xo.tensor(np.ones((1, 1, 5, 5), np.float32)))._node.op == "conv_bias"
+    conv64 = xo.nn.Conv2d(1, 2, 3).to(dtype="f64")  # (f64: the convolution, then bias_add)
+    assert conv64(xo.tensor(np.ones((1, 1, 5, 5))))._node.op == "bias_add"
+
+
+CONVS = [  # (x shape, weight shape, padding, stride, dilation, groups)
+    ((2, 3, 9, 9), (8, 3, 3, 3), 1, 1, 1, 1),  # the blocked kernel, one block
+    ((2, 1, 28, 28), (16, 1, 3, 3), 1, 1, 1, 1),  # the digits' first layer
+    ((3, 16, 14, 14), (32, 16, 3, 3), 1, 1, 1, 1),  # its second
+    ((2, 3, 9, 9), (5, 3, 3, 3), 0, 1, 1, 1),  # 5 features: a padded block
+    ((2, 3, 9, 9), (4, 3, 5, 5), 2, 1, 1, 1),  # 5 x 5: the composite
+    ((2, 4, 9, 9), (6, 2, 3, 3), 1, 2, 1, 2),  # strides, groups: the composite
+    ((1, 2, 10, 11), (3, 2, 3, 3), 0, 1, 2, 1),  # dilated: the composite
+]
+
+
+@pytest.mark.parametrize("case", range(len(CONVS)), ids=lambda i: f"conv{i}")
+def test_conv_bias_matches_the_composite(case, monkeypatch):
+    from xops.ops import _convolution_direct as D
+
+    xs, ws, pad, stride, dil, groups = CONVS[case]
+    rng = np.random.default_rng(case)
+    xv, wv = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    bv = rng.standard_normal(ws[0]).astype(np.float32)
+    bv[0] = -0.0
+    xv.reshape(-1)[:3] = [np.nan, np.inf, -0.0]
+    fused_calls = []
+    real = D._blocked
+    monkeypatch.setattr(D, "_blocked", lambda *a: fused_calls.append(a[-1] is not None) or real(*a))
+    results = []
+    for fused in (True, False):
+        x, w, b = _leaf(xv), _leaf(wv), _leaf(bv)
+        if fused:
+            out = F.conv2d(x, w, b, stride=stride, padding=pad, dilation=dil, groups=groups)
+            assert out._node.op == "conv_bias"
+        else:
+            y = F.conv2d(x, w, None, stride=stride, padding=pad, dilation=dil, groups=groups)
+            out = _composite(y, b, 1)
+        gv = np.random.default_rng(9).standard_normal(out.shape).astype(np.float32)
+        loss = xo.reduce(xo.multiply(out, xo.tensor(gv)), 0.0, [0, 1, 2, 3], xo.add)
+        loss.backward()
+        results.append((out, x.grad, w.grad, b.grad))
+    for got, want in zip(*results):
+        assert got.type == want.type
+        np.testing.assert_array_equal(got.numpy().view(np.uint32), want.numpy().view(np.uint32))
+    blocked = ws[2:] == (3, 3) and stride == dil == groups == 1 and D._vector_lanes() > 0
+    assert (True in fused_calls) == blocked  # (the bias in the kernel where it runs)
+    # against NumPy: the bias lands on every position of its feature
+    ref = F.conv2d(xo.tensor(xv), xo.tensor(wv), None, stride, pad, dil, groups).numpy()
+    np.testing.assert_array_equal(results[0][0].numpy(), ref + bv[None, :, None, None])
+
+
+def test_conv_bias_errors_and_other_biases_are_the_composite():
+    x = xo.tensor(np.ones((1, 2, 5, 5), np.float32))
+    w = xo.tensor(np.ones((3, 2, 3, 3), np.float32))
+    with pytest.raises(xo.SpecError, match="broadcast_in_dim"):
+        F.conv2d(x, w, xo.tensor(np.ones(4, np.float32)))
+    with pytest.raises(xo.SpecError, match="convolution"):
+        F.conv2d(x, xo.tensor(np.ones((3, 3, 3, 3), np.float32)), xo.tensor(np.ones(3, np.float32)))
+    one = F.conv2d(x, w, xo.tensor(np.full(1, 0.5, np.float32)))  # (one value for every feature)
+    np.testing.assert_array_equal(one.numpy(), np.full((1, 3, 3, 3), 18.5, np.float32))
+
+
+def test_conv_bias_second_derivative():
+    # f(b) = sum(conv(x, w) + b)^2 over a 1x1 output: f'(b) = 2 (c + b), f'' = 2 per output
+    x = xo.tensor(np.ones((2, 1, 3, 3), np.float32))
+    w = xo.tensor(np.ones((2, 1, 3, 3), np.float32))
+
+    def f(b):
+        h = F.conv2d(x, w, b)
+        return xo.reduce(xo.multiply(h, h), 0.0, [0, 1, 2, 3], xo.add)
+
+    b = xo.tensor(np.array([1.0, -2.0], np.float32))
+    np.testing.assert_allclose(xo.grad(f)(b).numpy(), [2 * 2 * 10.0, 2 * 2 * 7.0])
+    np.testing.assert_allclose(
+        xo.grad(lambda t: xo.reduce(xo.grad(f)(t), 0.0, [0], xo.add))(b).numpy(), [4.0, 4.0]
+    )
 
 
 def test_bias_add_second_derivative():

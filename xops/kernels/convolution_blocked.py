@@ -57,23 +57,27 @@ def _fma(builder, vec):
 def _micro(n_rows, n_lanes=_LANES, n_feat=_OB):
     """The micro-kernel for R = ``n_rows`` output rows (a 3 x 3 kernel), vectors of
     ``n_lanes`` and F = ``n_feat`` output features (of a packed block of _OB), as an
-    intrinsic ``micro(xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid)``:
+    intrinsic ``micro(xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid,
+    bias, b0)``:
 
-    ``out[o0 + f*o_f + r*o_row + l] = sum over c < n_chan, kh, kw < 3 of
-    wp[w0 + ((c*3 + kh)*3 + kw)*_OB + f] * xp[x0 + c*x_c + (r + kh)*x_row + kw + l]``
-    for f < F, r < R and the lanes l < ``n_valid`` (<= ``n_lanes``; all offsets in
-    elements; the other lanes are computed from the words after the row, never stored).
+    ``out[o0 + f*o_f + r*o_row + l] = (sum over c < n_chan, kh, kw < 3 of
+    wp[w0 + ((c*3 + kh)*3 + kw)*_OB + f] * xp[x0 + c*x_c + (r + kh)*x_row + kw + l])
+    + bias[b0 + f]`` for f < F, r < R and the lanes l < ``n_valid`` (<= ``n_lanes``; all
+    offsets in elements; the other lanes are computed from the words after the row,
+    never stored). The bias is added once, after the sum (a layer's bias: the bits of
+    the convolution then an add; a zero bias changes nothing, as the sum, started at
+    +0, is never -0).
     """
     f32 = ir.FloatType()
     vec = ir.VectorType(f32, n_lanes)
     i1, i32 = ir.IntType(1), ir.IntType(32)
     arr = types.Array(types.float32, 1, "C")
     ip = types.intp
-    sig = types.void(arr, ip, ip, ip, arr, ip, arr, ip, ip, ip, ip, ip)
+    sig = types.void(arr, ip, ip, ip, arr, ip, arr, ip, ip, ip, ip, ip, arr, ip)
 
     def codegen(context, builder, signature, args):
-        xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid = args
-        xdata, wdata, odata = _data(context, builder, arr, xp, wp, out)
+        xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid, bias, b0 = args
+        xdata, wdata, odata, bdata = _data(context, builder, arr, xp, wp, out, bias)
         intp = x0.type
         fma = _fma(builder, vec)
         masked_store = cgutils.get_or_insert_function(
@@ -120,13 +124,19 @@ def _micro(n_rows, n_lanes=_LANES, n_feat=_OB):
         mask = builder.icmp_unsigned("<", lane, valid)
         full = builder.icmp_signed("==", n_valid, ir.Constant(intp, n_lanes))
 
+        biases = []
+        for f in range(n_feat):
+            bv = builder.load(builder.gep(bdata, [builder.add(b0, ir.Constant(intp, f))]))
+            bv = builder.insert_element(undef, bv, ir.Constant(i32, 0))
+            biases.append(builder.shuffle_vector(bv, undef, splat_mask))
+
         def store(masked):
             for f in range(n_feat):
                 base = builder.add(o0, builder.mul(ir.Constant(intp, f), o_f))
                 for r in range(n_rows):
                     at = builder.add(base, builder.mul(ir.Constant(intp, r), o_row))
                     ptr = builder.bitcast(builder.gep(odata, [at]), vec.as_pointer())
-                    acc = builder.load(accs[f][r])
+                    acc = builder.fadd(builder.load(accs[f][r]), biases[f])
                     if masked:
                         builder.call(masked_store, [acc, ptr, ir.Constant(i32, 4), mask])
                     else:
@@ -141,7 +151,9 @@ def _micro(n_rows, n_lanes=_LANES, n_feat=_OB):
                 store(True)
         return context.get_dummy_value()
 
-    def typer(typingctx, xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid):
+    def typer(
+        typingctx, xp, x0, x_c, x_row, wp, w0, out, o0, o_f, o_row, n_chan, n_valid, bias, b0
+    ):
         return sig, codegen
 
     typer.__name__ = f"micro_r{n_rows}_v{n_lanes}_f{n_feat}"
@@ -154,7 +166,7 @@ _M1, _M2, _M3 = _micro(1), _micro(2), _micro(3)
 _H1, _H2, _H3 = (_micro(r, 8, _OB // 2) for r in (1, 2, 3))
 
 
-def _conv3x3(x, wp, lo_h, lo_w, hp, row, xp, out):
+def _conv3x3(x, wp, lo_h, lo_w, hp, row, xp, out, bias):
     """Output-parallel: iteration ``n`` (an image) writes only ``out[n]`` and its own
     scratch ``xp[n]``.
 
@@ -162,7 +174,8 @@ def _conv3x3(x, wp, lo_h, lo_w, hp, row, xp, out):
     _OB), flat; ``xp`` (N, C*HP*WP + 16): image n's planes with ``lo_h`` rows and
     ``lo_w`` columns of zeros before them (HP = ``hp`` rows of WP = ``row`` words, the
     rest zeros too; 16 words of slack after them for the lanes past a row's end);
-    ``out`` (N, O*OH*OW): the output (N, O, OH, OW), OH = HP - 2, OW = WP - 2.
+    ``out`` (N, O*OH*OW): the output (N, O, OH, OW), OH = HP - 2, OW = WP - 2;
+    ``bias`` (O,): added to each feature's sums after them (zeros: the plain convolution).
 
     Two variants (made at the end of the module): ``conv3x3_blocked`` (AVX-512: vectors
     of 16 lanes, a block's 8 features per micro-kernel call) and ``conv3x3_blocked8``
@@ -192,21 +205,22 @@ def _conv3x3(x, wp, lo_h, lo_w, hp, row, xp, out):
         for b in range(n_out // _OB):
             for part in range(_OB // _FB):  # (one part on AVX-512, two on AVX2)
                 w0 = b * w_blk + part * _FB
-                o0 = (b * _OB + part * _FB) * o_f
+                b0 = b * _OB + part * _FB
+                o0 = b0 * o_f
                 for j0 in range(0, n_ow, _VL):
                     lanes = min(_VL, n_ow - j0)
                     i = 0
                     while i + 3 <= n_oh:
                         _K3(xn, i * row + j0, plane, row, wp, w0, on, o0 + i * n_ow + j0, o_f,
-                            n_ow, n_chan, lanes)  # fmt: skip
+                            n_ow, n_chan, lanes, bias, b0)  # fmt: skip
                         i += 3
                     if i + 2 <= n_oh:
                         _K2(xn, i * row + j0, plane, row, wp, w0, on, o0 + i * n_ow + j0, o_f,
-                            n_ow, n_chan, lanes)  # fmt: skip
+                            n_ow, n_chan, lanes, bias, b0)  # fmt: skip
                         i += 2
                     if i < n_oh:
                         _K1(xn, i * row + j0, plane, row, wp, w0, on, o0 + i * n_ow + j0, o_f,
-                            n_ow, n_chan, lanes)  # fmt: skip
+                            n_ow, n_chan, lanes, bias, b0)  # fmt: skip
 
 
 # -- the kernel gradient's shape: a 3 x 3 output, a kernel as large as the image ---------

@@ -47,6 +47,9 @@ from .. import device as _device
 from ..device import default_device
 from ..ops.conversion import convert
 from ..ops.convolution import convolution
+from ..ops.convolution import _attributes as _conv_attrs
+from ..ops.convolution import _convolution_impl as _conv_impl
+from ..ops.convolution import _convolution_vjp as _conv_vjp
 from ..ops.elementwise import (
     add,
     compare,
@@ -374,6 +377,10 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n):
     if isinstance(padding, str) and padding == "same" and any(s != 1 for s in stride):
         raise ValueError(f"conv{n}d: padding='same' needs stride 1, got {stride}")
     pads = _conv_padding(padding, weight.shape[2:], dilation, n)
+    if bias is not None and _host_floats32(x, weight, bias) and bias.ndim == 1:
+        return _conv_bias(
+            x, weight, bias, list(stride), pads, list(dilation), _CONV_LAYOUT[n], int(groups)
+        )
     y = convolution(
         x,
         weight,
@@ -384,6 +391,55 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n):
         feature_group_count=int(groups),
     )
     return y if bias is None else _add_channel_bias(y, bias, 1)
+
+
+def _host_floats32(*ts):
+    """Whether every one of ``ts`` is a float32 Tensor on the host."""
+    return all(
+        type(t) is Tensor and type(t._value) is np.ndarray and t._dtype.name == "f32" for t in ts
+    )
+
+
+def _conv_attributes(window_strides, padding, rhs_dilation, dimension_numbers, groups):
+    """``_convolution``'s eleven attributes (positional, as ``convolution`` passes them)
+    for a layer's convolution."""
+    return (window_strides, padding, None, rhs_dilation, None, dimension_numbers, groups, 1,
+            None, None)  # fmt: skip
+
+
+@primitive("conv_bias")
+def _conv_bias(x, weight, bias, window_strides, padding, rhs_dilation, dimension_numbers, groups):
+    """A layer's convolution and its bias over the feature dim (1) as one op: where the
+    convolution runs the blocked forward kernel (float32, 3 x 3), the bias is added in
+    the kernel's last step, after each output's sums (the composite's bits: the
+    convolution, then one add per element, without a second pass over the result);
+    elsewhere the composite's ops, with their checks and errors. The tape records one
+    node and runs one rule where the composite records two."""
+    attrs = _conv_attributes(window_strides, padding, rhs_dilation, dimension_numbers, groups)
+    a = _conv_attrs("convolution", x._dtype, x.shape, weight._dtype, weight.shape, *attrs)
+    if bias.shape == (a.result_shape[1],) and bias._dtype is a.out_dt:
+        out = _conv_impl(x, weight, a, bias._value)
+        if out is not None:
+            return _wrap(out, a.out_dt)
+    y = convolution(
+        x,
+        weight,
+        window_strides=window_strides,
+        padding=padding,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=dimension_numbers,
+        feature_group_count=groups,
+    )
+    return add(y, broadcast_in_dim(bias, [1], y.shape))
+
+
+@_conv_bias.defvjp
+def _conv_bias_vjp(g, out, x, weight, bias, window_strides, padding, rhs_dilation, dn, groups):
+    """The convolution's rule for x and weight, the bias add's for the bias."""
+    attrs = _conv_attributes(window_strides, padding, rhs_dilation, dn, groups)
+    _, gx, gw = _conv_vjp(g, out, "convolution", x, weight, *attrs)
+    gb = _bias_add_vjp(g, out, None, bias, 1)[1] if bias.requires_grad else None
+    return gx, gw, gb, None, None, None, None, None
 
 
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

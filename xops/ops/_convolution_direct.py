@@ -102,9 +102,15 @@ def stamp():
     return (_SMALL_MACS, _FEW_CHANNELS, _vector_lanes())
 
 
-def run_direct(route, lhs_c, w, a, work, batch, chan, n_out):
-    """The convolution by ``route`` (``direct_route``'s choice)."""
+def run_direct(route, lhs_c, w, a, work, batch, chan, n_out, bias=None):
+    """The convolution by ``route`` (``direct_route``'s choice). ``bias`` (n_out float32
+    values, or None): added to each output feature after its sums, where the route is
+    the blocked forward; else the result is None (the caller adds it)."""
     kind, serial = route
+    if bias is not None:
+        return (
+            _blocked(lhs_c, w, a, batch, chan, n_out, serial, bias) if kind == "blocked" else None
+        )
     if kind == "wgrad":
         return _wgrad(lhs_c, w, a, batch, chan, n_out, serial)
     if kind == "blocked":
@@ -209,10 +215,10 @@ def _narrow(width):
     return not _fills_vectors(width, _vector_lanes())
 
 
-def _blocked(lhs_c, w, a, batch, chan, n_out, serial=False):
+def _blocked(lhs_c, w, a, batch, chan, n_out, serial=False, bias=None):
     """``conv3x3_blocked`` (or its 8-lane variant): each image's planes padded once,
-    then every block of output features x rows summed in registers: the result
-    C-contiguous (N, O, OH, OW)."""
+    then every block of output features x rows summed in registers (plus ``bias`` per
+    feature, after the sums, where given): the result C-contiguous (N, O, OH, OW)."""
     (oh, ow), (lo_h, _), (lo_w, _) = a.out_spatial, *a.padding
     hp, wp = oh + 2, ow + 2
     x = np.ascontiguousarray(lhs_c, np.float32)
@@ -224,6 +230,9 @@ def _blocked(lhs_c, w, a, batch, chan, n_out, serial=False):
     np.copyto(packed, np.reshape(w, (n_pad // ob, ob, chan, 3, 3)).transpose(0, 2, 3, 4, 1))
     xp = _pool.empty((batch, chan * hp * wp + KB._LANES), np.float32)
     out = _pool.empty((batch, n_pad, oh, ow), np.float32)
+    b = np.zeros(n_pad, np.float32)  # (a writeable copy: one kernel signature)
+    if bias is not None:
+        b[:n_out] = bias
     macs = batch * n_pad * oh * ow * chan * 9
     # (compiled kernels raise no NumPy floating-point warnings: no errstate, ~1.5 us)
     KB.CONV3X3[_vector_lanes()](
@@ -236,6 +245,7 @@ def _blocked(lhs_c, w, a, batch, chan, n_out, serial=False):
         wp,
         xp,
         out.reshape(batch, -1),
+        b,
     )
     if n_pad != n_out:
         real = _pool.empty((batch, n_out, oh, ow), np.float32)

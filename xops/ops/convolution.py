@@ -275,9 +275,12 @@ def _work_dtype(out_dt, xv, yv, contraction):
     return np.dtype(np.int64)
 
 
-def _convolution_impl(x, y, a):
+def _convolution_impl(x, y, a, bias=None):
     """Canonical layout, packing + matmul, output layout. Returns the result in the
-    result type's compute domain."""
+    result type's compute domain. ``bias`` (float32 values of the output features, for
+    a float32 convolution): added to each feature after its sums where the blocked
+    forward kernel runs the call; elsewhere the result is None (nothing computed: the
+    caller adds the bias itself)."""
     dn, out_dt = a.dn, a.out_dt
     n = len(a.in_spatial)
     groups = a.fgc * a.bgc  # one of them is 1 (C23)
@@ -298,6 +301,8 @@ def _convolution_impl(x, y, a):
     n_out = y.shape[dn.kernel_output_feature_dimension]
     out_pos = math.prod(a.out_spatial)
     plan = _plan(a, work, batch, chan, groups, n_out, k_taps, out_pos)
+    if bias is not None and (plan is None or plan[1] is None or plan[1][0] != "blocked"):
+        return None
 
     if plan is None:  # (an empty result or an empty contraction)
         out = np.zeros((batch, n_out, *a.out_spatial), work)
@@ -318,7 +323,7 @@ def _convolution_impl(x, y, a):
         strategy, route = plan
         out = None
         if route is not None:
-            out = run_direct(route, lhs_c, w, a, work, batch, chan, n_out)
+            out = run_direct(route, lhs_c, w, a, work, batch, chan, n_out, bias)
         if out is None:
             out = _fast_2d(strategy, lhs_c, w, a, work, batch, chan, groups, n_out)
         if out is None and strategy == "window_sum":
