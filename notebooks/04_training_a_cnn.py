@@ -106,10 +106,13 @@ assert sum(p.size for p in model.parameters()) == conv_and_bn + 128 * 10 + 10
 # %% [markdown]
 # Before training, the ten logits are nearly equal, so the softmax cross-entropy is close
 # to $\log 10 \approx 2.30$. We also list which ops one training step records on the
-# tape: these are the ops whose gradient rules the backward pass runs. Two are `xops.nn`'s
-# own fused ops rather than spec ops: `relu` (the spec's `select(compare(x, 0, LE), 0, x)`
-# in one step, the same bits and gradient) and `softmax_cross_entropy` (the loss's
-# log-sum-exp and pick in float64, rounded once, in place of a dozen ops).
+# tape: these are the ops whose gradient rules the backward pass runs. Four are `xops.nn`'s
+# own fused ops rather than spec ops: `conv_bias` (a layer's `convolution` and its bias
+# `add` as one op, the same bits: the bias is added in the convolution kernel's last
+# step; its rule is the convolution's and the add's), `bias_add` (the linear layer's
+# bias), `relu` (the spec's `select(compare(x, 0, LE), 0, x)` in one step, the same bits
+# and gradient) and `softmax_cross_entropy` (the loss's log-sum-exp and pick in float64,
+# rounded once, in place of a dozen ops).
 
 # %%
 xb, yb = xo.tensor(x_train[:32]), xo.tensor(y_train[:32])
@@ -119,7 +122,7 @@ assert abs(loss - np.log(10)) < 0.5
 
 recorded = collections.Counter(node.op for node in tape._topological([loss]))
 print(dict(recorded))
-for op in ["convolution", "batch_norm_training", "reduce_window", "relu", "dot_general"]:
+for op in ["conv_bias", "batch_norm_training", "reduce_window", "relu", "dot_general"]:
     assert recorded[op] >= 1, op
 
 # %% [markdown]

@@ -288,12 +288,14 @@ def _is_zero(g):
     if g.requires_grad:
         return False
     v = g._value
-    if hasattr(v, "copy_to_host"):
+    if type(v) is not np.ndarray and hasattr(v, "copy_to_host"):
         return _H.is_shared_zero(g)
     if v.size and not any(v.strides):
         v = v.reshape(-1)[:1]
     elif v.size > 4096:
         return False
+    if g._dtype.name in ("f32", "f64") and type(v) is np.ndarray:  # (values: no conversion)
+        return not v.any()
     return not np.any(to_compute(v, g._dtype))
 
 
