@@ -85,7 +85,10 @@ def test_conv_bias_matches_the_composite(case, monkeypatch):
     xv.reshape(-1)[:3] = [np.nan, np.inf, -0.0]
     fused_calls = []
     real = D._blocked
-    monkeypatch.setattr(D, "_blocked", lambda *a: fused_calls.append(a[-1] is not None) or real(*a))
+    # (the bias: _blocked's eighth argument, given only where it is fused)
+    monkeypatch.setattr(
+        D, "_blocked", lambda *a: fused_calls.append(len(a) == 8 and a[7] is not None) or real(*a)
+    )
     results = []
     for fused in (True, False):
         x, w, b = _leaf(xv), _leaf(wv), _leaf(bv)
