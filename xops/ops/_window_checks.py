@@ -26,11 +26,8 @@ def reduce_window_checks(inputs, init_values, *attributes):
     op = "reduce_window"
     *window_attrs, body = attributes
     xs, inits = _reduce_window_operands(inputs, init_values)
-    # (the size limit is part of the signature: a result that passed under one limit
-    # is checked again under another)
-    key = _signature(op, xs[0].shape, len(xs), _limits_config._max_bytes, window_attrs)
-    hit = _CHECKED.get(key) if key is not None else None
-    if hit is not None and all(x._dtype is dt for x, dt in zip(xs, hit[0])):
+    key, hit = remembered_window(xs[0].shape, [x._dtype for x in xs], window_attrs)
+    if hit is not None:
         _check_body(op, body)
         window = [list(a) for a in hit[1]]
         out_shape = list(hit[2])
@@ -89,6 +86,20 @@ def _signature(op, shape, *rest):
             a = builtins.tuple(items)
         attrs.append(a)
     return (op, shape, *rest[:-1], builtins.tuple(attrs))
+
+
+def remembered_window(shape, dtypes, window_attrs):
+    """``(key, hit)``: a reduce_window call's _CHECKED key (None for a spelling that is
+    not keyed) and what that signature remembered, ``(element types, parsed window
+    attributes, result shape)``, where it passed the checks with operands of ``dtypes``,
+    else None. The size limit is part of the key: a result that passed under one limit
+    is checked again under another. reduce_window's checks and its dispatch fast path
+    (xops.ops.windows) both look signatures up here."""
+    key = _signature("reduce_window", shape, len(dtypes), _limits_config._max_bytes, window_attrs)
+    hit = _CHECKED.get(key) if key is not None else None
+    if hit is None or any(d is not h for d, h in zip(dtypes, hit[0])):
+        return key, None
+    return key, hit
 
 
 def _check_body(op, body):

@@ -51,12 +51,11 @@ from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
 from ._core import SpecError, _fast_scalar, bound_arguments, check, compute, operands, tstr
-from ._window_checks import _CHECKED as _window_checked
-from ._window_checks import _signature as _window_signature
 from ._window_checks import (
     _reduce_window_args,
     _select_and_scatter_args,
     reduce_window_checks,
+    remembered_window,
     select_and_scatter_checks,
 )
 from ._window_geometry import (
@@ -264,9 +263,8 @@ def _fast_reduce_window(args, kwargs=None, grad=False):
         return None
     if x._dtype.quantized or (x.requires_grad and not grad) or not x.size:
         return None
-    key = _window_signature("reduce_window", x.shape, 1, _limits_config._max_bytes, values[2:])
-    hit = _window_checked.get(key) if key is not None else None
-    if hit is None or hit[0][0] is not x._dtype:
+    hit = remembered_window(x.shape, [x._dtype], values[2:])[1]
+    if hit is None:
         return None
     name = binary_op_name(body)
     plan = _kernel_plan(x._dtype, name) if name else None
