@@ -81,6 +81,7 @@ from .reduction import (
     _fold_reference,
     _from_kernel,
     _full,
+    _HOST_FLOATS,
     _inits,
     _kernel_plan,
     _kernel_scalar,
@@ -259,7 +260,7 @@ def _fast_reduce_window(args, kwargs=None, grad=False):
     x, init = values[0], values[1]
     if body is None or len(values) != len(_WINDOW_NAMES) or type(init) is not float:
         return None
-    if type(x) is not Tensor or type(x._value) is not np.ndarray or x._dtype.np not in _POOL_TYPES:
+    if type(x) is not Tensor or type(x._value) is not np.ndarray or x._dtype.np not in _HOST_FLOATS:
         return None
     if x._dtype.quantized or (x.requires_grad and not grad) or not x.size:
         return None
@@ -334,7 +335,7 @@ def _pooling_vjp(g, out, x, init, attributes):
     attributes parsed: lists of ints, padding pairs). None for anything else."""
     *window, body = attributes
     name = binary_op_name(body)
-    if name not in ("maximum", "minimum") or x._dtype.np not in _POOL_TYPES:
+    if name not in ("maximum", "minimum") or x._dtype.np not in _HOST_FLOATS:
         return None
     if init != (-math.inf if name == "maximum" else math.inf):
         return None
@@ -344,9 +345,6 @@ def _pooling_vjp(g, out, x, init, attributes):
     if math.prod(geo.out) == 0:
         return None
     return _pool_vjp(g, out, x, geo, name), None, None, None, None, None, None, None
-
-
-_POOL_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @functools.lru_cache(maxsize=256)
