@@ -381,16 +381,23 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n):
         return _conv_bias(
             x, weight, bias, list(stride), pads, list(dilation), _CONV_LAYOUT[n], int(groups)
         )
-    y = convolution(
-        x,
-        weight,
-        window_strides=list(stride),
-        padding=pads,
-        rhs_dilation=list(dilation),
-        dimension_numbers=_CONV_LAYOUT[n],
-        feature_group_count=int(groups),
+    y = _layer_convolution(
+        x, weight, list(stride), pads, list(dilation), _CONV_LAYOUT[n], int(groups)
     )
     return y if bias is None else _add_channel_bias(y, bias, 1)
+
+
+def _layer_convolution(x, weight, window_strides, padding, rhs_dilation, layout, groups):
+    """A layer's convolution (no bias), in ``xo.convolution``'s terms."""
+    return convolution(
+        x,
+        weight,
+        window_strides=window_strides,
+        padding=padding,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=layout,
+        feature_group_count=groups,
+    )
 
 
 def _host_floats32(*ts):
@@ -421,14 +428,8 @@ def _conv_bias(x, weight, bias, window_strides, padding, rhs_dilation, dimension
         out = _conv_impl(x, weight, a, bias._value)
         if out is not None:
             return _wrap(out, a.out_dt)
-    y = convolution(
-        x,
-        weight,
-        window_strides=window_strides,
-        padding=padding,
-        rhs_dilation=rhs_dilation,
-        dimension_numbers=dimension_numbers,
-        feature_group_count=groups,
+    y = _layer_convolution(
+        x, weight, window_strides, padding, rhs_dilation, dimension_numbers, groups
     )
     return add(y, broadcast_in_dim(bias, [1], y.shape))
 
