@@ -101,8 +101,8 @@ def test_parallel_variant_is_used_above_the_threshold(monkeypatch):
 
 
 def test_memory_bound_loops_run_serially_below_their_threshold(monkeypatch):
-    """The shifts run on one core below K.PARALLEL_MAP_THRESHOLD elements and bf16/f16
-    add below K.MEMORY_BOUND_THRESHOLD (whatever config.PARALLEL_THRESHOLD says), with
+    """The shifts and bf16/f16 add run on one core below K.PARALLEL_MAP_THRESHOLD
+    elements (whatever config.PARALLEL_THRESHOLD says), with
     the same bits as the threaded run above it."""
     monkeypatch.setattr(config, "PARALLEL_THRESHOLD", 1000)
     rng = rng_for("memory-bound")

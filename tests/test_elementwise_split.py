@@ -345,21 +345,21 @@ def test_broadcast_rows_bits(full, small, dims, dtype, op):
     assert K.rows_binary(ufunc, a, bv) is not None  # (the row path took it)
 
 
-def test_broadcast_rows_pieces_and_threads(monkeypatch):
-    """Two pieces (run_split, the row bounds from the element bounds) and the parallel
-    variant give the same bits as the ufunc."""
+def test_broadcast_rows_serial_and_threads(monkeypatch):
+    """The serial loop (below config.PARALLEL_THRESHOLD) and the parallel variant give
+    the same bits as the ufunc, in both operand orders."""
     a = _nan_payloads(_data(3 * 7 * 1000, np.float32, 5).reshape(3, 7, 1000), 6)
     s = np.random.default_rng(7).standard_normal(7).astype(np.float32)
     bv = np.broadcast_to(s.reshape(1, 7, 1), a.shape)
-    want = _numpy(np.subtract, a, bv)
-    monkeypatch.setattr(K, "SPLIT_THRESHOLD", 1000)
-    for split_rows in (0, 1, 2):  # caller share: no row, some rows, cut inside a row
-        monkeypatch.setattr(K, "CALLER_SHARE", split_rows / 4)
-        _same(K.rows_binary(np.subtract, a, bv), want)
-    monkeypatch.setattr(K, "MEMORY_BOUND_THRESHOLD", 1000)
-    monkeypatch.setattr(xo.kernels.config, "PARALLEL_THRESHOLD", 0)
-    _same(K.rows_binary(np.subtract, a, bv), want)
-    _same(K.rows_binary(np.subtract, bv, a), _numpy(np.subtract, bv, a))
+    kern = K.ROWS_BINARY[np.subtract]
+    calls = []
+    real = type(kern).parallel.fget(kern)
+    monkeypatch.setattr(kern, "_parallel", lambda *v: calls.append(1) or real(*v))
+    for threshold, threaded in ((a.size + 1, 0), (1000, 2)):
+        monkeypatch.setattr(xo.kernels.config, "PARALLEL_THRESHOLD", threshold)
+        _same(K.rows_binary(np.subtract, a, bv), _numpy(np.subtract, a, bv))
+        _same(K.rows_binary(np.subtract, bv, a), _numpy(np.subtract, bv, a))
+        assert len(calls) == threaded
 
 
 def test_broadcast_rows_leave_other_layouts_to_numpy():

@@ -24,10 +24,11 @@ def _bits(t):
     return v.view(f"u{v.dtype.itemsize}")
 
 
-def _both_rules(g, out, lhs, rhs, monkeypatch):
-    """(one-pass rule, composite rule) cotangents of one recorded call."""
+def _both_rules(g, out, lhs, rhs, monkeypatch, is_max=None):
+    """(one-pass rule, composite rule) cotangents of one recorded call (``is_max``: the
+    op, as maximum's and minimum's own rules pass it; None: read from the result)."""
     with xo.no_grad():
-        fast = A._minmax_vjp(g, out, lhs, rhs)
+        fast = A._minmax_vjp(g, out, lhs, rhs, is_max)
         with monkeypatch.context() as m:
             m.setattr(A, "_minmax_vjp_cpu", lambda *a: None)
             slow = A._minmax_vjp(g, out, lhs, rhs)
@@ -52,11 +53,14 @@ def test_bits_match_composite_rule(name, op, monkeypatch):
     x = xo.tensor(_data(rng, 150, np_type).reshape(shape), name, requires_grad=True)
     y = xo.tensor(_data(rng, 150, np_type).reshape(shape), name, requires_grad=True)
     g = xo.tensor(_data(rng, 150, np_type).reshape(shape), name)
-    for lhs, rhs in ((x, y), (y, x), (x, x), (x, 0.0), (0.0, x), (x, -0.0), (x, np.inf), (x, 1)):
+    scalars = (0.0, -0.0, np.inf, -np.inf, np.nan, 1)
+    pairs = [(x, y), (y, x), (x, x)] + [(x, s) for s in scalars] + [(s, x) for s in scalars]
+    for lhs, rhs in pairs:
         with xo.no_grad():
             out = op(lhs, rhs)
-        fast, slow = _both_rules(g, out, lhs, rhs, monkeypatch)
-        _same(fast, slow)
+        for is_max in (None, op is xo.maximum):
+            fast, slow = _both_rules(g, out, lhs, rhs, monkeypatch, is_max)
+            _same(fast, slow)
     # only one operand wanted
     y.requires_grad = False
     with xo.no_grad():
@@ -74,10 +78,11 @@ def test_bits_match_composite_rule_threaded(op, monkeypatch):
     x = xo.tensor(_data(rng, n, np.float32), "f32", requires_grad=True)
     y = xo.tensor(_data(rng, n, np.float32), "f32", requires_grad=True)
     g = xo.tensor(_data(rng, n, np.float32), "f32")
-    for lhs, rhs in ((x, y), (x, 0.0), (-0.0, x)):
+    for lhs, rhs in ((x, y), (x, 0.0), (-0.0, x), (x, np.nan)):
         with xo.no_grad():
             out = op(lhs, rhs)
-        _same(*_both_rules(g, out, lhs, rhs, monkeypatch))
+        for is_max in (None, op is xo.maximum):
+            _same(*_both_rules(g, out, lhs, rhs, monkeypatch, is_max))
 
 
 def test_values_pinned():
@@ -95,9 +100,13 @@ def test_values_pinned():
 
 def test_engine_takes_one_pass(monkeypatch):
     """A backward pass (no create_graph) on f32 runs the kernel once per wanted operand;
-    create_graph and bf16 run the composite rule."""
+    create_graph and bf16 run the composite rule. With a weak scalar, maximum's and
+    minimum's own rules take the kernel that reads g and the operand only."""
     calls = []
-    for name in ("extremum_grad", "extremum_grad_scalar"):
+    monkeypatch.setattr(
+        A.K, "extremum_grad_scalar", lambda *a: pytest.fail("the op's rule knows max/min")
+    )
+    for name in ("extremum_grad", "extremum_grad_weak"):
         kernel = getattr(A.K, name)
         monkeypatch.setattr(A.K, name, lambda *a, k=kernel: calls.append(1) or k(*a))
     x = xo.tensor(np.linspace(-2, 2, 12).reshape(3, 4), "f32", requires_grad=True)

@@ -356,6 +356,21 @@ def extremum_grad_scalar(g, a, b, res, half, out):
 
 
 @kernel
+def extremum_grad_weak(g, a, s, half, is_max, out):
+    """Output-parallel. extremum_grad of the full operand ``a`` of maximum (``is_max``)
+    or minimum with a weak scalar ``s``, from ``g`` and ``a`` alone (one array less to
+    read than from the result): g where ``a`` wins (a > s; a < s for minimum), g * half
+    on a tie (a == s, -0 vs +0 included), 0 elsewhere (a or s NaN: the result is NaN).
+    The same values as extremum_grad_scalar: the result equals ``a`` exactly when
+    ``a`` wins or ties, and equals ``s`` on a tie."""
+    for i in prange(out.size):
+        x = a[i]
+        wins = x > s if is_max else x < s
+        t = g[i] * half if x == s else g[i]
+        out[i] = t if wins or x == s else 0.0
+
+
+@kernel
 def round_nearest_afz(x, out):
     """Output-parallel. Round half away from zero, keeping the sign of zero."""
     for i in prange(out.size):
@@ -401,15 +416,15 @@ def select_bits(pred, on_true, on_false, out):
 # and results are bit-identical for any thread count (tests/test_dispatch_fast.py). The
 # block starts keep the array's own alignment (multiples of 4096 elements apart).
 
-# rows_binary's loop (a full operand and a broadcast row one) runs on one core below
-# MEMORY_BOUND_THRESHOLD elements: one core streams 1M elements at NumPy's
-# single-threaded speed, and before session 15 a second thread's hand-off cost more than
-# it saved on the shared 2-core machine (issue 15: bf16 add 1M took 2.6x f32's time
-# threaded, 1.0x on one core); from SPLIT_THRESHOLD it is cut in two pieces (run_split,
-# below: the caller starts at once and takes the larger piece, only while a CPU is
-# spare). The shifts, bf16/f16 arithmetic and two full float arrays go parallel from
-# PARALLEL_MAP_THRESHOLD instead (below, session 15).
-MEMORY_BOUND_THRESHOLD = 1 << 22
+# rows_binary's loop (a full operand and a broadcast row one: a bias) runs on Numba's
+# threads from config.PARALLEL_THRESHOLD elements, as the other output-parallel kernels
+# do. Until session 21 it ran on one core below 4M elements (two pieces through the split
+# helper from 1M), from session 15's measurements of the split helper's hand-off; with
+# Numba's threads spinning between a step's kernels a prange region costs little: the
+# bias add of a (32, 16, 28, 28) f32 map 39-40 -> 27-28 us, (32, 16, 14, 14) 25 -> 18
+# us (2-core AVX-512 EPYC; calls 0.2 ms apart). An isolated call after milliseconds of
+# idling pays for waking the threads (65k elements 22 -> 82 us at 2 ms apart), as every
+# threaded kernel here does.
 
 
 THREADED_UFUNCS = frozenset((np.exp, np.expm1, np.log, np.log1p, np.tanh, np.sin, np.cos))
@@ -438,8 +453,7 @@ def _get_pool(workers):
         return _pool[1]
 
 
-# From SPLIT_THRESHOLD elements (up to MEMORY_BOUND_THRESHOLD for rows_binary, at any
-# size for split_ufunc) such a map is cut in two pieces
+# From SPLIT_THRESHOLD elements (split_ufunc, at any size) such a map is cut in two pieces
 # (run_split): the caller computes the first CALLER_SHARE of it at once
 # while a helper thread wakes up (20-50 us later) for the rest. Issue 15, 1M f32 add and
 # 1M i32 shift_left on the 2-core AVX-512 EPYC, interleaved, blocks with no other
@@ -958,8 +972,8 @@ def rows_binary(ufunc, a, b):
     2x the time of two full arrays (issue 15: (64, 16, 28, 28) f32 + a channel bias 164
     us, the same add of two full arrays 75 us, this loop on one core 68 us). The same
     bits as the ufunc: every element is the same IEEE operation, NaNs as NumPy's.
-    Memory-bound: one core below MEMORY_BOUND_THRESHOLD elements, cut in two pieces
-    from SPLIT_THRESHOLD while a core is spare (run_split), all threads above."""
+    On Numba's threads from config.PARALLEL_THRESHOLD elements (rows split among them:
+    each row is its own, so the bits do not depend on the thread count)."""
     kern = ROWS_BINARY.get(ufunc)
     if kern is None or a.dtype != b.dtype or a.dtype.kind != "f" or a.dtype.itemsize < 4:
         return None
@@ -1000,14 +1014,5 @@ def _rows(kern, full, v, s_first):
     rows = s.size
     x = full.reshape(rows, k)
     out = _buffers.empty((rows, k), full.dtype)
-    if n >= MEMORY_BOUND_THRESHOLD:
-        kern(n, x, s, out, np.int64(0), np.int64(rows), s_first)
-    else:
-        serial = kern.serial
-
-        def piece(lo, hi):  # (run_split's two pieces: [0, h) and [h, n), in rows)
-            r1 = rows if hi == n else hi // k
-            serial(x, s, out, np.int64(lo // k), np.int64(r1), s_first)
-
-        run_split(piece, n)
+    kern(n, x, s, out, np.int64(0), np.int64(rows), s_first)
     return out.reshape(full.shape)

