@@ -491,12 +491,16 @@ def _reduce_vjp(g, out, inputs, init_values, dimensions, body):
     tree the generic path computes, re-run on the tape (exact for multiply with zeros,
     one-hot at the element a select-based body picks)."""
     op = "reduce"
-    xs = _variadic(op, inputs)
-    inits = _inits(op, "I2", init_values, xs)
+    plain = type(inputs) is Tensor and type(init_values) in (float, int)
+    xs = [inputs] if plain else _variadic(op, inputs)
     dims = dimensions  # (kept parsed by the op: a list of ints)
     name = binary_op_name(body) if len(xs) == 1 else None
+    direct = name == "add" or (name in ("maximum", "minimum") and xs[0]._dtype.kind == "float")
+    # (one operand and a Python init, as the op validated them, for the rules below: no
+    # Tensor of the init to make, it needs no cotangent)
+    inits = [init_values] if plain and direct else _inits(op, "I2", init_values, xs)
     x, init = xs[0], inits[0]
-    if name == "add" or (name in ("maximum", "minimum") and x._dtype.kind == "float"):
+    if direct:
         kept = [d for d in range(x.ndim) if d not in dims]
         if name == "add":
             gx = _M.broadcast_in_dim(g, kept, x.shape) if _needs(x) else None
@@ -560,9 +564,8 @@ def _reduce_minmax_host(g, out, x, dims):
     ):
         return None
     lifted = [1 if d in dims else n for d, n in enumerate(x.shape)]
-    with np.errstate(invalid="ignore"):
-        at = xv == ov.reshape(lifted)  # (NaN equals nothing: a NaN result sends nothing)
-    count = np.sum(at, axis=builtins.tuple(dims), keepdims=True, dtype=np.int64)
+    at = xv == ov.reshape(lifted)  # (NaN equals nothing, silently: a NaN result sends nothing)
+    count = np.add.reduce(at, axis=builtins.tuple(dims), keepdims=True, dtype=np.int64)
     share = gv.reshape(lifted) / np.maximum(count, 1).astype(xv.dtype)
     return _wrap(np.where(at, share, xv.dtype.type(0)), x._dtype)
 
