@@ -346,23 +346,13 @@ def extremum_grad(g, a, b, res, half, out):
 
 
 @kernel
-def extremum_grad_scalar(g, a, b, res, half, out):
-    """Output-parallel. extremum_grad with a scalar ``b`` (a weak operand, the 0.0 of a
-    relu)."""
-    for i in prange(out.size):
-        v = res[i]
-        t = g[i] * half if b == v else g[i]
-        out[i] = t if a[i] == v else 0.0
-
-
-@kernel
 def extremum_grad_weak(g, a, s, half, is_max, out):
     """Output-parallel. extremum_grad of the full operand ``a`` of maximum (``is_max``)
     or minimum with a weak scalar ``s``, from ``g`` and ``a`` alone (one array less to
     read than from the result): g where ``a`` wins (a > s; a < s for minimum), g * half
     on a tie (a == s, -0 vs +0 included), 0 elsewhere (a or s NaN: the result is NaN).
-    The same values as extremum_grad_scalar: the result equals ``a`` exactly when
-    ``a`` wins or ties, and equals ``s`` on a tie."""
+    The same values as extremum_grad with an array of ``s``: the result equals ``a``
+    exactly when ``a`` wins or ties, and equals ``s`` on a tie."""
     for i in prange(out.size):
         x = a[i]
         wins = x > s if is_max else x < s
@@ -421,10 +411,10 @@ def select_bits(pred, on_true, on_false, out):
 # do. Until session 21 it ran on one core below 4M elements (two pieces through the split
 # helper from 1M), from session 15's measurements of the split helper's hand-off; with
 # Numba's threads spinning between a step's kernels a prange region costs little: the
-# bias add of a (32, 16, 28, 28) f32 map 39-40 -> 27-28 us, (32, 16, 14, 14) 25 -> 18
-# us (2-core AVX-512 EPYC; calls 0.2 ms apart). An isolated call after milliseconds of
-# idling pays for waking the threads (65k elements 22 -> 82 us at 2 ms apart), as every
-# threaded kernel here does.
+# loop on 401k f32 (a (32, 16, 28, 28) map) 39-40 -> 27-28 us, on 263k 25 -> 18 us
+# (2-core AVX-512 EPYC; calls back to back or 0.2 ms apart). An isolated call after
+# milliseconds of idling pays for waking the threads (65k elements 22 -> 82 us at 2 ms
+# apart), as every threaded kernel here does.
 
 
 THREADED_UFUNCS = frozenset((np.exp, np.expm1, np.log, np.log1p, np.tanh, np.sin, np.cos))

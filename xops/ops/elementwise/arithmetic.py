@@ -53,11 +53,10 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 
 
-def _minmax_vjp(g, out, lhs, rhs, is_max=None):
-    """maximum/minimum: g goes to the operand equal to the result; where both are
-    (a tie, -0 vs +0 included) each gets g/2, as jax.lax.max/min do. A NaN result
-    (either operand NaN) sends nothing back. ``is_max``: which op (True, False) where
-    the caller knows it (the fast path then skips reading the result)."""
+def _minmax_vjp(g, out, lhs, rhs, is_max):
+    """maximum (``is_max``) / minimum: g goes to the operand equal to the result; where
+    both are (a tie, -0 vs +0 included) each gets g/2, as jax.lax.max/min do. A NaN
+    result (either operand NaN) sends nothing back."""
     fast = _minmax_vjp_cpu(g, out, lhs, rhs, is_max)
     if fast is not None:
         return fast
@@ -73,7 +72,7 @@ def _minmax_vjp(g, out, lhs, rhs, is_max=None):
 _MINMAX_FAST = (np.dtype(np.float32), np.dtype(np.float64))  # f32, f64 on the CPU
 
 
-def _minmax_vjp_cpu(g, out, lhs, rhs, is_max=None):
+def _minmax_vjp_cpu(g, out, lhs, rhs, is_max):
     """_minmax_vjp's cotangents in one kernel pass each (``K.extremum_grad``), the same
     bits, for f32/f64 NumPy-held operands outside create_graph; None elsewhere (the
     composite rule). A weak scalar operand stays one element (issue 15: the relu of the
@@ -99,9 +98,7 @@ def _minmax_vjp_cpu(g, out, lhs, rhs, is_max=None):
         ga = _pool.empty(res.size, r.dtype)
         if b.size == res.size:
             K.extremum_grad(ga.size, gv, a, b, res, half, ga)
-        elif is_max is None:  # a weak scalar: one element, never an array of it
-            K.extremum_grad_scalar(ga.size, gv, a, b[0], res, half, ga)
-        else:  # (the op known: from g and a only, one pass over three arrays, not four)
+        else:  # a weak scalar: one element, never an array of it; from g and a alone
             K.extremum_grad_weak(ga.size, gv, a, b[0], half, is_max, ga)
         return _wrap(ga.reshape(r.shape), dt)
 
