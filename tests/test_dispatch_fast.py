@@ -411,3 +411,29 @@ def test_fast_binary_builds_the_tensor_wrap_builds():
             np.testing.assert_array_equal(got, want)
         else:
             assert got is want or got == want, slot
+
+
+def test_quiet_is_errstate_ignore_and_restores():
+    """``_core.quiet()`` (the elementwise ops' error state): nothing warns or raises
+    inside, the caller's state comes back after (an exception too, nested blocks too),
+    and an op called under the user's ``np.errstate(all="raise")`` raises nothing."""
+    from xops.ops._core import quiet
+
+    ignore = {"divide": "ignore", "over": "ignore", "under": "ignore", "invalid": "ignore"}
+    with np.errstate(all="raise"):
+        with quiet():
+            assert np.geterr() == ignore
+            with quiet():
+                assert np.geterr() == ignore
+            assert np.geterr() == ignore
+            assert np.isinf(np.array(1.0) / np.array(0.0))
+        assert np.geterr()["divide"] == "raise"
+        with pytest.raises(FloatingPointError):
+            np.array(1.0) / np.array(0.0)
+        with pytest.raises(KeyError), quiet():
+            raise KeyError("x")
+        assert np.geterr()["invalid"] == "raise"
+        got = xo.log(xo.tensor([-1.0, 0.0, 1.0]))
+        np.testing.assert_array_equal(got.numpy(), [np.nan, -np.inf, 0.0])
+        np.testing.assert_array_equal(xo.exponential(xo.tensor([1000.0], "f64")).numpy(), [np.inf])
+        np.testing.assert_array_equal(xo.negate(xo.tensor([1.0, -0.0])).numpy(), [-1.0, 0.0])

@@ -27,7 +27,7 @@ from ..tensor import Tensor
 from ..limits import check_nbytes
 from ..limits import config as _limits_config
 from . import _blas
-from ._core import SpecError, attr_ints, check, compute, operands, result, tstr
+from ._core import SpecError, attr_ints, check, compute, operands, quiet, result, tstr
 from .movement import transpose
 from .convolution import _abs_max
 
@@ -311,7 +311,7 @@ def _dot_general_impl(x, y, lb, rb, lc, rc, out_dt):
     b = _to_accumulation(y, out_dt, acc)
     a = np.transpose(a, a_axes).reshape(a_shape)
     b = np.transpose(b, b_axes).reshape(b_shape)
-    with np.errstate(all="ignore"):
+    with quiet():
         if acc.kind in "iu" and _abs_max(a) * _abs_max(b) * k < 2**53:
             # exact in float64 BLAS: every partial sum is an integer below 2**53
             out = _blas.matmul(a.astype(np.float64), b.astype(np.float64)).astype(acc)

@@ -12,8 +12,8 @@ from ...autodiff import helpers as _H
 from ...dtypes import as_dtype
 from ...kernels import elementwise as K
 from ...kernels import pool as _pool
-from ...tensor import _wrap
-from .._core import SpecError, binary_map, compute, kinds_str, operands, result, tstr
+from ...tensor import Tensor, _wrap
+from .._core import SpecError, binary_map, compute, kinds_str, operands, quiet, result, tstr
 
 # element-type kinds, as DType.kind spells them, and the groups the ops accept
 _B, _SI, _UI, _F, _C = "bool", "si", "ui", "float", "complex"
@@ -32,11 +32,12 @@ def _is_weak(x):
 
 def _quiet():
     """The spec defines NaN/inf results: no floating-point warnings."""
-    return np.errstate(all="ignore")
+    return quiet()
 
 
 def _unary(op, operand, kinds):
-    (x,) = operands(op, operand, names=["operand"])
+    # (a Tensor is its own operand: operands() would return it as it is)
+    x = operand if type(operand) is Tensor else operands(op, operand, names=["operand"])[0]
     if x._dtype.kind not in kinds:
         raise SpecError(
             op, "I1", f"operand must be a tensor of {kinds_str(kinds)} type, got {tstr(x)}"
