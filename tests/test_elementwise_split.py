@@ -1,7 +1,8 @@
 """Large memory-bound elementwise maps in two pieces on two threads (issue 15):
-``K.run_split`` under the binary ufunc fast path (add, subtract, multiply, divide) and the
-32-bit shift kernels. The results must be NumPy's (or the reference's) bit for bit,
-whichever way a call went (split, helper cancelled, no spare core, one thread)."""
+``K.split_now`` / ``K.split_in_two`` under the binary ufunc fast path (add, subtract,
+multiply, divide) and the 32-bit shift kernels. The results must be NumPy's (or the
+reference's) bit for bit, whichever way a call went (split, helper cancelled, no spare
+core, one thread)."""
 
 import contextvars
 import os
@@ -104,9 +105,7 @@ def test_one_thread_and_no_spare_core(monkeypatch):
         numba.set_num_threads(old)
     monkeypatch.setattr(K, "_spare_core", lambda: False)  # every CPU busy: one piece
     _same(xo.add(xo.tensor(a), xo.tensor(b))._value, want)
-    calls = []
-    K.run_split(lambda lo, hi: calls.append((lo, hi)), N)
-    assert calls == [(0, N)]
+    assert not K.split_now(N)  # (no spare core: the map runs as one piece)
 
 
 def _loadavg(tmp_path, running):
@@ -236,7 +235,7 @@ def test_helper_error_reaches_the_caller():
 
 
 @pytest.mark.parametrize("n", [5, N - 1, N, N + 4097])
-def test_run_split_covers_once(n):
+def test_split_in_two_covers_once(n):
     seen = np.zeros(n, np.int64)
     calls = []
 
@@ -244,11 +243,11 @@ def test_run_split_covers_once(n):
         calls.append((lo, hi))
         seen[lo:hi] += 1
 
-    K.run_split(piece, n)
+    K.split_in_two(piece, n)
     assert (seen == 1).all()
     assert all(lo % K._BLOCK == 0 for lo, _ in calls)  # pieces keep the alignment
     if n < N:
-        assert calls == [(0, n)]
+        assert not K.split_now(n)  # (below the threshold a map runs as one piece)
 
 
 def _shift_reference(a, s, kind):
@@ -281,7 +280,7 @@ def test_shifts(n, kind, dtype):
     assert np.array_equal(got3.view(np.uint32), want[::2])
 
 
-def test_run_split_uses_the_helper():
+def test_split_in_two_uses_the_helper():
     """A caller piece slow enough that the helper surely starts: two threads, two pieces,
     the helper's in the caller's NumPy error state."""
     threads = {}
@@ -296,7 +295,7 @@ def test_run_split_uses_the_helper():
     if numba.get_num_threads() < 2:
         pytest.skip("one Numba thread")
     with np.errstate(over="ignore"):
-        K.run_split(piece, N)
+        K.split_in_two(piece, N)
     assert len(threads) == 2 and len(set(threads.values())) == 2
     assert set(states.values()) == {"ignore"}
     _same(xo.add(xo.tensor(np.ones(N, np.float32)), 1.0)._value, np.full(N, 2, np.float32))

@@ -11,9 +11,9 @@ width, ``signed`` its signedness. bf16/f16 arithmetic runs its span loop in piec
 loop (``narrow_binary``); the float32 transcendental functions run theirs from a prange
 loop through their C entry points (``run_span_entry``); bf16/f16 exp looks its results up
 in a table of all 65536 values (``narrow_exp``). From PARALLEL_MAP_THRESHOLD elements the
-shifts and the four float arithmetic ops of two full arrays run parallel loops; a
-broadcast row operand, and NumPy's ufuncs with a 0-d operand, run in two pieces on two
-threads (``run_split``).
+shifts and the four float arithmetic ops of two full arrays run parallel loops, and a
+broadcast row operand from the parallel threshold (``rows_binary``); NumPy's ufuncs with
+a 0-d operand run in two pieces on two threads (``split_ufunc``).
 """
 
 import contextvars
@@ -443,26 +443,16 @@ def _get_pool(workers):
         return _pool[1]
 
 
-# From SPLIT_THRESHOLD elements (split_ufunc, at any size) such a map is cut in two pieces
-# (run_split): the caller computes the first CALLER_SHARE of it at once
-# while a helper thread wakes up (20-50 us later) for the rest. Issue 15, 1M f32 add and
-# 1M i32 shift_left on the 2-core AVX-512 EPYC, interleaved, blocks with no other
-# process on the CPU: add 154 -> 100 us (caller share 0.6; halves 136 us, the late
-# helper holding the caller; prange over the same loop 130 us), shift 158 -> 118 us; at
-# 512K the hand-off cost more than it saved (add 66 us on one core, 74-97 us split).
+# From SPLIT_THRESHOLD elements, while a core is spare (split_now), such a map is cut in
+# two pieces (split_ufunc through split_in_two): the caller computes the first
+# CALLER_SHARE of it at once while a helper thread wakes up (20-50 us later) for the
+# rest. Issue 15, 1M f32 add and 1M i32 shift_left on the 2-core AVX-512 EPYC,
+# interleaved, blocks with no other process on the CPU: add 154 -> 100 us (caller share
+# 0.6; halves 136 us, the late helper holding the caller; prange over the same loop 130
+# us), shift 158 -> 118 us; at 512K the hand-off cost more than it saved (add 66 us on
+# one core, 74-97 us split).
 SPLIT_THRESHOLD = 1 << 20
 CALLER_SHARE = 0.6
-
-
-def run_split(piece, n):
-    """``piece(lo, hi)`` over [0, n) for an output-parallel map that does little work
-    per byte: one call below SPLIT_THRESHOLD elements, with one thread, or while no core
-    is spare (:func:`split_now`); else the two pieces of :func:`split_in_two`. The
-    results are those of ``piece(0, n)``, bit for bit, whichever way a call went."""
-    if split_now(n):
-        split_in_two(piece, n)
-    else:
-        piece(0, n)
 
 
 def split_in_two(piece, n):
@@ -568,9 +558,10 @@ def _serve(tasks):
 
 
 def split_now(n):
-    """Whether run_split would cut a map of ``n`` elements in two now. Callers with a
-    cheaper one-piece form ask first: the answer costs ~0.1 us while no core is spare
-    (the common case on a loaded machine), ~1 us otherwise (Numba's thread count)."""
+    """Whether a map of ``n`` elements is to be cut in two now (:func:`split_in_two`;
+    else it runs as one piece). Callers with a cheaper one-piece form ask first: the
+    answer costs ~0.1 us while no core is spare (the common case on a loaded machine),
+    ~1 us otherwise (Numba's thread count)."""
     return n >= SPLIT_THRESHOLD and _spare_core() and _threads() >= 2
 
 
