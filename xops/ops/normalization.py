@@ -67,7 +67,8 @@ from ..tensor import Tensor
 from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
-from ._core import SpecError, as_tensor, attr_int, check, operands, quiet, result, tstr
+from ._core import SpecError, as_tensor, attr_int, check, operands, result, tstr
+from ._core import quiet as _quiet  # (NaN/inf results: 0/0 for an empty batch, var + eps = 0)
 from .reduction import _readonly
 
 __all__ = ["batch_norm_training", "batch_norm_inference", "batch_norm_grad"]
@@ -266,11 +267,6 @@ def _round(v64, dt):
     """A float64 array rounded once to element type ``dt``, and back to float64 (the
     value the spec's element-type tensor holds)."""
     return to_compute(from_compute(v64, dt), dt).astype(np.float64)
-
-
-def _quiet():
-    """The spec defines NaN/inf results (0/0 for an empty batch, var + eps = 0)."""
-    return quiet()
 
 
 # -- gradient-rule helpers (rules are written with xops ops, so they record too) --------

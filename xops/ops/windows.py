@@ -326,7 +326,7 @@ def _has_nan(v):
     propagates NaN into (one vectorised pass: 6 us on 100k float32, where the pairwise
     sum this used to take cost 18), or for other float types its sum (NaN for a NaN,
     and maybe where none is: an inf - inf, for which the caller's mask is exact too)."""
-    if v.dtype in (np.float32, np.float64):
+    if v.dtype in _HOST_FLOATS:
         return bool(np.isnan(np.min(v))) if v.size else False
     with np.errstate(all="ignore"):  # (an overflow or inf - inf warns nothing)
         return bool(np.isnan(np.sum(v, dtype=np.float64)))

@@ -13,7 +13,8 @@ from ...dtypes import as_dtype
 from ...kernels import elementwise as K
 from ...kernels import pool as _pool
 from ...tensor import Tensor, _wrap
-from .._core import SpecError, binary_map, compute, kinds_str, operands, quiet, result, tstr
+from .._core import SpecError, binary_map, compute, kinds_str, operands, result, tstr
+from .._core import quiet as _quiet  # (the spec defines NaN/inf results: no warnings)
 
 # element-type kinds, as DType.kind spells them, and the groups the ops accept
 _B, _SI, _UI, _F, _C = "bool", "si", "ui", "float", "complex"
@@ -28,11 +29,6 @@ def _is_weak(x):
     """A Python scalar (weak type). NumPy scalars are not weak even where they subclass
     Python's (np.float64 is a float): like 0-d arrays they keep their own type and shape."""
     return isinstance(x, _PY) and not isinstance(x, np.generic)
-
-
-def _quiet():
-    """The spec defines NaN/inf results: no floating-point warnings."""
-    return quiet()
 
 
 def _unary(op, operand, kinds):
