@@ -228,6 +228,21 @@ def test_index_add_updates_a_sole_buffer_in_place():
     np.testing.assert_array_equal(r.numpy()[2:5], [[1, 1], [3, 3], [1, 1]])
 
 
+def test_index_add_in_place_on_a_slice_of_a_pooled_result():
+    # the tensor's memory starts inside the pooled buffer (a view of an op's result whose
+    # tensor died): the in-place update writes there, not at the buffer's start
+    zeros, ones = np.zeros((30000, 16), np.float32), np.ones((30000, 16), np.float32)
+    a = xo.add(xo.tensor(zeros), xo.tensor(ones))
+    y = a[10000:]
+    assert y._value.base is not None  # (a view: else the case tests nothing)
+    del a
+    y.index_add_(0, np.array([0, 2, 2], np.int32), np.ones((3, 16), np.float32))
+    want = np.ones((20000, 16), np.float32)
+    want[0] += 1
+    want[2] += 2
+    np.testing.assert_array_equal(y.numpy(), want)
+
+
 def test_index_add_copies_on_write_when_the_buffer_is_shared():
     # every other holder of the old buffer keeps the old value: tensors are values
     x, idx, upd, want = _case(2)

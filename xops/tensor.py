@@ -14,6 +14,7 @@ from .errors import SpecError
 from . import device as _dev
 from .device import of as _device_of, host_copy as _host_copy
 from . import registry as _registry
+from .kernels import pool as _pool
 from .registry import op as _op  # ops by name, at call time: they sit above this layer
 
 __all__ = ["Tensor", "tensor", "typestr"]
@@ -570,7 +571,11 @@ def _cast(arr, dt):
     from .dtypes import from_compute, int_to_float
 
     if arr.dtype == dt.np:
-        out = arr.copy()  # never alias user memory: tensors are immutable values
+        # never alias user memory (tensors are immutable values); a large copy lands in a
+        # pooled, 64-byte aligned buffer as op results do (NumPy's large arrays start 16
+        # bytes into a page: AVX-512 loads then straddle two cache lines)
+        out = _pool.empty(arr.shape, arr.dtype)
+        np.copyto(out, arr)
     elif arr.dtype == np.float64 and dt.kind == "float":
         out = from_compute(arr, dt)  # correctly rounded f64 -> narrow float
     elif arr.dtype.kind in "iub" and dt.kind == "float":

@@ -37,6 +37,7 @@ import threading
 import numpy as np
 
 from ..kernels.elementwise import share_pieces
+from ..kernels import pool as _pool
 
 # (set, get) pairs of names, newest packaging first (scipy-openblas wheels prefix them)
 _SYMBOLS = (
@@ -141,8 +142,8 @@ def matmul(a, b, out=None):
 def _batched(a, b, out):
     """(B, M, K) @ (B, K, N) in pieces of whole products (``run_pieces``)."""
     batch = a.shape[0]
-    if out is None:
-        out = np.empty((batch, a.shape[1], b.shape[2]), np.result_type(a, b))
+    if out is None:  # (from the buffer pool, as other results: no fresh pages)
+        out = _pool.empty((batch, a.shape[1], b.shape[2]), np.result_type(a, b))
     per = -(-batch // _PIECES)
 
     def body(pieces):

@@ -845,8 +845,7 @@ def _sole_buffer(t):
         if type(b) is not np.ndarray:
             if type(b) is not _pool._Lease:
                 return None
-            w = np.asarray(b)  # the lease exports the buffer writeable
-            return w[: v.nbytes].view(v.dtype).reshape(v.shape)
+            return _pool.over(b, v)  # (v may start anywhere in the buffer: a slice)
         a = b
     # the owner, reached through v only: a writeable view of v, then v and its chain go
     # back to read-only (the view keeps its own flag)
