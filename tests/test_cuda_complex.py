@@ -125,8 +125,35 @@ def test_compare_and_select():
     for t in (ha, xo.convert(ha, "c128")):
         f = xo.negate(t)
         _exact(xo.select(p.to("cuda"), t.to("cuda"), f.to("cuda")), xo.select(p, t, f))
-    with pytest.raises(xo.SpecError, match=r"compare \(device\): has no cuda kernel"):
-        xo.compare(ha.to("cuda"), hb.to("cuda"), "LT", "FLOAT")
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_compare_orderings_in_numpys_complex_order(dt):
+    """GE / GT / LE / LT (and EQ / NE) of every pair of a grid of parts (signed zeros,
+    +-1, +-inf, NaN) as the CPU, which is NumPy's complex order: lexicographic on (real,
+    imag), the real parts deciding only where neither imaginary part is NaN; the CPU's
+    results are checked against that rule written out here too."""
+    parts = np.array([0.0, -0.0, 1.0, -1.0, np.inf, np.nan])
+    grid = np.empty(parts.size**2, np.complex128)
+    grid.real, grid.imag = np.repeat(parts, parts.size), np.tile(parts, parts.size)
+    x = np.repeat(grid, grid.size).astype(np.complex64 if dt == "c64" else np.complex128)
+    y = np.tile(grid, grid.size).astype(x.dtype)
+    ar, ai, br, bi = x.real, x.imag, y.real, y.imag
+    ordered = ~np.isnan(ai) & ~np.isnan(bi)
+    rule = {
+        "GE": (ar > br) & ordered | (ar == br) & (ai >= bi),
+        "GT": (ar > br) & ordered | (ar == br) & (ai > bi),
+        "LE": (ar < br) & ordered | (ar == br) & (ai <= bi),
+        "LT": (ar < br) & ordered | (ar == br) & (ai < bi),
+        "EQ": (ar == br) & (ai == bi),
+        "NE": (ar != br) | (ai != bi),
+    }
+    dx, dy = cu(x), cu(y)
+    for direction, want in rule.items():
+        ref = xo.compare(xo.tensor(x), xo.tensor(y), direction)
+        np.testing.assert_array_equal(ref.numpy(), want)
+        _exact(xo.compare(dx, dy, direction), ref)
+    _exact(xo.compare(dx, dy, "LT", "FLOAT"), xo.compare(xo.tensor(x), xo.tensor(y), "LT"))
 
 
 def test_convert():
@@ -495,3 +522,48 @@ def test_reduce_window_maximum_and_minimum_bit_for_bit(dt):
         z = np.array(complex(init, init) if init else -0.0 + 0j, x.dtype)
         dev = xo.reduce_window(cu(x), cu(z), body=body, **kw)
         _exact(dev, xo.reduce_window(xo.tensor(x), xo.tensor(z), body=body, **kw))
+
+
+# -- select_and_scatter: selection in NumPy's complex order --------------------------------
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_select_and_scatter_selects_in_numpys_complex_order(dt):
+    """Each select direction on values full of what the complex order decides by
+    position (real-part ties, signed zeros, NaN parts), overlapping windows with
+    padding: the selections, and so the add / maximum / minimum scatters, bit for bit
+    as the CPU's; multiply within the rounding of the parts' multiply-adds (a GPU may
+    fuse them); max pooling's gradient on the device."""
+    from xops.ops._bodies import Body
+
+    x = _ordered_zmat(dt, (5, 6))
+    wd, ws, pad = [3, 2], [2, 1], [[1, 1], [1, 0]]
+    n = [(p + lo + hi - w) // s + 1 for p, w, s, (lo, hi) in zip(x.shape, wd, ws, pad)]
+    src = _zmat(dt, n)
+    eps = np.finfo(np.float32 if dt == "c64" else np.float64).eps
+    for direction in ("GE", "GT", "LE", "LT", "EQ", "NE"):
+        select = Body.compare(direction)
+        for scatter in (xo.add, xo.maximum, xo.minimum, xo.multiply):
+            init = np.array(1 if scatter is xo.multiply else 0, x.dtype)
+            args = (wd, ws, pad)
+            dev = xo.select_and_scatter(
+                cu(x), cu(src), cu(init), *args, select=select, scatter=scatter
+            )
+            ref = xo.select_and_scatter(
+                xo.tensor(x), xo.tensor(src), xo.tensor(init), *args, select=select, scatter=scatter
+            )
+            if scatter is xo.multiply:  # (at most 6 windows hold an element)
+                _gemm_close(dev, ref, 4 * 6 * eps * np.abs(ref.numpy()))
+            else:
+                _exact(dev, ref)
+    pool = dict(window_dimensions=[2, 2], window_strides=[2, 2])
+    lowest, zero = np.array(complex(-np.inf, -np.inf), x.dtype), np.zeros((), x.dtype)
+
+    def f(t):
+        m = xo.reduce_window(t, xo.tensor(lowest, device=t.device), body=xo.maximum, **pool)
+        return xo.real(xo.reduce(m, xo.tensor(zero, device=t.device), [0, 1], xo.add))
+
+    z = _zmat(dt, (4, 6))
+    g = xo.grad(f)(cu(z))
+    assert g.device == "cuda:0"
+    _exact(g, xo.grad(f)(xo.tensor(z)))

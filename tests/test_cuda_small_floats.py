@@ -4,8 +4,10 @@ pattern decoded, float32 / float64 patterns rounded through the device functions
 (ties, saturation, NaN -> zero of the other sign, E8M0's ties away from zero, its
 clamps), the elementwise ops exact in float32 (float64 for E8M0's arithmetic, as the
 CPU), compare, select, clamp, weak scalars and convert both ways; the transcendental
-ops within one unit in the last place. The other kernels (dot_general, reduce, ...) do
-not take these types. Tiny shapes: the simulator runs a Python thread per CUDA thread."""
+ops within one unit in the last place. The other kernels (dot_general, reduce,
+reduce_window, select_and_scatter, convolution, the batch norm ops, imag) take them as
+the narrow types, decoded to float32 and rounded once (session 22): bit for bit as the
+CPU. Tiny shapes: the simulator runs a Python thread per CUDA thread."""
 
 import numpy as np
 import pytest
@@ -117,9 +119,61 @@ def test_errors():
     e8 = xo.convert(xo.tensor([1.0, 4.0]), "f8E8M0FNU").to("cuda")
     with pytest.raises(xo.SpecError, match=r"^add \(C1\)"):  # the CPU op's checks first
         xo.add(f4, xo.convert(f4, "f6E2M3FN"))
-    dims = dict(lhs_contracting_dimensions=[0], rhs_contracting_dimensions=[0])
-    for t in (f4, e8):  # the elementwise kernels only
-        with pytest.raises(xo.SpecError, match=r"^dot_general \(device\): has no cuda kernel"):
-            xo.dot_general(t, t, **dims)
-        with pytest.raises(xo.SpecError, match=r"^reduce \(device\): has no cuda kernel"):
-            xo.reduce(t, xo.tensor(1.0, t.dtype).to("cuda"), [0], xo.add)
+    with pytest.raises(xo.SpecError, match=r"^reduce \(device\): has no cuda kernel for body"):
+        xo.reduce(e8, xo.tensor(1.0, e8.dtype).to("cuda"), [0], xo.subtract)
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_the_other_kernels_bit_for_bit(name):
+    """reduce, reduce_window, select_and_scatter, dot_general, convolution, the three
+    batch norm ops and imag on each small float type, bit for bit as the CPU (both
+    decode to float32, run the float32 (batch norm: float64) computation and round each
+    result once). imag's zeros are the type's zero as the CPU converts 0.0 (f8E8M0FNU,
+    which has no zero: its NaN)."""
+    from xops.ops._bodies import Body
+
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal((2, 3, 4, 4)) * 2
+    if name == "f8E8M0FNU":
+        v = np.abs(v) + 0.1
+    x = xo.convert(xo.tensor(v.astype(np.float32)), name)
+
+    def c(value, shape=()):  # a constant of the type on ``like``'s device
+        return lambda like: xo.tensor(np.full(shape, value), name, device=like.device)
+
+    zero, half, ones3 = c(0.0), c(0.5), c(1.0, (3,))
+    cases = {
+        "reduce add": lambda t: xo.reduce(t, zero(t), [1, 3], xo.add),
+        "reduce max": lambda t: xo.reduce(t, c(-1.0)(t), [0, 2], xo.maximum),
+        "max pool": lambda t: xo.reduce_window(
+            t, half(t), [1, 1, 2, 2], [1, 1, 2, 2], body=xo.maximum
+        ),
+        "sum windows": lambda t: xo.reduce_window(t, zero(t), [1, 1, 2, 2], body=xo.add),
+        "select_and_scatter": lambda t: xo.select_and_scatter(
+            t,
+            c(1.0, (2, 3, 2, 2))(t),
+            zero(t),
+            [1, 1, 2, 2],
+            [1, 1, 2, 2],
+            select=Body.compare("GE"),
+            scatter=xo.add,
+        ),
+        "dot_general": lambda t: xo.dot_general(t, t, [0, 1], [0, 1], [3], [2]),
+        "convolution": lambda t: xo.convolution(
+            t, c(0.5, (2, 3, 3, 3))(t), window_strides=[1, 1], padding=[[1, 1], [1, 1]]
+        ),
+        "batch_norm_training": lambda t: xo.batch_norm_training(t, ones3(t), ones3(t), 1e-3, 1),
+        "batch_norm_inference": lambda t: xo.batch_norm_inference(
+            t, ones3(t), ones3(t), ones3(t), c(2.0, (3,))(t), 1e-3, 1
+        ),
+        "batch_norm_grad": lambda t: xo.batch_norm_grad(
+            t, ones3(t), ones3(t), c(2.0, (3,))(t), t, 1e-3, 1
+        ),
+        "imag": xo.imag,
+    }
+    d = x.to("cuda")
+    for case, f in cases.items():
+        ref, dev = f(x), f(d)
+        for r, g in zip(*((ref, dev) if isinstance(ref, tuple) else ((ref,), (dev,)))):
+            assert g.device == "cuda:0" and g.dtype == r.dtype, case
+            np.testing.assert_array_equal(_bits(g), _bits(r), err_msg=case)

@@ -139,9 +139,14 @@ GPU_VERIFIED = frozenset(OPS)
 # fused NaN mask (select_and_scatter's rule), convolution's split threshold and complex
 # maximum / minimum / clamp; session 15: complex cbrt (c64, c128) and atan2 (c64);
 # session 18: complex dot_general, convolution, reduce and reduce_window (add, multiply)
-# on c64 / c128.
+# on c64 / c128; session 22: complex compare GE / GT / LE / LT and select_and_scatter,
+# and f4E2M1FN, f6E2M3FN, f6E3M2FN, f8E8M0FNU in dot_general, convolution, reduce,
+# reduce_window, select_and_scatter, the batch norm ops and imag.
 SIMULATOR_SINCE = frozenset(
     {
+        "compare",
+        "imag",
+        "batch_norm_inference",
         "dot_general",
         "reduce",
         "reduce_window",

@@ -18,7 +18,7 @@ from ...registry import get as _get_op
 from ._complex_math import functions
 from ._storage import device_empty, flat, from_holder
 from .elementwise import _run2, _zero_d, complex_op
-from .narrow import is_narrow
+from .narrow import is_small_float
 from .movement import fill
 
 __all__ = ["KERNELS"]
@@ -38,10 +38,12 @@ def imag(operand):
     dt = x._dtype
     if dt.kind == "complex":
         return complex_op("imag", x)
-    if not (is_narrow(dt) or dt.np in (np.float32, np.float64)):
+    if not (is_small_float(dt) or dt.np in (np.float32, np.float64)):
         raise SpecError("imag", "device", f"has no cuda kernel for element type {dt.name}")
-    out = device_empty(x.shape, dt.np)  # zeros of the float type (+0: all bits clear)
-    fill(flat(out).view(f"u{dt.np.itemsize}"), 0)
+    out = device_empty(x.shape, dt.np)  # zeros of the float type, as the CPU converts 0.0
+    word = np.dtype(f"u{dt.np.itemsize}")  # (+0: all bits clear; f8E8M0FNU has no zero:
+    zero = np.zeros(1, np.float32).astype(dt.np).view(word)[0]  # its NaN, 0xff)
+    fill(flat(out).view(word), int(zero))
     return from_holder(out, dt)
 
 

@@ -35,9 +35,9 @@ only (``|dev - cpu| <= 2 * n * eps * sum |lhs| |rhs|`` with n the number of term
 bf16 and f16 run as on the CPU: operands converted to the result type first (a
 ``preferred_element_type`` of another type; :func:`.elementwise.convert`), a bf16 / f16
 result computed by the float32 kernel on the operands decoded to float32 (exact) and
-rounded once (:mod:`.narrow`). Complex (c64, c128; session 18) runs the same kernels in
-Numba's complex arithmetic, summed in the result type in the same order. Other narrow
-floats raise the seam's "no cuda kernel" SpecError.
+rounded once (:mod:`.narrow`); the f8, f6 and f4 types likewise (f8E8M0FNU, f4E2M1FN,
+f6E2M3FN and f6E3M2FN since session 22). Complex (c64, c128; session 18) runs the same
+kernels in Numba's complex arithmetic, summed in the result type in the same order.
 """
 
 import math
@@ -52,7 +52,7 @@ from ...ops._core import operands
 from ._storage import device_empty, device_table, flat, from_holder, jit, on_device
 from .elementwise import convert
 from .movement import c_strides
-from .narrow import encode, is_narrow, to_f32
+from .narrow import encode, is_small_float, to_f32
 
 __all__ = ["KERNELS", "MAX_SPATIAL"]
 
@@ -302,14 +302,15 @@ def convolution(op, lhs, rhs, *attributes):
     x, y = operands(op, lhs, rhs, names=["lhs", "rhs"])
     a = _attributes(op, x._dtype, x.shape, y._dtype, y.shape, *attributes)
     in_dt, out_dt = x._dtype, a.out_dt
-    if is_narrow(in_dt) or is_narrow(out_dt):
+    if is_small_float(in_dt) or is_small_float(out_dt):
         return _narrow(op, x, y, out_dt, attributes)
     if in_dt.quantized or in_dt.np not in _OK or out_dt.np not in _OK or out_dt.quantized:
         raise SpecError(
             op,
             "device",
             f"has no cuda kernel for {in_dt.name} operands with a {out_dt.name} result "
-            f"(i1, si8-64, ui8-64, f32, f64, c64, c128)",
+            f"(i1, si8-64, ui8-64, f32, f64, c64, c128; bf16, f16 and the f8, f6, f4 "
+            f"types in float32)",
         )
     n_sp = len(a.in_spatial)
     if n_sp > MAX_SPATIAL:
@@ -444,23 +445,23 @@ def _plan(a, x_shape, y_shape, in_np, out_np, size):
 
 
 def _narrow(op, x, y, out_dt, attributes):
-    """bf16 / f16 operands or result (checked): each operand converted to the result type
-    (rounded once where it is narrower), a narrow result computed in float32 from the
-    decoded operands and rounded once, as the CPU computes it."""
-    ok = out_dt.kind == "float" and (is_narrow(out_dt) or out_dt.np in _OK)
-    if not ok or not (is_narrow(x._dtype) or x._dtype.np in _OK):
+    """bf16 / f16 / f8 / f6 / f4 operands or result (checked): each operand converted to
+    the result type (rounded once where it is narrower), a narrow result computed in
+    float32 from the decoded operands and rounded once, as the CPU computes it."""
+    ok = out_dt.kind == "float" and (is_small_float(out_dt) or out_dt.np in _OK)
+    if not ok or not (is_small_float(x._dtype) or x._dtype.np in _OK):
         raise SpecError(
             op,
             "device",
             f"has no cuda kernel for {x._dtype.name} operands with a {out_dt.name} result "
-            f"(i1, si8-64, ui8-64, bf16, f16, f32, f64)",
+            f"(i1, si8-64, ui8-64, bf16, f16, the f8, f6, f4 types, f32, f64)",
         )
     on_device(op, x, "lhs")
     on_device(op, y, "rhs")
     if x._dtype is not out_dt:
         x, y = convert(x, out_dt), convert(y, out_dt)
     plain = tuple(attributes[:-1]) + (None,)  # preferred_element_type: now the operands'
-    if not is_narrow(out_dt):
+    if not is_small_float(out_dt):
         return convolution(op, x, y, *plain)
     return encode(convolution(op, to_f32(x), to_f32(y), *plain), out_dt)
 

@@ -208,6 +208,33 @@ _eq, _ne, _ge, _gt, _le, _lt = map(
     _call2, (operator.eq, operator.ne, operator.ge, operator.gt, operator.le, operator.lt)
 )
 _fmod, _atan2 = _call2(math.fmod), _call2(math.atan2)
+
+
+# compare GE / GT / LE / LT of complex values: NumPy's order, as the CPU computes them
+# (np.greater_equal etc. on complex arrays): lexicographic on (real, imag), where the
+# real parts decide only if neither imaginary part is NaN, and on a tie of the real
+# parts the imaginary parts decide (any NaN part makes both tests false but a real-part
+# tie with ordered imaginary parts). EQ and NE compare both parts (operator.eq / ne).
+def _cge(a, b):
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    return (ar > br and ai == ai and bi == bi) or (ar == br and ai >= bi)
+
+
+def _cgt(a, b):
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    return (ar > br and ai == ai and bi == bi) or (ar == br and ai > bi)
+
+
+def _cle(a, b):
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    return (ar < br and ai == ai and bi == bi) or (ar == br and ai <= bi)
+
+
+def _clt(a, b):
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    return (ar < br and ai == ai and bi == bi) or (ar == br and ai < bi)
+
+
 _neg, _abs, _not_bool, _invert = map(_call1, (operator.neg, abs, operator.not_, operator.invert))
 _exp, _log, _sqrt, _tanh, _sin, _cos = map(
     _call1, (math.exp, math.log, math.sqrt, math.tanh, math.sin, math.cos)
@@ -393,6 +420,7 @@ def _clz(a, bits):
 
 _I1 = as_dtype("i1")
 _CMP = {"EQ": _eq, "NE": _ne, "GE": _ge, "GT": _gt, "LE": _le, "LT": _lt}
+_COMPLEX_CMP = {"EQ": _eq, "NE": _ne, "GE": _cge, "GT": _cgt, "LE": _cle, "LT": _clt}
 
 
 # -- the ops ------------------------------------------------------------------------------
@@ -581,8 +609,8 @@ def compare(lhs, rhs, comparison_direction, compare_type=None):
         x, y = to_f32(x), to_f32(y)
     elif is_sub(x._dtype):  # (exact in int8 / uint8)
         x, y = widen(x), widen(y)
-    if x._dtype.kind == "complex" and direction in ("EQ", "NE"):  # (both parts)
-        return _run2("compare", _CMP[direction], x, y, _I1)
+    if x._dtype.kind == "complex":  # (EQ / NE: both parts; the others NumPy's order)
+        return _run2("compare", _COMPLEX_CMP[direction], x, y, _I1)
     _supported("compare", x)
     return _run2("compare", _CMP[direction], x, y, _I1)
 

@@ -20,11 +20,11 @@ order-free); float results differ from the CPU's by rounding order (accumulation
 result type; the GPU may fuse multiply-adds). Complex operands (c64, c128) run the same
 kernel in complex arithmetic (small tiles: their elements are 8 or 16 bytes).
 
-``preferred_element_type`` (and bf16 / f16 operands) as on the CPU: each operand is first
-converted on the device to the result type (integers wrap, floats round once), then
-multiplied in that type; a bf16 / f16 result is computed in float32 (its operands
-decoded exactly) and rounded once at the end. Integer results stay bit-exact (wrapping
-to the result's width commutes with the sums).
+``preferred_element_type`` (and bf16 / f16 / f8 / f6 / f4 operands) as on the CPU: each
+operand is first converted on the device to the result type (integers wrap, floats round
+once), then multiplied in that type; a result of one of those small float types is
+computed in float32 (its operands decoded exactly) and rounded once at the end. Integer
+results stay bit-exact (wrapping to the result's width commutes with the sums).
 """
 
 import math
@@ -40,7 +40,7 @@ from ...ops import linalg as _linalg
 from ...ops.linalg import dot_general_checks
 from ._storage import device_empty, flat, from_holder, jit
 from .elementwise import _OK, convert
-from .narrow import encode, is_narrow, to_f32
+from .narrow import encode, is_small_float, to_f32
 from .movement import c_strides, fill, strided_copy
 
 __all__ = ["KERNELS", "TILES"]
@@ -240,18 +240,18 @@ def dot_general(lhs, rhs, *attributes, **named):
     keep(op, **{k: list(v) for k, v in zip(_NAMES, dims)})  # (parsed, for the gradient)
     lb, rb, lc, rc = dims
     # (complex: the same kernel in Numba's complex arithmetic, summed in k order)
-    ok = [t.np in _OK or t.kind == "complex" or is_narrow(t) for t in (x._dtype, out_dt)]
+    ok = [t.np in _OK or t.kind == "complex" or is_small_float(t) for t in (x._dtype, out_dt)]
     if not all(ok) or x._dtype.kind == "bool" or x._dtype.quantized:
         raise SpecError(
             op,
             "device",
             f"has no cuda kernel for {x._dtype.name} "
             f"operands with a {out_dt.name} result "
-            f"(si, ui, bf16, f16, f32, f64, c64, c128)",
+            f"(si, ui, bf16, f16, the f8, f6, f4 types, f32, f64, c64, c128)",
         )
     if x._dtype is not out_dt:  # each operand converted to the result type first
         x, y = convert(x, out_dt), convert(y, out_dt)
-    if is_narrow(out_dt):  # computed in float32, rounded once
+    if is_small_float(out_dt):  # computed in float32, rounded once
         xf, yf = to_f32(x), to_f32(y)
         return encode(_gemm_run(xf, yf, dims, xf._dtype), out_dt)
     return _gemm_run(x, y, dims, out_dt)

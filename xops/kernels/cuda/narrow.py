@@ -21,10 +21,11 @@ need no bit-cast intrinsic. They reproduce the CPU's conversions bit for bit:
   reduced to a float64 with a sticky bit (as the CPU does), so they round once.
 
 The f8 types (but f8E8M0FNU) are narrow types too: :mod:`.f8` decodes and encodes them.
-f4E2M1FN, f6E2M3FN, f6E3M2FN and f8E8M0FNU are *small floats* to the elementwise kernels
-only (:func:`is_small_float`; :mod:`.f8` converts them too): the other kernels (dot_general,
-reduce, convolution, ...) do not take them. int4 and the other sub-byte types, and
-complex, are neither (see :mod:`.subbyte`, :mod:`.complex`).
+f4E2M1FN, f6E2M3FN, f6E3M2FN and f8E8M0FNU are *small floats* (:func:`is_small_float`;
+:mod:`.f8` converts them too): the elementwise kernels take them, and since session 22
+the others (dot_general, reduce, reduce_window, select_and_scatter, convolution, the batch
+norm ops) as the narrow types, decoded to float32 and rounded once, as the CPU. int4 and
+the other sub-byte types, and complex, are neither (see :mod:`.subbyte`, :mod:`.complex`).
 """
 
 import numpy as np

@@ -1,5 +1,6 @@
 """CUDA kernels of the batch norm ops: batch_norm_training, batch_norm_inference and
-batch_norm_grad (f32 and f64 operands; bf16 and f16 through float64, see the end).
+batch_norm_grad (f32 and f64 operands; bf16, f16 and the f8, f6, f4 types through float64, see the
+end).
 
 Each kernel function runs the CPU op's own constraint checks first
 (``batch_norm_*_checks`` of :mod:`xops.ops.normalization`: they read only types, shapes
@@ -35,8 +36,9 @@ says: the means agree within a few float64 ulp of |mean|, which the normalisatio
 magnifies to about ``|scale| ulp(|mean|) / stddev`` (tested too). An empty batch (N = 0)
 gives NaN statistics and zero gradient sums, as on the CPU.
 
-bf16 and f16 run as the CPU runs them: every operand widened exactly to float64 on the
-device (:mod:`.narrow`, then :func:`.elementwise.convert`), the float64 kernels, each
+bf16, f16 and the f8, f6, f4 types run as the CPU runs them: every operand widened
+exactly to float64 on the device (:mod:`.narrow`, then :func:`.elementwise.convert`), the
+float64 kernels, each
 result rounded once to the narrow type; epsilon is the CPU's (rounded to f32, then to the
 operand's type). batch_norm_training rounds its statistics to the narrow type first and
 normalises with those rounded values, as the CPU does (the spec's composition). Other
@@ -58,7 +60,7 @@ from ...ops.normalization import (
 from ...dtypes import as_dtype
 from ._storage import device_empty, flat, from_holder, jit, launch_1d, on_device, shaped
 from .elementwise import convert
-from .narrow import encode, is_narrow, to_f32
+from .narrow import encode, is_small_float, to_f32
 
 __all__ = ["KERNELS", "T"]
 
@@ -242,20 +244,20 @@ def _checked(op, checks, args):
     the device (a NumPy array or a list becomes a CPU tensor: it is not moved silently)."""
     *ts, fi, eps = _validated(checks, args[:-2], args[-2], args[-1])  # (kept per signature)
     x = ts[0]
-    if x._dtype.np not in _TYPES and not is_narrow(x._dtype):
+    if x._dtype.np not in _TYPES and not is_small_float(x._dtype):
         raise SpecError(
             op,
             "device",
             f"has no cuda kernel for element type {x._dtype.name} (the CUDA kernels of "
-            f"the batch norm ops take bf16, f16, f32 and f64; convert first, or run it on "
-            f"the CPU)",
+            f"the batch norm ops take bf16, f16, the f8, f6, f4 types, f32 and f64; convert "
+            f"first, or run it on the CPU)",
         )
     arrays = []
     for t in ts:
         v = t._value
         if not hasattr(v, "copy_to_host"):  # (the message's name is built only then)
             on_device(op, t, f"a {t.type} operand")
-        if is_narrow(t._dtype):  # (exact)
+        if is_small_float(t._dtype):  # (exact)
             v = _wide(t)
         arrays.append(flat(v))
     C = x.shape[fi]
@@ -267,18 +269,19 @@ _F64 = as_dtype("f64")
 
 
 def _wide(t):
-    """bf16 / f16 device tensor ``t``'s values as a float64 device array (exact)."""
+    """A small float (bf16, f16, f8, f6, f4) device tensor ``t``'s values as a float64
+    device array (exact)."""
     return convert(to_f32(t), _F64)._value
 
 
 def _work(dt):
-    """The element type the kernels compute and store in: float64 for bf16 / f16."""
-    return _F64 if is_narrow(dt) else dt
+    """The element type the kernels compute and store in: float64 for the small floats."""
+    return _F64 if is_small_float(dt) else dt
 
 
 def _result(arr, dt):
     """Kernel array ``arr`` as a tensor of element type ``dt`` (rounded once if narrow)."""
-    return encode(from_holder(arr, _F64), dt) if is_narrow(dt) else from_holder(arr, dt)
+    return encode(from_holder(arr, _F64), dt) if is_small_float(dt) else from_holder(arr, dt)
 
 
 # Features of at most this many elements take the one-kernel paths (a block per feature
@@ -312,14 +315,14 @@ def batch_norm_training(operand, scale, offset, epsilon, feature_index):
     dt = x._dtype
     mean = device_empty((C,), _work(dt).np)
     var = device_empty((C,), _work(dt).np)
-    if C and n <= FUSED_N and not is_narrow(dt):  # (one launch; the two kernels' bits)
+    if C and n <= FUSED_N and not is_small_float(dt):  # (one launch; the two kernels' bits)
         out = device_empty((x.size,), dt.np)
         _moments[C, _threads(n)](xv, C, inner, n, mean, var, sv, ov, eps, out, 1)
         return from_holder(shaped(out, x.shape), dt), from_holder(mean, dt), from_holder(var, dt)
     if C:  # (scale, offset, out: not read)
         _moments[C, _threads(n)](xv, C, inner, n, mean, var, mean, mean, eps, mean, 0)
     mean_t, var_t = _result(mean, dt), _result(var, dt)
-    if is_narrow(dt):  # normalised with the statistics rounded to dt (the CPU's)
+    if is_small_float(dt):  # normalised with the statistics rounded to dt (the CPU's)
         mean, var = _wide(mean_t), _wide(var_t)
     out = _normalize_into(x, xv, C, inner, mean, var, sv, ov, eps)
     return out, mean_t, var_t

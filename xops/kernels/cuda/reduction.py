@@ -9,12 +9,13 @@ type's minimum for maximum, +inf / the maximum for minimum), a shared-memory tre
 the threads' partials in a fixed order, and the init value is combined once, last. Element positions
 are computed in the kernel from the kept and reduced dims' shapes and strides (small
 tuples passed by value, adjacent dims merged). So a result is deterministic run to run.
-Integer and i1 results are bit-exact with the CPU (wrapping arithmetic is order-free);
-float sums and products differ from the CPU's by rounding order only (the accumulator is
-the element type); maximum and minimum are exact. bf16, f16 and f8 inputs are reduced as
-the CPU reduces them: decoded to float32 (exact), folded in float32 with the init value in
-float32, the result rounded once (:mod:`.narrow`); maximum and minimum are bit-exact, sums
-and products within the float32 rounding-order difference before that one rounding.
+Integer and i1 results are bit-exact with the CPU (wrapping arithmetic is order-free); float
+sums and products differ from the CPU's by rounding order only (the accumulator is the
+element type); maximum and minimum are exact. bf16, f16, f8 (f6, f4: session 22) inputs are
+reduced as the CPU reduces them: decoded to float32 (exact), folded in float32 with the init
+value in float32, the result rounded once (:mod:`.narrow`); maximum and minimum are
+bit-exact, sums and products within the float32 rounding-order difference before that one
+rounding.
 c64 and c128 take add (from -0 - 0i) and multiply bodies (session 18): complex sums and
 products in the element type, within the rounding-order difference of the CPU's pairwise
 tree; and maximum / minimum (session 19), NumPy's complex order, bit-exact: each thread
@@ -36,7 +37,7 @@ from ...autodiff.tape import keep
 from ._storage import device_empty, flat, from_holder, jit
 from ._complex_math import functions as _complex_functions
 from .elementwise import _OK, _add, _and, _dev, _fmax, _fmin, _imax, _imin, _mul, _or
-from .narrow import encode, is_narrow, to_f32
+from .narrow import encode, is_small_float, to_f32
 
 __all__ = ["KERNELS"]
 
@@ -192,16 +193,17 @@ def reduce(inputs, init_values, dimensions, body):
     x, init_t = xs[0], inits[0]
     dt = x._dtype
     fn = _BODIES.get(name, {}).get(dt.kind)
-    ok = dt.np in _OK or dt.kind == "complex" or is_narrow(dt)
+    ok = dt.np in _OK or dt.kind == "complex" or is_small_float(dt)
     if fn is None or not ok or len(xs) != 1:
         raise SpecError(
             "reduce",
             "device",
             f"has no cuda kernel for body {name or body!r} "
             f"on {len(xs)} input(s) of element type {dt.name} (one input; add, multiply, "
-            f"maximum and minimum bodies of i1, si, ui, bf16, f16, f8, f32, f64, c64, c128)",
+            f"maximum and minimum bodies of i1, si, ui, bf16, f16, f8, f6, f4, f32, f64, "
+            f"c64, c128)",
         )
-    if is_narrow(dt):  # in float32 (exact), the init value too, rounded once (the CPU's)
+    if is_small_float(dt):  # in float32 (exact), the init value too, rounded once (the CPU's)
         return encode(reduce([to_f32(x)], [to_f32(init_t)], dims, body), dt)
     kept = [d for d in range(x.ndim) if d not in dims]
     red = sorted(dims)

@@ -31,14 +31,16 @@ At most ``MAX_RANK`` dimensions may remain (a SpecError otherwise).
 Bodies (recognised as :func:`xops.ops._bodies.binary_op_name` and
 :func:`xops.ops._bodies.comparison_direction` read them): reduce / scatter add, multiply,
 maximum, minimum (and, or for integers and i1; i1 add and maximum are or, multiply and
-minimum are and, as on the CPU), select ``compare(a, b, DIR)`` with DIR one of GE, GT,
-LE, LT, EQ, NE. Element types: i1, si8-64, ui8-64, f32, f64, and bf16 / f16 / f8 as the
-CPU computes them: decoded to float32 (exact; the init value too), the float32 kernel, each
-result rounded once (:mod:`.narrow`). The CPU's kernels fold narrow types in float32 in the
-same order and round once, so these results are bit-identical too. c64 / c128 (session
-18): reduce_window with add and multiply bodies, complex arithmetic in the same order
-(compared with the CPU within rounding: see tests/test_cuda_complex.py); maximum and
-minimum (session 19) in NumPy's complex order, as the CPU's bodies, bit for bit.
+minimum are and, as on the CPU), select ``compare(a, b, DIR)`` with DIR one of GE, GT, LE,
+LT, EQ, NE. Element types: i1, si8-64, ui8-64, f32, f64, and bf16 / f16 / f8 (and f6, f4:
+session 22) as the CPU computes them: decoded to float32 (exact; the init value too), the
+float32 kernel, each result rounded once (:mod:`.narrow`). The CPU's kernels fold narrow
+types in float32 in the same order and round once, so these results are bit-identical too.
+c64 / c128 (session 18): reduce_window with add and multiply bodies, complex arithmetic in
+the same order (compared with the CPU within rounding: see tests/test_cuda_complex.py);
+maximum and minimum (session 19) in NumPy's complex order, as the CPU's bodies, bit for bit;
+select_and_scatter (session 22), selecting in NumPy's complex order (compare's, as the CPU's
+select bodies), scattering with those bodies.
 Anything else (other bodies, variadic inputs, other types) raises
 ``SpecError(op, "device", ...)`` naming it.
 """
@@ -54,8 +56,8 @@ from ...ops._core import bound_arguments
 from ...ops.windows import reduce_window_checks, select_and_scatter_checks
 from ...registry import get as _get_op
 from ._storage import device_empty, device_table, flat, from_holder, jit, launch_1d, storage_dtype
-from .elementwise import _and, _dev, _eq, _ge, _gt, _le, _lt, _ne, _or, _supported
-from .narrow import encode, is_narrow, to_f32
+from .elementwise import _COMPLEX_CMP, _and, _dev, _eq, _ge, _gt, _le, _lt, _ne, _or, _supported
+from .narrow import encode, is_small_float, to_f32
 from .reduction import _BODIES
 
 __all__ = ["KERNELS", "MAX_RANK", "reduce_window_kernel", "select_and_scatter_kernel"]
@@ -298,7 +300,7 @@ def _no_kernel(op, what, dt):
         "device",
         f"has no cuda kernel for {what} on element type {dt.name} (add, multiply, "
         f"maximum, minimum bodies; and, or for integers and i1; add, multiply, maximum, "
-        f"minimum for complex reduce_window)",
+        f"minimum for complex)",
     )
 
 
@@ -329,7 +331,7 @@ def reduce_window(*args, **kwargs):
         )
     (x,), (init,) = xs, inits
     dt = x._dtype
-    if is_narrow(dt):  # in float32, rounded once (as the CPU)
+    if is_small_float(dt):  # in float32, rounded once (as the CPU)
         _combine_for(op, a["body"], dt)
         a["inputs"], a["init_values"] = [to_f32(x)], [to_f32(init)]
         return encode(reduce_window(**a), dt)
@@ -355,11 +357,12 @@ def select_and_scatter(*args, **kwargs):
     x, src, init, (wd, ws, pad), direction = select_and_scatter_checks(*a.values())
     select, scatter = a["select"], a["scatter"]
     dt = x._dtype
-    if is_narrow(dt):  # in float32 (selection exact), rounded once (as the CPU)
+    if is_small_float(dt):  # in float32 (selection exact), rounded once (as the CPU)
         _combine_for(op, scatter, dt, "scatter")
         a["operand"], a["source"], a["init_value"] = to_f32(x), to_f32(src), to_f32(init)
         return encode(select_and_scatter(**a), dt)
-    _supported(op, x)
+    if dt.kind != "complex":  # (c64 / c128: select in NumPy's complex order, as the CPU)
+        _supported(op, x)
     if direction not in _KEEPS:
         raise SpecError(
             op,
@@ -372,8 +375,9 @@ def select_and_scatter(*args, **kwargs):
     g, r = _layout(key, lambda: _select_and_scatter_rows(x.shape, src.shape, wd, ws, pad))
     out = device_empty(x.shape, dt.np)
     if x.size:
+        keeps = (_COMPLEX_CMP if dt.kind == "complex" else _KEEPS)[direction]
         launch_1d(
-            select_and_scatter_kernel(_KEEPS[direction], fn),
+            select_and_scatter_kernel(keeps, fn),
             x.size,
             flat(x._value),
             _operand(src),
