@@ -249,8 +249,10 @@ def test_reduce_positions_init_once_and_two_passes(monkeypatch):
     )
     with pytest.raises(xo.SpecError, match=r"reduce \(C5\)"):
         xo.reduce(cu(x), cu(0), [1, 1], xo.add)
-    with pytest.raises(xo.SpecError, match=r"reduce \(device\): has no cuda kernel for body"):
-        xo.reduce(cu(x), cu(0), [1], xo.subtract)
+    same(  # another body: the generic tree (tests/test_cuda_generic_reduce.py)
+        xo.reduce(cu(big), cu(11, "i32"), [1], xo.subtract),
+        xo.reduce(xo.tensor(big), xo.tensor(11, "i32"), [1], xo.subtract),
+    )
 
 
 def test_weak_scalars_and_attribute_checks_of_elementwise_ops():

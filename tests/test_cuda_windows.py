@@ -177,17 +177,49 @@ def test_reduce_window_errors_match_the_cpu():
     )
 
 
-def test_reduce_window_without_a_kernel_raises_naming_the_op():
-    x = np.ones((2, 3), np.float32)
-    fused = _error(
-        lambda: xo.reduce_window(cu(x), 0.0, [1, 2], body=lambda a, b: xo.add(a, xo.multiply(a, b)))
-    )
-    assert fused.startswith("reduce_window (device): has no cuda kernel for body")
-    assert "element type f32" in _error(lambda: xo.reduce_window(cu(x), 0.0, [1, 2], body=xo.and_))
-    i4 = cu(x, "i4")  # (every float type has a kernel; sub-byte integers do not)
-    assert "element type i4" in _error(lambda: xo.reduce_window(i4, 0, [1, 2], body=xo.add))
-    two = _error(lambda: xo.reduce_window([cu(x), cu(x)], [0.0, 0.0], [1, 2], body=xo.add))
-    assert two.startswith("reduce_window (device): has no cuda kernel for 2 inputs")
+def test_reduce_window_other_bodies_types_and_inputs_run_the_generic_fold():
+    # the CPU's generic fold in xops ops on the device (one body call per window
+    # position, in row-major order from the init values): the same results, bit for bit
+    # where the body's ops are exact; a body's op that rejects the type raises its own
+    # error, as on the CPU
+    x = _data(np.float32, (3, 5))
+    x[1, 2] = np.nan
+    n = np.broadcast_to(np.arange(5, dtype=np.int64), x.shape).copy()
+
+    def argmax(av, ai, bv, bi):
+        gt, eq = xo.compare(av, bv, "GT"), xo.compare(av, bv, "EQ")
+        a_wins = xo.or_(gt, xo.and_(eq, xo.compare(ai, bi, "LT")))
+        return xo.select(a_wins, av, bv), xo.select(a_wins, ai, bi)
+
+    fused = lambda a, b: xo.add(a, xo.multiply(a, b))  # noqa: E731
+    for body, init in ((fused, 0.5), (xo.subtract, 1.0)):
+        for kw in (PLAIN, FULL):
+            dev, ref = _both(xo.reduce_window, x, init, body=body, **kw)
+            assert dev.device == "cuda:0"
+            np.testing.assert_array_equal(_bits(dev), _bits(ref))
+    for kw in (PLAIN, FULL):
+        dev = xo.reduce_window([cu(x), cu(n)], [-np.inf, 0], body=argmax, **kw)
+        ref = xo.reduce_window([xo.tensor(x), xo.tensor(n)], [-np.inf, 0], body=argmax, **kw)
+        for d, r in zip(dev, ref):
+            np.testing.assert_array_equal(_bits(d), _bits(r))
+    i4 = xo.tensor(_data(np.int8, (3, 5)) % 8, "i4")  # (sub-byte: i4's own adds, wrapping)
+    init4 = xo.tensor(3, "i4")
+    dev = xo.reduce_window(i4.to("cuda"), init4.to("cuda"), [2, 2], body=xo.add)
+    ref = xo.reduce_window(i4, init4, [2, 2], body=xo.add)
+    assert dev.device == "cuda:0"
+    np.testing.assert_array_equal(dev.numpy(), ref.numpy())
+    cpu = _error(lambda: xo.reduce_window(xo.tensor(x), 0.0, [1, 2], body=xo.and_))
+    assert cpu.startswith("and (I1)")
+    assert _error(lambda: xo.reduce_window(cu(x), 0.0, [1, 2], body=xo.and_)) == cpu
+
+    # a body's gradient on the device (the rule re-runs the fold on the tape)
+    def f(t):
+        s = xo.reduce_window(t, 0.0, [2, 2], body=lambda a, b: xo.add(a, xo.multiply(b, b)))
+        return xo.reduce(s, 0.0, [0, 1], xo.add)
+
+    dev, ref = xo.grad(f)(cu(x)), xo.grad(f)(xo.tensor(x))
+    assert dev.device == "cuda:0"
+    np.testing.assert_array_equal(_bits(dev), _bits(ref))
     deep = np.ones([1] * 9, np.float32)
     many = _error(
         lambda: xo.reduce_window(
@@ -358,11 +390,13 @@ def test_dilated_max_pool_and_other_init_gradients_on_the_device():
     same(xo.grad(f)(cu(x[0, 0])), xo.grad(f)(xo.tensor(x[0, 0])), rtol=0)
 
 
-def test_window_layouts_kept_per_signature_serve_later_calls():
+def test_window_layouts_kept_per_signature_serve_later_calls(monkeypatch):
     """The merged window layout is worked out once per signature (op, shapes, window
     attributes); later calls with new data, and a call that differs only in padding or
     strides, each give the CPU's bits."""
     from xops.kernels.cuda import windows as W
+
+    monkeypatch.setattr(W, "_layouts", {})  # (other tests' signatures: not counted)
 
     rng = np.random.default_rng(9)
     for pad, strides in [

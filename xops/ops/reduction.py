@@ -85,6 +85,7 @@ from ..autodiff.tape import is_grad_enabled, keep, no_grad, primitive
 from ..dtypes import as_dtype, to_compute, wrap_int
 from ..kernels import reduction as KR
 from ..limits import config as _limits_config
+from ..device import of as _device_of
 from ..tensor import Tensor, _wrap
 from . import conversion as _C
 from . import elementwise as _E
@@ -509,6 +510,7 @@ def _reduce_vjp(g, out, inputs, init_values, dimensions, body):
             gx, gi = _reduce_minmax_vjp(g, out, x, init, dims, kept)
         return _pack(inputs, [gx]), _pack(init_values, [gi], True), None, None
     gs = list(g) if len(xs) > 1 else [g]
+    inits = _on_device_of(inits, init_values, x)
     dts = _body_dtypes(op, "C6", body, inits, xs)
     n = len(xs)
 
@@ -517,6 +519,20 @@ def _reduce_vjp(g, out, inputs, init_values, dimensions, body):
 
     cts = local_vjp(op, body, tree, xs + inits, gs)
     return _pack(inputs, cts[:n]), _pack(init_values, cts[n:], True), None, None
+
+
+def _on_device_of(inits, init_values, x):
+    """The init values given as Python numbers (0-d CPU tensors here) on the device of
+    the inputs ``x`` (a CUDA reduce's weak scalars), so that the rule's tree runs on
+    one device; tensors the user gave stay as they are."""
+    dev = _device_of(x._value)
+    if dev.kind == "cpu":
+        return inits
+    items = init_values if isinstance(init_values, (list, tuple)) else [init_values]
+    return [
+        i if isinstance(v, Tensor) or _device_of(i._value) == dev else i.to(dev)
+        for i, v in zip(inits, items)
+    ]
 
 
 def _reduce_minmax_vjp(g, out, x, init, dims, kept):

@@ -89,6 +89,7 @@ from .reduction import (
     _needs,
     _pack,
     _promote,
+    _on_device_of,
     _promoted,
     _readonly,
     _single_or_tuple,
@@ -458,6 +459,7 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
         else:
             cts = _reduce_window_choice_vjp(g, out, x, init, geo, name)
     else:
+        inits = _on_device_of(inits, init_values, x)  # (a CUDA call's weak scalars)
         dts = _body_dtypes(op, "C13", body, inits, xs)
 
         def fold(*ts):

@@ -41,8 +41,10 @@ the same order (compared with the CPU within rounding: see tests/test_cuda_compl
 maximum and minimum (session 19) in NumPy's complex order, as the CPU's bodies, bit for bit;
 select_and_scatter (session 22), selecting in NumPy's complex order (compare's, as the CPU's
 select bodies), scattering with those bodies.
-Anything else (other bodies, variadic inputs, other types) raises
-``SpecError(op, "device", ...)`` naming it.
+reduce_window with any other body, several inputs or another element type (session 22)
+runs the CPU's generic fold in xops ops (:func:`_reduce_window_generic`): bit for bit as
+the CPU where the body's ops are. select_and_scatter with any other select or scatter
+body, or another element type, raises ``SpecError(op, "device", ...)`` naming it.
 """
 
 import math
@@ -53,12 +55,15 @@ from numba import cuda, types
 from ...errors import SpecError
 from ...ops._bodies import binary_op_name, describe
 from ...ops._core import bound_arguments
+from ...ops.reduction import _body_types, _promoted
+from ...registry import op as _op
 from ...ops.windows import reduce_window_checks, select_and_scatter_checks
 from ...registry import get as _get_op
 from ._storage import device_empty, device_table, flat, from_holder, jit, launch_1d, storage_dtype
-from .elementwise import _COMPLEX_CMP, _and, _dev, _eq, _ge, _gt, _le, _lt, _ne, _or, _supported
+from .elementwise import _COMPLEX_CMP, _OK, _and, _dev, _eq, _ge, _gt, _le, _lt, _ne, _or
+from .elementwise import _supported
 from .narrow import encode, is_small_float, to_f32
-from .reduction import _BODIES
+from .reduction import _BODIES, body_results
 
 __all__ = ["KERNELS", "MAX_RANK", "reduce_window_kernel", "select_and_scatter_kernel"]
 
@@ -325,19 +330,18 @@ def reduce_window(*args, **kwargs):
     op = "reduce_window"
     a = bound_arguments(_get_op(op).kernels["cpu"], args, kwargs)
     xs, inits, window, out_shape = reduce_window_checks(*a.values())
-    if len(xs) != 1:
-        raise SpecError(
-            op, "device", f"has no cuda kernel for {len(xs)} inputs (one input, one init value)"
-        )
-    (x,), (init,) = xs, inits
+    (x, *more), (init, *_) = xs, inits
     dt = x._dtype
+    kind = "float" if is_small_float(dt) else dt.kind
+    fn = None if more else _COMBINE.get(binary_op_name(a["body"]), {}).get(kind)
+    if fn is None or not (kind in ("complex", "float") or dt.np in _OK):
+        outs = _reduce_window_generic(xs, inits, window, out_shape, a["body"])
+        return outs[0] if len(outs) == 1 else tuple(outs)
     if is_small_float(dt):  # in float32, rounded once (as the CPU)
-        _combine_for(op, a["body"], dt)
         a["inputs"], a["init_values"] = [to_f32(x)], [to_f32(init)]
         return encode(reduce_window(**a), dt)
     if dt.kind != "complex":  # (c64 / c128: add, multiply, maximum, minimum: _COMBINE)
         _supported(op, x)
-    fn = _combine_for(op, a["body"], dt)
     wd, ws, bd, wdl, pad = window
     key = (op, x.shape, *map(tuple, window[:4]), *map(tuple, pad))
     g, r = _layout(key, lambda: _reduce_window_rows(x.shape, out_shape, window))
@@ -348,6 +352,34 @@ def reduce_window(*args, **kwargs):
             reduce_window_kernel(fn), n, _operand(x), _dev(op, init), g, r, math.prod(wd), flat(out)
         )
     return from_holder(out, dt)
+
+
+def _reduce_window_generic(xs, inits, window, out_shape, body):
+    """Any body, several inputs: the CPU's generic fold (xops.ops.windows.
+    _reduce_window_generic) in xops ops on device tensors. Each input is padded and
+    base-dilated with its init value (one ``pad``: the spec's padded input); the values
+    at one window position, for all windows at once, are a strided slice of it; the
+    results fold them left to right from the init values, position by position in
+    row-major window order, one body call per position. Returns the results as a list."""
+    op = "reduce_window"
+    inits = [i if hasattr(i._value, "copy_to_host") else i.to("cuda") for i in inits]
+    dts = _body_types(op, "C13", body, inits, xs)
+    xs = [from_holder(t._value, t._dtype) for t in _promoted(xs, dts)]
+    inits = [from_holder(t._value, t._dtype) for t in _promoted(inits, dts)]
+    acc = [_op.broadcast_in_dim(i, [], out_shape) for i in inits]
+    if math.prod(out_shape) == 0:
+        return acc
+    wd, ws, bd, wdl, pad = window
+    padded = [
+        _op.pad(x, i, [p[0] for p in pad], [p[1] for p in pad], [b - 1 for b in bd])
+        for x, i in zip(xs, inits)
+    ]
+    for w in np.ndindex(*wd):
+        start = [k * d for k, d in zip(w, wdl)]
+        limit = [s0 + (n - 1) * s + 1 for s0, n, s in zip(start, out_shape, ws)]
+        vals = [_op.slice(p, start, limit, ws) for p in padded]
+        acc = body_results(op, "C13", body, acc + vals, dts, out_shape)
+    return acc
 
 
 def select_and_scatter(*args, **kwargs):
