@@ -325,20 +325,47 @@ def test_select_and_scatter_errors_match_the_cpu():
         )
     )
     assert got == want and "(C1)" in got
-    swapped = lambda a, b: xo.compare(b, a, "GE")  # noqa: E731  (not recognised)
     twice = lambda a, b: xo.add(a, a)  # noqa: E731
-    typed = lambda a, b: xo.compare(a, b, "GE", "TOTALORDER")  # noqa: E731
-    for select, scatter, what in (
-        (swapped, xo.add, "select"),
-        (GE, twice, "scatter"),
-        (typed, xo.add, "select"),
-    ):
-        msg = _error(
-            lambda: xo.select_and_scatter(
-                cu(x), cu(src), 0.0, [2, 2], [2, 2], select=select, scatter=scatter
+    msg = _error(
+        lambda: xo.select_and_scatter(cu(x), cu(src), 0.0, [2, 2], [2, 2], select=GE, scatter=twice)
+    )
+    assert msg.startswith("select_and_scatter (device): has no cuda kernel for scatter")
+
+
+def test_select_and_scatter_any_select_body_runs_the_generic_selection():
+    # the CPU's running pick in xops ops on the device (one select call per window
+    # position), then one scatter: bit for bit as the CPU, padding never a candidate,
+    # NaN and signed zeros decided by the body as there
+    x = rng.integers(0, 4, (5, 6)).astype(np.float32)
+    x[1, 1], x[2, 3], x[4, 0] = np.nan, -0.0, 0.0
+    wd, ws, pad = [3, 2], [2, 1], [[1, 1], [1, 0]]
+    n = [(p + lo + hi - w) // s + 1 for p, w, s, (lo, hi) in zip(x.shape, wd, ws, pad)]
+    src = rng.standard_normal(n).astype(np.float32)
+
+    def helper_ge(a, b):  # a comparator written as a helper call
+        return xo.compare(a, b, "GE")
+
+    selects = (
+        lambda a, b: xo.compare(b, a, "GE"),  # operands swapped
+        lambda a, b: xo.compare(a, b, "GE", "TOTALORDER"),
+        lambda a, b: helper_ge(a, b),
+        lambda a, b: xo.not_(xo.compare(a, b, "LT")),
+    )
+    for select in selects:
+        for scatter in (xo.add, xo.maximum):
+            dev, ref = _both(
+                xo.select_and_scatter, x, src, 0.5, wd, ws, pad, select=select, scatter=scatter
             )
+            assert dev.device == "cuda:0"
+            np.testing.assert_array_equal(_bits(dev), _bits(ref))
+    i4 = xo.tensor(rng.integers(-8, 8, (4, 4)), "i4").to("cuda")  # (selected generically;
+    s4 = xo.tensor(np.ones((2, 2)), "i4").to("cuda")  # the scatter kernel takes no i4)
+    msg = _error(
+        lambda: xo.select_and_scatter(
+            i4, s4, xo.tensor(0, "i4").to("cuda"), [2, 2], [2, 2], select=GE, scatter=xo.add
         )
-        assert msg.startswith(f"select_and_scatter (device): has no cuda kernel for {what}")
+    )
+    assert msg.startswith("scatter (device): has no cuda kernel")
 
 
 # -- max pooling on the device: forward and backward ---------------------------------------

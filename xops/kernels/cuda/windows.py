@@ -43,8 +43,11 @@ select_and_scatter (session 22), selecting in NumPy's complex order (compare's, 
 select bodies), scattering with those bodies.
 reduce_window with any other body, several inputs or another element type (session 22)
 runs the CPU's generic fold in xops ops (:func:`_reduce_window_generic`): bit for bit as
-the CPU where the body's ops are. select_and_scatter with any other select or scatter
-body, or another element type, raises ``SpecError(op, "device", ...)`` naming it.
+the CPU where the body's ops are. select_and_scatter with any other select body, or an
+element type the kernel does not take, runs the CPU's generic selection in xops ops and
+one ``scatter`` (:func:`_select_and_scatter_generic`; a scatter body or type without a
+scatter kernel raises scatter's "no cuda kernel" error); any other scatter body with a
+recognised select raises ``SpecError(op, "device", ...)`` naming it.
 """
 
 import math
@@ -57,7 +60,9 @@ from ...ops._bodies import binary_op_name, describe
 from ...ops._core import bound_arguments
 from ...ops.reduction import _body_types, _promoted
 from ...registry import op as _op
-from ...ops.windows import reduce_window_checks, select_and_scatter_checks
+from ...ops.windows import _check_select, reduce_window_checks, select_and_scatter_checks
+from ...dtypes import as_dtype
+from ...tensor import tensor as xo_tensor
 from ...registry import get as _get_op
 from ._storage import device_empty, device_table, flat, from_holder, jit, launch_1d, storage_dtype
 from .elementwise import _COMPLEX_CMP, _OK, _and, _dev, _eq, _ge, _gt, _le, _lt, _ne, _or
@@ -393,15 +398,8 @@ def select_and_scatter(*args, **kwargs):
         _combine_for(op, scatter, dt, "scatter")
         a["operand"], a["source"], a["init_value"] = to_f32(x), to_f32(src), to_f32(init)
         return encode(select_and_scatter(**a), dt)
-    if dt.kind != "complex":  # (c64 / c128: select in NumPy's complex order, as the CPU)
-        _supported(op, x)
-    if direction not in _KEEPS:
-        raise SpecError(
-            op,
-            "device",
-            f"has no cuda kernel for select {describe(select)}: only compare(a, b, DIR) "
-            f"bodies (DIR one of GE, GT, LE, LT, EQ, NE, the default compare type)",
-        )
+    if direction not in _KEEPS or not (dt.kind == "complex" or dt.np in _OK):
+        return _select_and_scatter_generic(x, src, init, wd, ws, pad, select, scatter)
     fn = _combine_for(op, scatter, dt, "scatter")
     key = (op, x.shape, src.shape, tuple(wd), tuple(ws), *map(tuple, pad))
     g, r = _layout(key, lambda: _select_and_scatter_rows(x.shape, src.shape, wd, ws, pad))
@@ -420,6 +418,57 @@ def select_and_scatter(*args, **kwargs):
             flat(out),
         )
     return from_holder(out, dt)
+
+
+def _select_and_scatter_generic(x, src, init, wd, ws, pad, select, scatter):
+    """Any select body (or an element type the kernel does not take): the CPU's generic
+    selection (xops.ops.windows._select_generic) in xops ops on device tensors, then
+    ``scatter`` of the source values to the picks. A running pick over all windows at
+    once, one select call per window position in row-major order: a position's values
+    are a strided slice of the padded operand, its flat operand indices one of a padded
+    index tensor (-1 on padding, never a candidate); a valid candidate replaces the pick
+    where there is none yet or ``select(pick, candidate)`` is false. The source values
+    then combine into a result of init values at their windows' picks, in ascending
+    window order (windows of padding alone pick -1: out of bounds, skipped), as the
+    CPU's fold: one ``scatter`` with the body (its own kernel, or its own error)."""
+    op = "select_and_scatter"
+    init = init if hasattr(init._value, "copy_to_host") else init.to("cuda")
+    _check_select(op, select, init)
+    (dt,) = _body_types(op, "C10", scatter, [init], [x], what="scatter")
+    x = from_holder(x._value, x._dtype)
+    src, init = (from_holder(t._value, t._dtype) for t in _promoted([src, init], [dt, dt]))
+    nwin, n = list(src.shape), x.size
+    if n == 0 or src.size == 0:
+        return _op.broadcast_in_dim(init, [], list(x.shape))
+    lo, hi, flat0 = [p[0] for p in pad], [p[1] for p in pad], [0] * x.ndim
+    fill = _op.reshape(_op.slice(_op.reshape(x, [n]), [0], [1], [1]), [])
+    px = _op.pad(x, fill, lo, hi, flat0)
+    where = xo_tensor(np.arange(n, dtype=np.int64).reshape(x.shape), device="cuda")
+    none = xo_tensor(np.int64(-1), device="cuda")
+    pidx = _op.pad(where, none, lo, hi, flat0)
+    pick = _op.broadcast_in_dim(fill, [], nwin)
+    best = _op.broadcast_in_dim(none, [], nwin)
+    i1 = as_dtype("i1")
+    for w in np.ndindex(*wd):
+        limit = [k + (m - 1) * s + 1 for k, m, s in zip(w, nwin, ws)]
+        vals = _op.slice(px, list(w), limit, ws)
+        at = _op.slice(pidx, list(w), limit, ws)
+        (keep,) = body_results(op, "C9", select, [pick, vals], [i1], nwin)
+        first = _op.compare(best, 0, "LT")
+        replace = _op.and_(_op.compare(at, 0, "GE"), _op.or_(first, _op.not_(keep)))
+        pick = _op.select(replace, vals, pick)
+        best = _op.select(replace, at, best)
+    out = _op.scatter(
+        _op.broadcast_in_dim(init, [], [n]),
+        _op.reshape(best, [src.size, 1]),
+        _op.reshape(src, [src.size]),
+        update_window_dims=[],
+        inserted_window_dims=[0],
+        scatter_dims_to_operand_dims=[0],
+        index_vector_dim=1,
+        update_computation=scatter,
+    )
+    return _op.reshape(out, list(x.shape))
 
 
 KERNELS = {"reduce_window": reduce_window, "select_and_scatter": select_and_scatter}
