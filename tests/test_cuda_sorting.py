@@ -187,23 +187,44 @@ def test_constraint_errors_match_the_cpu(label, case):
         xo.sort(inputs, dim, stable, cmp)
 
 
-def test_unrecognised_comparator_and_complex_keys_raise():
-    x = cu([3.0, 1.0, 2.0])
+def test_any_comparator_and_complex_keys_run_the_generic_merge_sort():
+    # the CPU's merge sort in xops ops on the device (xops/kernels/cuda/sorting.py,
+    # _sort_generic): the same permutation as the CPU, bit for bit, for comparators the
+    # kernel does not take: on other values than the first operand's, several statements,
+    # swapped operands, a non-strict LE (not a strict weak order: the CPU's permutation
+    # too), complex keys; rows of 1..17 elements (odd runs at several levels), any dim
+    rng = np.random.default_rng(8)
 
     def two_statements(a, b):
-        c = xo.compare(a, b, "LT")
+        c = xo.compare(xo.abs(a), xo.abs(b), "LT")
         return c
 
-    for cmp in (
+    def by_passenger(a, b, i, j):  # the second operand decides
+        return xo.compare(i, j, "GT")
+
+    comparators = (
         two_statements,
         lambda a, b: xo.compare(b, a, "LT"),
         lambda a, b: xo.compare(a, b, "LE"),
-    ):
-        with pytest.raises(xo.SpecError, match=r"^sort \(device\): has no cuda kernel for this"):
-            xo.sort(x, 0, False, cmp)
-    assert xo.sort(x.to("cpu"), 0, False, two_statements).tolist() == [1.0, 2.0, 3.0]
-    with pytest.raises(xo.SpecError, match=r"^sort \(device\): has no cuda kernel for c64"):
-        xo.sort(cu([1 + 1j, 0j], "c64"), 0, False, _lt)
+    )
+    for shape, dim in (((3, 13), 1), ((13, 3), 0), ((2, 7, 5), 1), ((17,), 0), ((2, 1), 1)):
+        x = rng.integers(-4, 5, shape).astype(np.float32)
+        x.reshape(-1)[1] = np.nan
+        for cmp in comparators:
+            dev = xo.sort(cu(x), dim, True, cmp)
+            assert dev.device == "cuda:0"
+            np.testing.assert_array_equal(_bits(dev), _bits(xo.sort(xo.tensor(x), dim, True, cmp)))
+        tag = rng.integers(0, 3, shape).astype(np.int32)
+        dev = xo.sort([cu(x), cu(tag)], dim, True, by_passenger)
+        ref = xo.sort([xo.tensor(x), xo.tensor(tag)], dim, True, by_passenger)
+        for d, r in zip(dev, ref):
+            np.testing.assert_array_equal(_bits(d), _bits(r))
+    z = (rng.integers(-2, 3, 11) + 1j * rng.integers(-2, 3, 11)).astype(np.complex64)
+    z[3] = complex(np.nan, 1.0)
+    for cmp in (None, _lt):
+        dev, ref = xo.sort(cu(z, "c64"), 0, True, cmp), xo.sort(xo.tensor(z), 0, True, cmp)
+        np.testing.assert_array_equal(dev.numpy().view(np.uint32), ref.numpy().view(np.uint32))
+    x = cu([3.0, 1.0, 2.0])
     with pytest.raises(xo.SpecError, match=r"^sort \(device\): operands live on different"):
         xo.sort([x, np.zeros(3, np.float32)], 0, False, lambda a, b, c, d: xo.compare(a, b, "LT"))
 
@@ -280,3 +301,16 @@ def test_top_k_gradient_on_cuda_tensors():
     g = xo.grad(loss)(cu(x))
     assert g.device == "cuda:0"
     np.testing.assert_array_equal(g.numpy(), xo.grad(loss)(xo.tensor(x)).numpy())
+
+
+def test_gradient_of_a_sort_by_any_comparator_on_the_device():
+    x = np.array([3.0, -1.0, 2.0, -5.0, 0.5, -0.5], np.float32)
+    w = np.arange(6, dtype=np.float32)
+
+    def loss(t):
+        s = xo.sort(t, 0, True, lambda a, b: xo.compare(xo.abs(a), xo.abs(b), "LT"))
+        return xo.reduce(s * xo.tensor(w).to(t.device), 0.0, [0], xo.add)
+
+    dev = xo.grad(loss)(cu(x))
+    assert dev.device == "cuda:0"
+    np.testing.assert_array_equal(dev.numpy(), xo.grad(loss)(xo.tensor(x)).numpy())

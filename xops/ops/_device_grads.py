@@ -136,6 +136,21 @@ def sort_grads(sort, xs, gs, dim, plan):
     return unpermute(xs, gs, _op.reshape(inv, list(x0.shape) + [1]), dim)
 
 
+def sort_grads_generic(sort, xs, gs, dim, cmp):
+    """:func:`sort_grads` for any comparator ``cmp``: the permutation is an iota sorted
+    stably along ``dim`` as the last passenger of every input (the comparator reads the
+    inputs only), as the CPU rule finds it."""
+    x0 = xs[0]
+    it = _iota(dim, x0.shape, x0)
+
+    def with_iota(*args):
+        return cmp(*args[:-2])
+
+    perm = sort(list(xs) + [it], dim, True, with_iota)[-1]
+    inv = sort([perm, it], dim, True)[1]
+    return unpermute(xs, gs, _op.reshape(inv, list(x0.shape) + [1]), dim)
+
+
 def unpermute(xs, gs, idx, dim):
     """Sort's cotangents (the CPU rule's too): each float input's g gathered along
     ``dim`` at ``idx`` (the inverse permutation with a trailing dim of 1), batched over

@@ -28,7 +28,7 @@ from ..autodiff.tape import keep, primitive
 from ..dtypes import as_dtype, from_compute
 from ..kernels import indexing as K
 from ..tensor import _wrap
-from ._core import SpecError, as_tensor, attr_bool, attr_int, check, compute, operands, tstr
+from ._core import as_tensor, attr_bool, attr_int, check, compute, operands, tstr
 from . import _device_grads
 from ._bodies import call, check_arity, compare_call, outputs
 from ._indexing_common import _UINT_BY_SIZE, _prod, _ro, _variadic, _zero_d
@@ -303,9 +303,10 @@ def _sort_vjp(g, out, inputs, dimension, is_stable, comparator):
     cmp = _default_comparator if comparator is None else comparator
     if any(x.device.kind != "cpu" for x in xs):  # the permutation found on the device
         plan = _comparator_plan(cmp, len(xs))
-        if plan is None or xs[0]._dtype.kind == "complex":
-            raise SpecError("sort", "device", "its gradient takes the comparators its kernel does")
-        grads = _device_grads.sort_grads(sort, xs, gs, dim, plan)
+        if plan is None or xs[0]._dtype.kind == "complex":  # (the device's generic sort)
+            grads = _device_grads.sort_grads_generic(sort, xs, gs, dim, cmp)
+        else:
+            grads = _device_grads.sort_grads(sort, xs, gs, dim, plan)
         return ((grads if seq else grads[0]),)
     perm = _sort_permutation(xs, dim, cmp)
     inv = np.argsort(perm, axis=dim, kind="stable")

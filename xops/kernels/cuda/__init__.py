@@ -141,12 +141,14 @@ GPU_VERIFIED = frozenset(OPS)
 # session 18: complex dot_general, convolution, reduce and reduce_window (add, multiply)
 # on c64 / c128; session 22: complex compare GE / GT / LE / LT and select_and_scatter,
 # and f4E2M1FN, f6E2M3FN, f6E3M2FN, f8E8M0FNU in dot_general, convolution, reduce,
-# reduce_window, select_and_scatter, the batch norm ops and imag; reduce with any body
-# and several inputs (the generic tree in xops ops).
+# reduce_window, select_and_scatter, the batch norm ops and imag; reduce, reduce_window
+# with any body and several inputs, select_and_scatter with any select body and sort with
+# any comparator (the CPU's generic algorithms in xops ops).
 SIMULATOR_SINCE = frozenset(
     {
         "compare",
         "imag",
+        "sort",
         "batch_norm_inference",
         "dot_general",
         "reduce",

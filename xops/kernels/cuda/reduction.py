@@ -285,19 +285,19 @@ def _on_device(t):
     return t if hasattr(t._value, "copy_to_host") else t.to("cuda")
 
 
-def body_results(op, label, body, args, dtypes, shape):
+def body_results(op, label, body, args, dtypes, shape, what="body"):
     """The body on whole device tensors of ``shape`` (as xops.ops._bodies.call does on
     the CPU): its results, each of its element type, 0-d ones broadcast to ``shape``."""
-    outs = outputs(op, label, "body", body(*args), len(dtypes))
+    outs = outputs(op, label, what, body(*args), len(dtypes))
     res = []
     for i, (o, dt) in enumerate(zip(outs, dtypes)):
         if o.requires_grad:  # (a tensor that requires a gradient, closed over)
-            closure_error(op, body, "body")
+            closure_error(op, body, what)
         check(
             o._dtype is dt,
             op,
             label,
-            lambda: f"body result #{i} must keep element type {dt.name}, got {tstr(o)}",
+            lambda: f"{what} result #{i} must keep element type {dt.name}, got {tstr(o)}",
         )
         if list(o.shape) != list(shape):
             check(
@@ -305,7 +305,8 @@ def body_results(op, label, body, args, dtypes, shape):
                 op,
                 label,
                 lambda: (
-                    f"body must be elementwise: called on shape {list(shape)} it returned {tstr(o)}"
+                    f"{what} must be elementwise: called on shape {list(shape)} it returned "
+                    f"{tstr(o)}"
                 ),
             )
             o = _op.broadcast_in_dim(o, [], shape)

@@ -4,7 +4,10 @@ The CPU op's checks (:func:`xops.ops.sorting.sort_checks`) run first; the compar
 tried on 0-d CPU zeros of the inputs' types, so no data is read on the host. The kernel
 takes the comparators the CPU op's fast path recognises: ``xo.compare(lhs_0, rhs_0, "LT" |
 "GT"[, compare_type])`` on the first operand (the others are passengers), and the default
-comparator (ascending, totalOrder for floats). Others raise a SpecError naming the op.
+comparator (ascending, totalOrder for floats). Any other comparator, and complex keys,
+run the CPU's generic merge sort in xops ops on the device (:func:`_sort_generic`,
+session 22; bit for bit as the CPU: the same comparator calls decide the same
+destinations), and so does their gradient.
 
 It sorts exactly as the CPU fast path does, so results are bit-exact with it, the order of
 equal keys included (always the stable order, as on the CPU, whatever ``is_stable``):
@@ -35,16 +38,18 @@ import numpy as np
 from numba import cuda
 
 from ...autodiff.tape import keep
-from ...errors import SpecError
 from ...dtypes import as_dtype
 from ...ops.sorting import _comparator_plan, _sort_keys, sort_checks, top_k_checks
 from ...tensor import _wrap
+from ...registry import op as _op
 from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d, on_device
+from .reduction import body_results
 
 __all__ = ["KERNELS", "RUN"]
 
 RUN = 8  # elements per run of the insertion-sort pass
 _I32 = as_dtype("i32")
+_I64 = as_dtype("i64")
 _UNSIGNED, _SIGNED, _TOTAL, _FLOAT, _TABLE = range(5)  # key modes
 
 
@@ -206,17 +211,9 @@ def sort(inputs, dimension=-1, is_stable=False, comparator=None):
         on_device("sort", x, f"inputs[{i}]")
     plan = _comparator_plan(cmp, len(xs))
     dt = xs[0]._dtype
-    if plan is None:
-        raise SpecError(
-            "sort",
-            "device",
-            "has no cuda kernel for this comparator: the CUDA sort takes "
-            "xo.compare(lhs_0, rhs_0, 'LT' | 'GT'[, compare_type]) on the first operand "
-            "(or the default comparator); move the operands to the CPU with x.to('cpu') "
-            "for any other",
-        )
-    if dt.kind == "complex":
-        raise SpecError("sort", "device", f"has no cuda kernel for {dt.name} keys")
+    if plan is None or dt.kind == "complex":  # (the generic merge sort, in xops ops)
+        res = _sort_generic(xs, dim, cmp)
+        return tuple(res) if seq else res[0]
     shape = xs[0].shape
     n = shape[dim]
     inner = math.prod(shape[dim + 1 :])
@@ -227,6 +224,104 @@ def sort(inputs, dimension=-1, is_stable=False, comparator=None):
             launch_1d(_k(_permute), x.size, _raw(x._value), pos, n, inner, _raw(out))
     res = [from_holder(out, x._dtype) for out, x in zip(outs, xs)]
     return tuple(res) if seq else res[0]
+
+
+def _sort_generic(xs, dim, cmp):
+    """Any comparator (and complex keys): the CPU's merge sort (xops.ops.sorting.
+    _sort_generic) in xops ops on device tensors. The sort dimension goes last and the
+    rows are flattened; level by level (run width 1, 2, 4, ...) every element of a left
+    run finds by binary search how many elements of its partner run come before it
+    (``cmp(right_j, me)``: a fixed number of halvings, one comparator call on every
+    element at once per step), the counts are made non-decreasing along the run (a
+    prefix maximum: a no-op for a strict weak order), the left elements go to own +
+    count, and each right element q past the left elements of its partner whose count is
+    at most q (a binary search over those counts), to q + their number: the stable merge,
+    the CPU's destinations. Every operand is then scattered to its destinations. Index
+    arithmetic that depends on the shapes alone is NumPy's, copied to the device."""
+    op = "sort"
+    xs = [from_holder(x._value, x._dtype) for x in xs]
+    shape, r = list(xs[0].shape), xs[0].ndim
+    n = shape[dim]
+    rows = math.prod(shape) // n if n else 0
+    if n < 2 or rows == 0:
+        return xs
+    order = [d for d in range(r) if d != dim] + [dim]
+    moved = [x if dim == r - 1 else _op.transpose(x, order) for x in xs]
+    cur = [_op.reshape(x, [rows * n]) for x in moved]
+    total = rows * n
+    i1 = as_dtype("i1")
+
+    def dev(a, dt=_I64):  # a host array of the shapes' arithmetic, per row, on the device
+        a = np.broadcast_to(a, (rows, n))
+        return _wrap(np.ascontiguousarray(a, dt.np).reshape(-1), dt).to("cuda")
+
+    def at(t, idx):  # t[idx] for a flat tensor t and an int64 index tensor
+        return _op.gather(t, _op.reshape(idx, [total, 1]), [], [0], [0], 1, [1])
+
+    def search(lo, hi, goes_right):  # the first place in [lo, hi) where not goes_right
+        for _ in range(width.bit_length()):  # (ranges of at most ``width`` elements)
+            active = _op.compare(lo, hi, "LT")
+            mid = _op.divide(_op.add(lo, hi), 2)
+            right = goes_right(_op.minimum(mid, total - 1))
+            lo = _op.select(_op.and_(active, right), _op.add(mid, 1), lo)
+            hi = _op.select(_op.and_(active, _op.not_(right)), mid, hi)
+        return lo
+
+    p = np.arange(n, dtype=np.int64)
+    base = np.arange(rows, dtype=np.int64)[:, None] * n
+    width = 1
+    while width < n:
+        run = p // width
+        left = ((run & 1) == 0) & ((run + 1) * width < n)  # left runs with a partner
+        lo0 = base + np.minimum((run + 1) * width, n)  # the partner run, flat
+        hi0 = base + np.minimum((run + 1) * width + width, n)
+
+        def before(other):  # the partner's element at ``other`` comes before me
+            args = []
+            for f in cur:
+                args += [at(f, other), f]
+            (b,) = body_results(op, "C5", cmp, args, [i1], [total], "comparator")
+            return b
+
+        found = search(dev(lo0), dev(hi0), before)
+        count = _op.select(dev(left, i1), _op.subtract(found, dev(lo0)), dev(0))
+        count = _prefix_max(count, rows, n, width)
+        first = base + (run >> 1) * 2 * width  # the merged pair's start, flat
+        q = p - run * width  # the place in the own run
+        dest_left = _op.add(dev(first + q), count)
+        partner = base + (run - 1) * width  # a right run's left partner (full), flat
+        qd = dev(q)
+        at_most_q = lambda m: _op.compare(at(count, m), qd, "LE")  # noqa: E731
+        past = search(dev(partner), dev(partner + width), at_most_q)
+        dest_right = _op.add(dev(first + q), _op.subtract(past, dev(partner)))
+        dest = _op.select(dev((run & 1) == 1, i1), dest_right, dest_left)
+        idx = _op.reshape(dest, [total, 1])
+        cur = [_op.scatter(f, idx, f, [], [0], [0], 1, update_computation=_overwrite) for f in cur]
+        width *= 2
+    out = [_op.reshape(f, list(moved[0].shape)) for f in cur]
+    if dim != r - 1:
+        back = [int(d) for d in np.argsort(order)]
+        out = [_op.transpose(f, back) for f in out]
+    return out
+
+
+def _overwrite(a, b):
+    return b
+
+
+def _prefix_max(count, rows, n, width):
+    """The running maximum of the flat int64 device tensor ``count`` (rows of n) along
+    each run of ``width`` elements: a reduce_window maximum over each run's prefix."""
+    nruns = -(-n // width)
+    c = _op.reshape(count, [rows, n])
+    zero = _wrap(np.zeros((), np.int64), _I64).to("cuda")
+    c = _op.pad(c, zero, [0, 0], [0, nruns * width - n], [0, 0])
+    c = _op.reshape(c, [rows, nruns, width])
+    c = _op.reduce_window(
+        c, zero, [1, 1, width], padding=[(0, 0), (0, 0), (width - 1, 0)], body=_op.maximum
+    )
+    c = _op.slice(_op.reshape(c, [rows, nruns * width]), [0, 0], [rows, n], [1, 1])
+    return _op.reshape(c, [rows * n])
 
 
 def _sorted_positions(x, n, inner, ctype, descending):
