@@ -992,6 +992,37 @@ def test_select_every_dtype(dt):
         assert_bitexact(out, a if p else b, dt)
 
 
+@pytest.mark.parametrize("n", [2048, 8192, 1 << 17])
+def test_select_with_a_broadcast_predicate_takes_one_branch(n):
+    # a predicate with every stride 0 (broadcast from a 0-d or one-element tensor, a
+    # scalar condition of xnp.where) on the kernel path (>= 2048 elements): one whole
+    # branch, bits kept (the kernel read pred[i] for every i past a one-element array)
+    import xops.numpy as xnp
+
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal(n).astype(np.float32)
+    a[::7] = np.float32(np.nan)
+    b = rng.standard_normal(n).astype(np.float32)
+    ta, tb = xo.tensor(a), xo.tensor(b)
+    for value in (True, False):
+        want = a if value else b
+        for pred in (
+            xo.broadcast_in_dim(xo.tensor(value), [], [n]),
+            xo.broadcast_in_dim(xo.tensor([value]), [0], [n]),
+        ):
+            assert_bitexact(xo.select(pred, ta, tb), want, DT["f32"])
+            assert_bitexact(xo.select(pred, ta, 0.5), a if value else np.full(n, 0.5), DT["f32"])
+        assert_bitexact(xnp.where(value, ta, tb), want, DT["f32"])
+        pred2 = xo.broadcast_in_dim(xo.tensor([value]), [1], [8, n // 8])
+        got = xo.select(pred2, xo.reshape(ta, [8, n // 8]), xo.reshape(tb, [8, n // 8]))
+        assert_bitexact(got, want.reshape(8, n // 8), DT["f32"])
+    p = xo.broadcast_in_dim(xo.tensor(True), [], [n])  # the gradient: on_true's cotangent
+    _, pullback = xo.vjp(lambda x, y: xo.select(p, x, y), ta, tb)
+    gx, gy = pullback(xo.tensor(np.ones(n, np.float32)))
+    np.testing.assert_array_equal(gx.numpy(), np.ones(n, np.float32))
+    np.testing.assert_array_equal(gy.numpy(), np.zeros(n, np.float32))
+
+
 def clamp_reference(lo, x, hi, dt):
     if dt.kind == F:
         r = ieee_min(ieee_max(exact_f64(x), exact_f64(lo)), exact_f64(hi))

@@ -652,6 +652,10 @@ def _select_kernel(p, t, f, c_order=False):
     that share a memory layout (a transposed result, and what elementwise ops made of
     it) are read in memory order, and the result gets that layout too: no copies.
     ``c_order``: the caller knows every array is C-contiguous (or a 0-d scalar branch)."""
+    if _is_scalar_branch(p):  # (a broadcast predicate, every stride 0: one whole branch;
+        out = _pool.empty(p.shape, t.dtype)  # the kernel reads pred[i] for every i)
+        np.copyto(out, t if p[(0,) * p.ndim] else f)  # (raw copies: NaN payloads kept)
+        return out
     word = _SELECT_WORDS[t.dtype.itemsize]
     perm = None if c_order else _memory_order([a for a in (p, t, f) if not _is_scalar_branch(a)])
     shape = p.shape if perm is None else tuple(p.shape[d] for d in perm)
