@@ -250,3 +250,36 @@ def test_small_products_run_on_one_blas_thread(monkeypatch, lhs, rhs, one):
     out = xo.dot_general(a, b, batch, batch, [len(lhs) - 1], [len(rhs) - 2])
     np.testing.assert_array_equal(np.asarray(out), np.matmul(a, b))  # (exact: integers)
     assert bool(used) == one
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_products_on_numbas_threads_match_numpy_bit_for_bit(dtype, monkeypatch):
+    # batches past ONE_THREAD_MACS with products of at most PIECE_MACS run one BLAS GEMM
+    # per product from a prange loop (xops.kernels.gemm): np.matmul's bits on one BLAS
+    # thread (OpenBLAS's last bits depend on its thread count), odd shapes,
+    # batch dims in any place (a transposed operand is made contiguous first), and the
+    # same through the Python pieces where the GEMM routine is not found
+    from xops.ops import _blas
+
+    rng = np.random.default_rng(11)
+    cases = (
+        ((37, 129, 65), (37, 65, 131), [0], [0], [2], [1]),
+        ((96, 40, 33), (33, 40, 70), [1], [1], [2], [0]),  # batch dims not leading
+    )
+    for sa, sb, lb, rb, lc, rc in cases:
+        a = rng.standard_normal(sa).astype(dtype)
+        b = rng.standard_normal(sb).astype(dtype)
+        with _blas.one_thread():  # (each product on one BLAS thread, as the kernel's)
+            want = np.matmul(np.moveaxis(a, lb[0], 0), np.moveaxis(b, rb[0], 0))
+        assert _blas.ONE_THREAD_MACS < want.size * a.shape[lc[0]]
+        got = xo.dot_general(xo.tensor(a), xo.tensor(b), lb, rb, lc, rc)
+        assert got.dtype.np == np.dtype(dtype)
+        np.testing.assert_array_equal(got.numpy().view(np.uint8), want.view(np.uint8))
+        if _blas.gemm_address(np.dtype(dtype)):
+            calls = []
+            original = _blas.gemm_address
+            monkeypatch.setattr(_blas, "gemm_address", lambda dt: calls.append(dt) or 0)
+            again = xo.dot_general(xo.tensor(a), xo.tensor(b), lb, rb, lc, rc)
+            monkeypatch.setattr(_blas, "gemm_address", original)
+            assert calls  # (the pieces path ran)
+            np.testing.assert_array_equal(again.numpy().view(np.uint8), want.view(np.uint8))

@@ -78,6 +78,39 @@ def _functions():
     return _state["set"], _state["get"]
 
 
+# NumPy's OpenBLAS GEMM routines (ILP64: the scipy-openblas64 wheels' names), for
+# batched products on Numba's threads (xops.kernels.gemm)
+_GEMM_SYMBOLS = {
+    np.dtype(np.float32): ("scipy_cblas_sgemm64_", "cblas_sgemm64_"),
+    np.dtype(np.float64): ("scipy_cblas_dgemm64_", "cblas_dgemm64_"),
+}
+_gemm = {}  # dtype -> address of its routine, or 0 where none was found
+
+
+def gemm_address(dtype):
+    """The address of NumPy's OpenBLAS ``cblas_?gemm`` (ILP64) for float32 / float64,
+    or 0 (another BLAS, or no such symbol: the callers keep their other path)."""
+    addr = _gemm.get(dtype)
+    if addr is None:
+        addr = 0
+        names = _GEMM_SYMBOLS.get(dtype, ())
+        root = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
+        pkg = os.path.dirname(os.path.abspath(np.__file__))
+        paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*"))
+        paths += glob.glob(os.path.join(pkg, ".libs", "*openblas*"))
+        for path in sorted(paths):
+            try:
+                lib = ctypes.CDLL(path)  # already loaded by NumPy: the same instance
+            except OSError:
+                continue
+            fn = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+            if fn is not None:
+                addr = ctypes.cast(fn, ctypes.c_void_p).value
+                break
+        _gemm[dtype] = addr
+    return addr
+
+
 def available():
     """Whether the BLAS thread count can be set (NumPy's bundled OpenBLAS was found)."""
     with _lock:
@@ -111,10 +144,12 @@ def one_thread():
 ONE_THREAD_MACS = 1 << 22
 _OPENBLAS_ONE_THREAD_MACS = 1 << 18
 # Batched products larger than ONE_THREAD_MACS in all whose products have at most this
-# many multiply-adds each run whole products on the threads (``run_pieces``, one BLAS
-# thread each) instead of every product split between OpenBLAS's threads, which wait
-# for each other 64 times on 64 products: 64 x 128^3 f32 3.8 -> 2.0 ms (PyTorch's bmm
-# 2.0; calls 2 ms apart, 2-core AVX-512 EPYC), the same bits.
+# many multiply-adds each run whole products on the threads (one BLAS thread each)
+# instead of every product split between OpenBLAS's threads, which wait for each other
+# 64 times on 64 products: 64 x 128^3 f32 3.8 -> 2.0 ms (PyTorch's bmm 2.0; calls 2 ms
+# apart, 2-core AVX-512 EPYC), the same bits. Since session 22 float32 / float64 run on
+# Numba's threads (xops.kernels.gemm: the pieces' Python threads lost ~1 ms a call for
+# tens of ms after any pause), other types in pieces (``run_pieces``).
 PIECE_MACS = 1 << 24
 _PIECES = 16
 
@@ -140,10 +175,24 @@ def matmul(a, b, out=None):
 
 
 def _batched(a, b, out):
-    """(B, M, K) @ (B, K, N) in pieces of whole products (``run_pieces``)."""
+    """(B, M, K) @ (B, K, N): float32 / float64 products of one type by the BLAS's own
+    GEMM per product on Numba's threads (``xops.kernels.gemm``; one BLAS thread each),
+    others in pieces of whole products (``run_pieces``)."""
     batch = a.shape[0]
     if out is None:  # (from the buffer pool, as other results: no fresh pages)
         out = _pool.empty((batch, a.shape[1], b.shape[2]), np.result_type(a, b))
+    dt = out.dtype
+    fn = gemm_address(dt) if a.dtype == b.dtype == dt else 0
+    if fn and out.flags.c_contiguous and available():
+        from ..kernels.gemm import BATCHED_GEMM
+
+        a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+        _, m, k = a.shape
+        n = b.shape[2]
+        addresses = a.ctypes.data, b.ctypes.data, out.ctypes.data
+        with one_thread():  # (Kernel: the parallel variant, the threading layer's lock)
+            BATCHED_GEMM(out.size * k, fn, batch, m, n, k, dt.type(1), *addresses, dt.itemsize)
+        return out
     per = -(-batch // _PIECES)
 
     def body(pieces):
