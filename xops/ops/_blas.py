@@ -51,17 +51,23 @@ _lock = threading.Lock()
 _state = {"loaded": False, "set": None, "get": None, "depth": 0, "saved": None}
 
 
-def _find():
-    """(set, get) ctypes functions of NumPy's OpenBLAS, or (None, None)."""
+def _libraries():
+    """NumPy's bundled OpenBLAS libraries, as ctypes handles (each already loaded by
+    NumPy: the same instance)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
     pkg = os.path.dirname(os.path.abspath(np.__file__))
     paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*"))
     paths += glob.glob(os.path.join(pkg, ".libs", "*openblas*"))
     for path in sorted(paths):
         try:
-            lib = ctypes.CDLL(path)  # already loaded by NumPy: the same instance
+            yield ctypes.CDLL(path)
         except OSError:
             continue
+
+
+def _find():
+    """(set, get) ctypes functions of NumPy's OpenBLAS, or (None, None)."""
+    for lib in _libraries():
         for set_name, get_name in _SYMBOLS:
             setter, getter = getattr(lib, set_name, None), getattr(lib, get_name, None)
             if setter is not None and getter is not None:
@@ -94,15 +100,7 @@ def gemm_address(dtype):
     if addr is None:
         addr = 0
         names = _GEMM_SYMBOLS.get(dtype, ())
-        root = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
-        pkg = os.path.dirname(os.path.abspath(np.__file__))
-        paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*"))
-        paths += glob.glob(os.path.join(pkg, ".libs", "*openblas*"))
-        for path in sorted(paths):
-            try:
-                lib = ctypes.CDLL(path)  # already loaded by NumPy: the same instance
-            except OSError:
-                continue
+        for lib in _libraries():
             fn = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
             if fn is not None:
                 addr = ctypes.cast(fn, ctypes.c_void_p).value
