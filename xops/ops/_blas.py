@@ -38,6 +38,7 @@ import numpy as np
 
 from ..kernels.elementwise import share_pieces
 from ..kernels import pool as _pool
+from ..kernels.gemm import BATCHED_GEMM
 
 # (set, get) pairs of names, newest packaging first (scipy-openblas wheels prefix them)
 _SYMBOLS = (
@@ -182,8 +183,6 @@ def _batched(a, b, out):
     dt = out.dtype
     fn = gemm_address(dt) if a.dtype == b.dtype == dt else 0
     if fn and out.flags.c_contiguous and available():
-        from ..kernels.gemm import BATCHED_GEMM
-
         a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
         _, m, k = a.shape
         n = b.shape[2]

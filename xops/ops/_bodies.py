@@ -58,6 +58,7 @@ __all__ = [
     "is_promotable",
     "trace_program",
     "describe",
+    "checked_results",
     "closure_error",
 ]
 
@@ -515,12 +516,11 @@ def result_types(op, label, what, body, args, xs):
     return [o._dtype for o in outs]
 
 
-def call(op, label, what, body, args, dtypes, shape):
-    """Call a body on whole arrays (``args``: Tensors of ``shape``); check that its
-    results are elementwise of ``dtypes`` and return them as holder arrays of ``shape``
-    (a 0-d result broadcast)."""
+def checked_results(op, label, what, body, args, dtypes, shape):
+    """Call a body on whole tensors (``args``, of ``shape``; on any device) and check
+    that its results are elementwise of ``dtypes``: the result tensors, each of
+    ``shape`` or 0-d (not broadcast)."""
     outs = outputs(op, label, what, body(*args), len(dtypes))
-    vals = []
     for i, (o, dt) in enumerate(zip(outs, dtypes)):
         if o.requires_grad:  # (recording is on only when no operand needs a gradient)
             closure_error(op, body, what)
@@ -530,10 +530,9 @@ def call(op, label, what, body, args, dtypes, shape):
             label,
             lambda: f"{what} result #{i} must keep element type {dt.name}, got {tstr(o)}",
         )
-        v = o._value
-        if v.shape != tuple(shape):
+        if tuple(o.shape) != tuple(shape):
             check(
-                v.ndim == 0,
+                o.ndim == 0,
                 op,
                 label,
                 lambda: (
@@ -541,8 +540,17 @@ def call(op, label, what, body, args, dtypes, shape):
                     f"returned {tstr(o)}"
                 ),
             )
-            v = np.broadcast_to(v, shape)
-        vals.append(v)
+    return outs
+
+
+def call(op, label, what, body, args, dtypes, shape):
+    """Call a body on whole arrays (``args``: Tensors of ``shape``); check that its
+    results are elementwise of ``dtypes`` (:func:`checked_results`) and return them as
+    holder arrays of ``shape`` (a 0-d result broadcast)."""
+    vals = []
+    for o in checked_results(op, label, what, body, args, dtypes, shape):
+        v = o._value
+        vals.append(v if v.shape == tuple(shape) else np.broadcast_to(v, shape))
     return vals
 
 

@@ -79,18 +79,18 @@ import math
 import numpy as np
 
 from ..autodiff.helpers import broadcast_to as _bcast, needs as _needs, sum as _sum
-from ..autodiff.helpers import zeros as _zeros
+from ..autodiff.helpers import _on, zeros as _zeros
 from ..autodiff.local import local_vjp
 from ..autodiff.tape import is_grad_enabled, keep, no_grad, primitive
 from ..dtypes import as_dtype, to_compute, wrap_int
 from ..kernels import reduction as KR
 from ..limits import config as _limits_config
-from ..device import of as _device_of
 from ..tensor import Tensor, _wrap
 from . import conversion as _C
 from . import elementwise as _E
 from . import movement as _M
-from ._bodies import binary_op_name, call, outputs, result_types, trace_program
+from ._bodies import binary_op_name, call, checked_results, outputs, result_types
+from ._bodies import trace_program
 from ._core import _fast_scalar, as_tensor, attr_ints, check, check_arity, compute, operands
 from ._core import fast_grad_of, result, tstr
 
@@ -335,11 +335,16 @@ def _body_dtypes(op, label, body, inits, xs):
         return _body_types(op, label, body, inits, xs)
 
 
-def _body_call(op, label, what, body, args, shape):
+def _body_call(op, label, what, body, args, shape, dtypes=None):
     """A body called on whole tensors inside a composite: its results as a list, 0-d
-    results broadcast to ``shape`` (as the forward path does)."""
-    n = len(args) // 2 if what == "body" else 1
-    outs = outputs(op, label, what, body(*args), n)
+    results broadcast to ``shape`` (as the forward path does). With ``dtypes`` (a
+    forward path in xops ops: a CUDA kernel's generic bodies), checked as the forward
+    path checks them (:func:`xops.ops._bodies.checked_results`)."""
+    if dtypes is not None:
+        outs = checked_results(op, label, what, body, args, dtypes, shape)
+    else:
+        n = len(args) // 2 if what == "body" else 1
+        outs = outputs(op, label, what, body(*args), n)
     return [_bcast(o, shape) for o in outs]
 
 
@@ -510,7 +515,7 @@ def _reduce_vjp(g, out, inputs, init_values, dimensions, body):
             gx, gi = _reduce_minmax_vjp(g, out, x, init, dims, kept)
         return _pack(inputs, [gx]), _pack(init_values, [gi], True), None, None
     gs = list(g) if len(xs) > 1 else [g]
-    inits = _on_device_of(inits, init_values, x)
+    inits = [_on(i, x) for i in inits]  # (a CUDA call's weak scalars: on x's device)
     dts = _body_dtypes(op, "C6", body, inits, xs)
     n = len(xs)
 
@@ -519,20 +524,6 @@ def _reduce_vjp(g, out, inputs, init_values, dimensions, body):
 
     cts = local_vjp(op, body, tree, xs + inits, gs)
     return _pack(inputs, cts[:n]), _pack(init_values, cts[n:], True), None, None
-
-
-def _on_device_of(inits, init_values, x):
-    """The init values given as Python numbers (0-d CPU tensors here) on the device of
-    the inputs ``x`` (a CUDA reduce's weak scalars), so that the rule's tree runs on
-    one device; tensors the user gave stay as they are."""
-    dev = _device_of(x._value)
-    if dev.kind == "cpu":
-        return inits
-    items = init_values if isinstance(init_values, (list, tuple)) else [init_values]
-    return [
-        i if isinstance(v, Tensor) or _device_of(i._value) == dev else i.to(dev)
-        for i, v in zip(inits, items)
-    ]
 
 
 def _reduce_minmax_vjp(g, out, x, init, dims, kept):
@@ -586,11 +577,14 @@ def _reduce_minmax_host(g, out, x, dims):
     return _wrap(np.where(at, share, xv.dtype.type(0)), x._dtype)
 
 
-def _reduce_tree(xs, inits, dims, body, dts):
-    """_reduce_generic written with xops ops (so it records): the same pairwise tree,
-    the odd element out of each level waiting at the right end, the init value combined
-    once, leftmost. Returns the list of results."""
+def _reduce_tree(xs, inits, dims, body, dts, checked=False):
+    """_reduce_generic written with xops ops (so it records, and runs on any device):
+    the same pairwise tree, the odd element out of each level waiting at the right end,
+    the init value combined once, leftmost. Returns the list of results. ``checked``:
+    the body's results are checked as the forward path checks them (the CUDA kernel's
+    generic bodies run this tree as their forward path)."""
     op = "reduce"
+    want = dts if checked else None
     xs = _promoted(xs, dts)
     inits = _promoted(inits, dts)
     kept, out_shape, r, m = _reduce_sizes(xs[0].shape, dims)
@@ -608,12 +602,13 @@ def _reduce_tree(xs, inits, dims, body, dts):
             waiting.append([_M.reshape(_M.slice(v, [r - 1, 0], [r, m]), [m]) for v in level])
         left = [_M.slice(v, [0, 0], [2 * h, m], [2, 1]) for v in level]
         right = [_M.slice(v, [1, 0], [2 * h, m], [2, 1]) for v in level]
-        level = _body_call(op, "C6", "body", body, left + right, [h, m])
+        level = _body_call(op, "C6", "body", body, left + right, [h, m], want)
         r = h
     acc = [_M.reshape(v, [m]) for v in level]
     for right in reversed(waiting):
-        acc = _body_call(op, "C6", "body", body, acc + right, [m])
-    acc = _body_call(op, "C6", "body", body, [_bcast(i, [m]) for i in inits] + acc, [m])
+        acc = _body_call(op, "C6", "body", body, acc + right, [m], want)
+    starts = [_bcast(i, [m]) for i in inits]
+    acc = _body_call(op, "C6", "body", body, starts + acc, [m], want)
     return [_M.reshape(a, out_shape) for a in acc]
 
 

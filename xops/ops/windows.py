@@ -89,7 +89,6 @@ from .reduction import (
     _needs,
     _pack,
     _promote,
-    _on_device_of,
     _promoted,
     _readonly,
     _single_or_tuple,
@@ -459,20 +458,11 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
         else:
             cts = _reduce_window_choice_vjp(g, out, x, init, geo, name)
     else:
-        inits = _on_device_of(inits, init_values, x)  # (a CUDA call's weak scalars)
+        inits = [_on(i, x) for i in inits]  # (a CUDA call's weak scalars: on x's device)
         dts = _body_dtypes(op, "C13", body, inits, xs)
 
         def fold(*ts):
-            xps = [
-                geo.padded(_promote(t, dt), _promote(i, dt))
-                for t, i, dt in zip(ts[:n], ts[n:], dts)
-            ]
-            acc = [_bcast(_promote(i, dt), geo.out) for i, dt in zip(ts[n:], dts)]
-            for w in geo.positions():
-                acc = _body_call(
-                    op, "C13", "body", body, acc + [geo.slot(xp, w) for xp in xps], geo.out
-                )
-            return acc
+            return window_fold(ts[:n], ts[n:], geo, body, dts)
 
         cts = local_vjp(op, body, fold, xs + inits, gs)
     return (
@@ -485,6 +475,23 @@ def _reduce_window_vjp(g, out, inputs, init_values, *attributes):
         None,
         None,
     )
+
+
+def window_fold(xs, inits, geo, body, dts, checked=False):
+    """_reduce_window_generic written with xops ops (so it records, and runs on any
+    device): each input padded and base-dilated with its init value, the values at one
+    window position for all windows a strided slice of it (``geo``: a _Geometry), folded
+    left to right from the init values in row-major window order. Returns the list of
+    results. ``checked``: the body's results are checked as the forward path checks them
+    (the CUDA kernel's generic bodies run this fold as their forward path)."""
+    op = "reduce_window"
+    xps = [geo.padded(_promote(t, dt), _promote(i, dt)) for t, i, dt in zip(xs, inits, dts)]
+    acc = [_bcast(_promote(i, dt), geo.out) for i, dt in zip(inits, dts)]
+    want = dts if checked else None
+    for w in geo.positions():
+        args = acc + [geo.slot(xp, w) for xp in xps]
+        acc = _body_call(op, "C13", "body", body, args, geo.out, want)
+    return acc
 
 
 def _reduce_window_add_vjp(g, x, init, geo):

@@ -215,24 +215,20 @@ _fmod, _atan2 = _call2(math.fmod), _call2(math.atan2)
 # real parts decide only if neither imaginary part is NaN, and on a tie of the real
 # parts the imaginary parts decide (any NaN part makes both tests false but a real-part
 # tie with ordered imaginary parts). EQ and NE compare both parts (operator.eq / ne).
-def _cge(a, b):
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    return (ar > br and ai == ai and bi == bi) or (ar == br and ai >= bi)
+def _complex_order(real_cmp, imag_cmp):
+    """The device function of one of those directions: ``real_cmp`` (> or <) on the
+    real parts, ``imag_cmp`` on the imaginary parts of a real-part tie."""
+
+    def cmp(a, b):
+        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+        return (real_cmp(ar, br) and ai == ai and bi == bi) or (ar == br and imag_cmp(ai, bi))
+
+    return cmp
 
 
-def _cgt(a, b):
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    return (ar > br and ai == ai and bi == bi) or (ar == br and ai > bi)
-
-
-def _cle(a, b):
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    return (ar < br and ai == ai and bi == bi) or (ar == br and ai <= bi)
-
-
-def _clt(a, b):
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    return (ar < br and ai == ai and bi == bi) or (ar == br and ai < bi)
+_gt_op, _lt_op = operator.gt, operator.lt
+_cge, _cgt = _complex_order(_gt_op, operator.ge), _complex_order(_gt_op, _gt_op)
+_cle, _clt = _complex_order(_lt_op, operator.le), _complex_order(_lt_op, _lt_op)
 
 
 _neg, _abs, _not_bool, _invert = map(_call1, (operator.neg, abs, operator.not_, operator.invert))

@@ -22,13 +22,13 @@ tree; and maximum / minimum (session 19), NumPy's complex order, bit-exact: each
 then folds a contiguous run and the tree combines neighbouring runs, so a tie or a
 second NaN keeps the earlier element as the CPU does.
 
-Any other body, and several inputs (an argmax's (value, index) pairs), run the CPU's
-generic tree (:func:`xops.ops.reduction._reduce_generic`) written with xops ops
-(:func:`_generic`, session 22): transpose, reshape and strided slices pair the reduced
-elements neighbour by neighbour, level by level, and each level is one call of the body on
-whole device tensors (its ops' own CUDA kernels); an odd element out waits at its level's
-right end, and the init values come in once, leftmost. The same pairs in the same order
-as the CPU: results bit for bit as the CPU's where the body's ops are (add, maximum,
+Any other body, and several inputs (an argmax's (value, index) pairs), run the CPU's generic
+tree (:func:`xops.ops.reduction._reduce_generic`) written with xops ops (``_reduce_tree``,
+which reduce's rule runs too; session 22): transpose, reshape and strided slices pair the
+reduced elements neighbour by neighbour, level by level, and each level is one call of the
+body on whole device tensors (its ops' own CUDA kernels); an odd element out waits at its
+level's right end, and the init values come in once, leftmost. The same pairs in the same
+order as the CPU: results bit for bit as the CPU's where the body's ops are (add, maximum,
 compare, select, ...), within their kernels' tolerance where not (exp, log). An op of the
 body without a CUDA kernel raises its own "no cuda kernel" error.
 """
@@ -38,11 +38,10 @@ import math
 import numpy as np
 from numba import cuda
 
-from ...ops._bodies import binary_op_name, closure_error, outputs
-from ...ops.reduction import _body_types, _promoted, _reduce_sizes, reduce_checks
+from ...autodiff.helpers import _on
 from ...autodiff.tape import keep
-from ...ops._core import check, tstr
-from ...registry import op as _op
+from ...ops._bodies import binary_op_name
+from ...ops.reduction import _body_types, _reduce_tree, reduce_checks
 
 from ._storage import device_empty, flat, from_holder, jit
 from ._complex_math import functions as _complex_functions
@@ -241,77 +240,14 @@ def reduce(inputs, init_values, dimensions, body):
 
 
 def _generic(xs, inits, dims, body):
-    """The CPU's generic tree (xops.ops.reduction._reduce_generic) on device tensors, in
-    xops ops: each level pairs the reduced elements (2i, 2i + 1) of every result with one
-    body call on whole tensors, an odd element out waits at its level's right end; the
-    top then combines with the waiting elements (the latest level's first), and the init
-    values come in once, leftmost. Returns the results as a list."""
-    op = "reduce"
-    inits = [_on_device(i) for i in inits]
-    dts = _body_types(op, "C6", body, inits, xs)
-    # fresh tensors of the values (promoted to the body's types): nothing here records
-    xs = [from_holder(t._value, t._dtype) for t in _promoted(xs, dts)]
-    inits = [from_holder(t._value, t._dtype) for t in _promoted(inits, dts)]
-    kept, out_shape, r, m = _reduce_sizes(xs[0].shape, dims)
-    if r == 0 or m == 0:
-        return [_op.broadcast_in_dim(i, [], out_shape) for i in inits]
-    rank = xs[0].ndim
-    if kept + sorted(dims) == list(range(rank)):  # (reduced dims trailing: no transpose)
-        a, b = m, 1
-    else:
-        xs = [_op.transpose(x, sorted(dims) + kept) for x in xs]
-        a, b = 1, m
-    level = [_op.reshape(x, [a, r, b]) for x in xs]
-    waiting = []  # odd elements out, left to right = deepest level first
-    while r > 1:
-        h = r // 2
-        if r % 2:
-            last = [_op.slice(v, [0, r - 1, 0], [a, r, b], [1, 1, 1]) for v in level]
-            waiting.append([_op.reshape(v, [m]) for v in last])
-        evens = [_op.slice(v, [0, 0, 0], [a, 2 * h - 1, b], [1, 2, 1]) for v in level]
-        odds = [_op.slice(v, [0, 1, 0], [a, 2 * h, b], [1, 2, 1]) for v in level]
-        level = body_results(op, "C6", body, evens + odds, dts, [a, h, b])
-        r = h
-    acc = [_op.reshape(v, [m]) for v in level]
-    for right in reversed(waiting):
-        acc = body_results(op, "C6", body, acc + right, dts, [m])
-    starts = [_op.broadcast_in_dim(i, [], [m]) for i in inits]
-    acc = body_results(op, "C6", body, starts + acc, dts, [m])
-    return [_op.reshape(v, out_shape) for v in acc]
-
-
-def _on_device(t):
-    """A 0-d init value on the device (a CPU one, as a Python number becomes, copied)."""
-    return t if hasattr(t._value, "copy_to_host") else t.to("cuda")
-
-
-def body_results(op, label, body, args, dtypes, shape, what="body"):
-    """The body on whole device tensors of ``shape`` (as xops.ops._bodies.call does on
-    the CPU): its results, each of its element type, 0-d ones broadcast to ``shape``."""
-    outs = outputs(op, label, what, body(*args), len(dtypes))
-    res = []
-    for i, (o, dt) in enumerate(zip(outs, dtypes)):
-        if o.requires_grad:  # (a tensor that requires a gradient, closed over)
-            closure_error(op, body, what)
-        check(
-            o._dtype is dt,
-            op,
-            label,
-            lambda: f"{what} result #{i} must keep element type {dt.name}, got {tstr(o)}",
-        )
-        if list(o.shape) != list(shape):
-            check(
-                o.ndim == 0,
-                op,
-                label,
-                lambda: (
-                    f"{what} must be elementwise: called on shape {list(shape)} it returned "
-                    f"{tstr(o)}"
-                ),
-            )
-            o = _op.broadcast_in_dim(o, [], shape)
-        res.append(o)
-    return res
+    """The CPU's generic tree on device tensors: xops.ops.reduction._reduce_tree (the
+    tree the reduce rule re-runs on the tape, in xops ops), with the body's results
+    checked as the CPU's forward path checks them. Returns the results as a list."""
+    inits = [_on(i, xs[0]) for i in inits]  # (weak scalars: 0-d CPU tensors here)
+    dts = _body_types("reduce", "C6", body, inits, xs)
+    fresh = [from_holder(t._value, t._dtype) for t in xs + inits]  # (nothing records)
+    n = len(xs)
+    return _reduce_tree(fresh[:n], fresh[n:], dims, body, dts, checked=True)
 
 
 KERNELS = {"reduce": reduce}

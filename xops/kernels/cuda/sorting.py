@@ -39,11 +39,11 @@ from numba import cuda
 
 from ...autodiff.tape import keep
 from ...dtypes import as_dtype
+from ...ops.reduction import _body_call
 from ...ops.sorting import _comparator_plan, _sort_keys, sort_checks, top_k_checks
 from ...tensor import _wrap
 from ...registry import op as _op
 from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d, on_device
-from .reduction import body_results
 
 __all__ = ["KERNELS", "RUN"]
 
@@ -280,7 +280,7 @@ def _sort_generic(xs, dim, cmp):
             args = []
             for f in cur:
                 args += [at(f, other), f]
-            (b,) = body_results(op, "C5", cmp, args, [i1], [total], "comparator")
+            (b,) = _body_call(op, "C5", "comparator", cmp, args, [total], [i1])
             return b
 
         found = search(dev(lo0), dev(hi0), before)

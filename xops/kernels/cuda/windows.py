@@ -58,17 +58,18 @@ from numba import cuda, types
 from ...errors import SpecError
 from ...ops._bodies import binary_op_name, describe
 from ...ops._core import bound_arguments
-from ...ops.reduction import _body_types, _promoted
-from ...registry import op as _op
-from ...ops.windows import _check_select, reduce_window_checks, select_and_scatter_checks
+from ...autodiff.helpers import _on
 from ...dtypes import as_dtype
+from ...ops._window_geometry import _Geometry
+from ...ops.reduction import _body_call, _body_types, _promoted
+from ...ops.windows import _check_select, reduce_window_checks, select_and_scatter_checks
+from ...ops.windows import window_fold
+from ...registry import get as _get_op, op as _op
 from ...tensor import tensor as xo_tensor
-from ...registry import get as _get_op
 from ._storage import device_empty, device_table, flat, from_holder, jit, launch_1d, storage_dtype
 from .elementwise import _COMPLEX_CMP, _OK, _and, _dev, _eq, _ge, _gt, _le, _lt, _ne, _or
-from .elementwise import _supported
 from .narrow import encode, is_small_float, to_f32
-from .reduction import _BODIES, body_results
+from .reduction import _BODIES
 
 __all__ = ["KERNELS", "MAX_RANK", "reduce_window_kernel", "select_and_scatter_kernel"]
 
@@ -339,14 +340,12 @@ def reduce_window(*args, **kwargs):
     dt = x._dtype
     kind = "float" if is_small_float(dt) else dt.kind
     fn = None if more else _COMBINE.get(binary_op_name(a["body"]), {}).get(kind)
-    if fn is None or not (kind in ("complex", "float") or dt.np in _OK):
+    if fn is None or not (dt.np in _OK or dt.kind == "complex" or is_small_float(dt)):
         outs = _reduce_window_generic(xs, inits, window, out_shape, a["body"])
         return outs[0] if len(outs) == 1 else tuple(outs)
     if is_small_float(dt):  # in float32, rounded once (as the CPU)
         a["inputs"], a["init_values"] = [to_f32(x)], [to_f32(init)]
         return encode(reduce_window(**a), dt)
-    if dt.kind != "complex":  # (c64 / c128: add, multiply, maximum, minimum: _COMBINE)
-        _supported(op, x)
     wd, ws, bd, wdl, pad = window
     key = (op, x.shape, *map(tuple, window[:4]), *map(tuple, pad))
     g, r = _layout(key, lambda: _reduce_window_rows(x.shape, out_shape, window))
@@ -360,31 +359,19 @@ def reduce_window(*args, **kwargs):
 
 
 def _reduce_window_generic(xs, inits, window, out_shape, body):
-    """Any body, several inputs: the CPU's generic fold (xops.ops.windows.
-    _reduce_window_generic) in xops ops on device tensors. Each input is padded and
-    base-dilated with its init value (one ``pad``: the spec's padded input); the values
-    at one window position, for all windows at once, are a strided slice of it; the
-    results fold them left to right from the init values, position by position in
-    row-major window order, one body call per position. Returns the results as a list."""
+    """Any body, several inputs: the CPU's generic fold on device tensors
+    (xops.ops.windows.window_fold, the fold the reduce_window rule re-runs on the tape,
+    in xops ops: one ``pad`` per input, a strided slice per window position, one body
+    call per position in row-major order from the init values), with the body's results
+    checked as the CPU's forward path checks them. Returns the results as a list."""
     op = "reduce_window"
-    inits = [i if hasattr(i._value, "copy_to_host") else i.to("cuda") for i in inits]
+    inits = [_on(i, xs[0]) for i in inits]  # (weak scalars: 0-d CPU tensors here)
     dts = _body_types(op, "C13", body, inits, xs)
-    xs = [from_holder(t._value, t._dtype) for t in _promoted(xs, dts)]
-    inits = [from_holder(t._value, t._dtype) for t in _promoted(inits, dts)]
-    acc = [_op.broadcast_in_dim(i, [], out_shape) for i in inits]
+    xs, inits = ([from_holder(t._value, t._dtype) for t in ts] for ts in (xs, inits))
     if math.prod(out_shape) == 0:
-        return acc
-    wd, ws, bd, wdl, pad = window
-    padded = [
-        _op.pad(x, i, [p[0] for p in pad], [p[1] for p in pad], [b - 1 for b in bd])
-        for x, i in zip(xs, inits)
-    ]
-    for w in np.ndindex(*wd):
-        start = [k * d for k, d in zip(w, wdl)]
-        limit = [s0 + (n - 1) * s + 1 for s0, n, s in zip(start, out_shape, ws)]
-        vals = [_op.slice(p, start, limit, ws) for p in padded]
-        acc = body_results(op, "C13", body, acc + vals, dts, out_shape)
-    return acc
+        return [_op.broadcast_in_dim(i, [], out_shape) for i in _promoted(inits, dts)]
+    geo = _Geometry(xs[0].shape, *window)
+    return window_fold(xs, inits, geo, body, dts, checked=True)
 
 
 def select_and_scatter(*args, **kwargs):
@@ -432,7 +419,7 @@ def _select_and_scatter_generic(x, src, init, wd, ws, pad, select, scatter):
     window order (windows of padding alone pick -1: out of bounds, skipped), as the
     CPU's fold: one ``scatter`` with the body (its own kernel, or its own error)."""
     op = "select_and_scatter"
-    init = init if hasattr(init._value, "copy_to_host") else init.to("cuda")
+    init = _on(init, x)  # (a weak scalar: a 0-d CPU tensor here)
     _check_select(op, select, init)
     (dt,) = _body_types(op, "C10", scatter, [init], [x], what="scatter")
     x = from_holder(x._value, x._dtype)
@@ -440,20 +427,18 @@ def _select_and_scatter_generic(x, src, init, wd, ws, pad, select, scatter):
     nwin, n = list(src.shape), x.size
     if n == 0 or src.size == 0:
         return _op.broadcast_in_dim(init, [], list(x.shape))
-    lo, hi, flat0 = [p[0] for p in pad], [p[1] for p in pad], [0] * x.ndim
+    geo = _Geometry(x.shape, wd, ws, [1] * x.ndim, [1] * x.ndim, pad)  # (geo.out: nwin)
     fill = _op.reshape(_op.slice(_op.reshape(x, [n]), [0], [1], [1]), [])
-    px = _op.pad(x, fill, lo, hi, flat0)
+    px = geo.padded(x, fill)
     where = xo_tensor(np.arange(n, dtype=np.int64).reshape(x.shape), device="cuda")
     none = xo_tensor(np.int64(-1), device="cuda")
-    pidx = _op.pad(where, none, lo, hi, flat0)
+    pidx = geo.padded(where, none)
     pick = _op.broadcast_in_dim(fill, [], nwin)
     best = _op.broadcast_in_dim(none, [], nwin)
     i1 = as_dtype("i1")
-    for w in np.ndindex(*wd):
-        limit = [k + (m - 1) * s + 1 for k, m, s in zip(w, nwin, ws)]
-        vals = _op.slice(px, list(w), limit, ws)
-        at = _op.slice(pidx, list(w), limit, ws)
-        (keep,) = body_results(op, "C9", select, [pick, vals], [i1], nwin)
+    for w in geo.positions():
+        vals, at = geo.slot(px, w), geo.slot(pidx, w)
+        (keep,) = _body_call(op, "C9", "select", select, [pick, vals], nwin, [i1])
         first = _op.compare(best, 0, "LT")
         replace = _op.and_(_op.compare(at, 0, "GE"), _op.or_(first, _op.not_(keep)))
         pick = _op.select(replace, vals, pick)
