@@ -219,13 +219,14 @@ def _scatter_plan(xs, si, us, *attributes):
     return p
 
 
-def _scatter_body_types(xs, us, body):
+def _scatter_body_types(xs, us, body, probe=_zero_d):
     """The element types E_i the body computes in: those it returns for 0-d values of the
-    inputs' types. Each must be promotable from its input's type (C15)."""
+    inputs' types (``probe(t)``: one for tensor t; a device kernel passes zeros made on
+    the host). Each must be promotable from its input's type (C15)."""
     if len(xs) == 1 and xs[0]._dtype.kind in _KERNEL_KINDS and _scatter_op_name(body):
         return [xs[0]._dtype]  # a body that is one binary op computes in its operands' type
-    probe = [_zero_d(x) for x in xs] + [_zero_d(u) for u in us]
-    return result_types("scatter", "C15", "update_computation", body, probe, xs)
+    zeros = [probe(x) for x in xs] + [probe(u) for u in us]
+    return result_types("scatter", "C15", "update_computation", body, zeros, xs)
 
 
 _KERNEL_KINDS = ("float", "si", "ui", "bool")  # the element types the scatter kernels take

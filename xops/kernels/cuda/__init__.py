@@ -143,12 +143,14 @@ GPU_VERIFIED = frozenset(OPS)
 # and f4E2M1FN, f6E2M3FN, f6E3M2FN, f8E8M0FNU in dot_general, convolution, reduce,
 # reduce_window, select_and_scatter, the batch norm ops and imag; reduce, reduce_window
 # with any body and several inputs, select_and_scatter with any select body and sort with
-# any comparator (the CPU's generic algorithms in xops ops).
+# any comparator (the CPU's generic algorithms in xops ops); session 23: scatter with any
+# body, several inputs or an element type its kernel does not take (the CPU's rounds).
 SIMULATOR_SINCE = frozenset(
     {
         "compare",
         "imag",
         "sort",
+        "scatter",
         "batch_norm_inference",
         "dot_general",
         "reduce",

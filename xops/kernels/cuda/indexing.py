@@ -6,7 +6,8 @@ plans of :mod:`xops.ops.indexing` / :mod:`xops.ops.scatter`) and ``iota_checks``
 (:mod:`xops.ops.movement`), so every error is the CPU's own. The geometry (result
 shape, strides, the attribute maps) goes to the device as one small int64 array per
 plan (cached with the plan); start / scatter indices are read by the kernels on the
-device, in their own integer type. No element or index ever travels to the host.
+device, in their own integer type. No element or index ever travels to the host (a
+generic scatter reads its round boundaries: see below).
 
 * **gather** is output-parallel: one thread per result element (per 8-byte word of a
   16-byte element) decomposes its result index, reads its start index vector, clamps
@@ -24,8 +25,15 @@ device, in their own integer type. No element or index ever travels to the host.
   results are bit-exact with the CPU's (NaN payloads aside: a GPU's NaN is canonical).
   Out-of-bounds update elements are skipped one by one (the spec; indices are never
   clamped). Element types: i1 (add = OR, multiply = AND), si/ui 8-64, f32, f64; the
-  overwrite body moves raw bits of every type. Other bodies, types and variadic
-  scatters raise the seam's SpecError naming the op.
+  overwrite body moves raw bits of every type.
+* **scatter, any other** (any body, built-in bodies on other element types such as f16,
+  bf16, f8 or complex, several inputs): the CPU's vectorised rounds
+  (:mod:`.scatter_rounds`): the targets from the spec's formula in xops ops, grouped by
+  target stably by two device sorts, then per round of every target's k-th update one
+  body call on device tensors, the body's element types and checks the CPU's; results
+  bit for bit as the CPU's where the body's ops are exact. Host reads: the number of
+  rounds and the round boundaries (small int64 arrays that steer the loop), never an
+  element, update or index.
 * **iota** (a creation op: it runs on the default device, ``xo.default_device``):
   one thread per element writes the bit pattern of its index in the element type,
   encoded in the kernel with integer arithmetic (round to nearest even, then the
@@ -40,23 +48,27 @@ import math
 import numpy as np
 from numba import cuda, int64
 
+from ...device import default_device
 from ...dtypes import as_dtype, from_compute
 from ...errors import SpecError
 from ...limits import check_nbytes
 from ...ops._core import bound_arguments
 from ...ops.indexing import _gather_args, gather as _gather_op
 from ...ops.movement import iota_checks
-from ...ops.scatter import _scatter_args, _scatter_op_name, scatter as _scatter_op
-from ...registry import get as _get_op
+from ...ops._device_grads import scatter_targets
+from ...ops.scatter import _convert, _scatter_args, _scatter_body_types, _scatter_op_name
+from ...ops.scatter import scatter as _scatter_op
+from ...registry import get as _get_op, op as _op
 from ...tensor import Tensor
 
 from ._storage import compiled as _k, device_empty, flat, from_holder, launch_1d, numba_cuda
 from ._storage import on_device
 from .movement import _c_strides, _is_cuda
+from .scatter_rounds import _WORDS, fold_rounds, words as _words
+from .sorting import _zero_stand_in
 
 __all__ = ["KERNELS"]
 
-_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _I64_MAX = (1 << 63) - 1
 OVERWRITE, ADD, MULTIPLY, MAXIMUM, MINIMUM = 0, 1, 2, 3, 4  # the scatter op codes
 _CODES = {"overwrite": OVERWRITE, "add": ADD, "multiply": MULTIPLY}
@@ -254,15 +266,6 @@ def _iota(out, n, inner, words, kind, mant, bias, zero, maxb, ovf):
 # ---------------------------------------------------------------------------------------
 
 
-def _words(devarr):
-    """(the flat array as unsigned words, words per element): 16-byte elements as two
-    uint64 words."""
-    a = flat(devarr)
-    size = a.dtype.itemsize
-    w = _WORDS[min(size, 8)]
-    return (a if a.dtype == w else a.view(w)), max(size // 8, 1)
-
-
 def _on_device(op, t, given, name):
     """``t``'s device array. Index operands given as host data (a list, a NumPy array:
     not a Tensor) are copied to the device, as the user's literal; host tensors are the
@@ -375,14 +378,8 @@ def scatter(*args, **kwargs):
     x, u = xs[0], us[0]
     dt = x._dtype
     if name is None or (name != "overwrite" and (dt.np not in _VALUE_TYPES or dt.quantized)):
-        what = f"a variadic scatter ({len(xs)} inputs)" if len(xs) != 1 else f"body {p.body!r}"
-        raise SpecError(
-            "scatter",
-            "device",
-            f"has no cuda kernel for {what} on element type {dt.name} (one input; bodies "
-            f"add, multiply, maximum, minimum on i1, si8-64, ui8-64, f32, f64, and "
-            f"lambda a, b: b on every type)",
-        )
+        res = _scatter_generic(xs, us, si, p, bound)
+        return tuple(res) if seq or useq else res[0]
     xdev = _on_device("scatter", x, inputs, "inputs")
     udev = _on_device("scatter", u, updates, "updates")
     out = device_empty(x.shape, dt.np)
@@ -403,6 +400,49 @@ def scatter(*args, **kwargs):
         nf, nb, nk, nwin, nvar, nthreads = _scatter_counts(x, si, u, p)
         launch_1d(_k(_scatter), nthreads, dst, src, idx, g, nf, nb, nk, nwin, nvar, words, code)
     return (res,) if seq or useq else res
+
+
+def _scatter_generic(xs, us, si, p, bound):
+    """Any other scatter: the CPU's vectorised rounds on the device (:mod:`.scatter_rounds`),
+    with the body's element types found as the CPU op finds them (on zeros made on the
+    host: no element is read). The targets are the spec's formula in xops ops
+    (:func:`xops.ops._device_grads.scatter_targets`), put in schedule order: the update
+    dims moved to (update scatter dims, update window dims), row-major."""
+    for t in xs:
+        on_device("scatter", t, "inputs")
+    for t in us:
+        on_device("scatter", t, "updates")
+    si = _index_tensor(si, bound["scatter_indices"])
+    dts = _scatter_body_types(xs, us, p.body, probe=_zero_stand_in)
+    xs, us = ([from_holder(t._value, t._dtype) for t in ts] for ts in (xs, us))  # (no grad)
+    xs, us = ([_convert(t, dt) for t, dt in zip(ts, dts)] for ts in (xs, us))
+    shape, ushape, m = list(xs[0].shape), list(us[0].shape), us[0].size
+    if xs[0].size == 0 or m == 0:
+        return xs
+    flat_xs = [_op.reshape(x, [x.size]) for x in xs]
+    tgt = scatter_targets(shape, si, ushape, p)
+    with default_device(si.device):
+        ids = _op.reshape(_op.iota(0, [m], "i64"), ushape)
+    order = [d for d in range(len(ushape)) if d not in p.uwd] + list(p.uwd)
+    if order != list(range(len(ushape))):
+        tgt, ids = _op.transpose(tgt, order), _op.transpose(ids, order)
+    tgt, ids = _op.reshape(tgt, [m]), _op.reshape(ids, [m])
+    flat_us = [_op.reshape(u, [m]) for u in us]
+    where = ("scatter", "C15", "update_computation")
+    outs = fold_rounds(flat_xs, tgt, ids, flat_us, p.body, dts, where)
+    return [_op.reshape(o, shape) for o in outs]
+
+
+def _index_tensor(si, given):
+    """The scatter indices as a device tensor (a literal copied there); uint64 indices
+    widened to int64 as the kernels read them (values above the int64 range as int64
+    max: out of bounds)."""
+    dev = _on_device("scatter", si, given, "scatter_indices")
+    if si._dtype.np != np.uint64 or not si.size:
+        return from_holder(dev, si._dtype)
+    wide = device_empty(si.shape, np.int64)
+    launch_1d(_k(_widen), si.size, flat(dev), 1, flat(wide))
+    return from_holder(wide, as_dtype("i64"))
 
 
 def _window(x, u, p):

@@ -43,11 +43,10 @@ select_and_scatter (session 22), selecting in NumPy's complex order (compare's, 
 select bodies), scattering with those bodies.
 reduce_window with any other body, several inputs or another element type (session 22)
 runs the CPU's generic fold in xops ops (:func:`_reduce_window_generic`): bit for bit as
-the CPU where the body's ops are. select_and_scatter with any other select body, or an
-element type the kernel does not take, runs the CPU's generic selection in xops ops and
-one ``scatter`` (:func:`_select_and_scatter_generic`; a scatter body or type without a
-scatter kernel raises scatter's "no cuda kernel" error); any other scatter body with a
-recognised select raises ``SpecError(op, "device", ...)`` naming it.
+the CPU where the body's ops are. select_and_scatter with any other select or scatter
+body, or an element type the kernel does not take, runs the CPU's generic selection in
+xops ops and the CPU's rounds of scatter body calls (:func:`_select_and_scatter_generic`,
+:mod:`.scatter_rounds`): bit for bit as the CPU where the bodies' ops are.
 """
 
 import math
@@ -56,7 +55,7 @@ import numpy as np
 from numba import cuda, types
 
 from ...errors import SpecError
-from ...ops._bodies import binary_op_name, describe
+from ...ops._bodies import binary_op_name
 from ...ops._core import bound_arguments
 from ...autodiff.helpers import _on
 from ...dtypes import as_dtype
@@ -70,6 +69,7 @@ from ._storage import device_empty, device_table, flat, from_holder, jit, launch
 from .elementwise import _COMPLEX_CMP, _OK, _and, _dev, _eq, _ge, _gt, _le, _lt, _ne, _or
 from .narrow import encode, is_small_float, to_f32
 from .reduction import _BODIES
+from .scatter_rounds import fold_rounds
 
 __all__ = ["KERNELS", "MAX_RANK", "reduce_window_kernel", "select_and_scatter_kernel"]
 
@@ -305,24 +305,6 @@ def _layout(key, rows):
     return hit
 
 
-def _no_kernel(op, what, dt):
-    raise SpecError(
-        op,
-        "device",
-        f"has no cuda kernel for {what} on element type {dt.name} (add, multiply, "
-        f"maximum, minimum bodies; and, or for integers and i1; add, multiply, maximum, "
-        f"minimum for complex)",
-    )
-
-
-def _combine_for(op, body, dt, what="body"):
-    name = binary_op_name(body)
-    fn = _COMBINE.get(name, {}).get(dt.kind)
-    if fn is None:
-        _no_kernel(op, f"{what} {name or describe(body)}", dt)
-    return fn
-
-
 def _operand(t):
     """A device array of ``t`` to read from (one dummy element when ``t`` is empty: the
     kernels then never read it)."""
@@ -381,13 +363,15 @@ def select_and_scatter(*args, **kwargs):
     x, src, init, (wd, ws, pad), direction = select_and_scatter_checks(*a.values())
     select, scatter = a["select"], a["scatter"]
     dt = x._dtype
+    kind = "float" if is_small_float(dt) else dt.kind
+    fn = _COMBINE.get(binary_op_name(scatter), {}).get(kind)
+    if fn is None:  # any other scatter body: the generic selection and rounds
+        return _select_and_scatter_generic(x, src, init, wd, ws, pad, select, scatter)
     if is_small_float(dt):  # in float32 (selection exact), rounded once (as the CPU)
-        _combine_for(op, scatter, dt, "scatter")
         a["operand"], a["source"], a["init_value"] = to_f32(x), to_f32(src), to_f32(init)
         return encode(select_and_scatter(**a), dt)
     if direction not in _KEEPS or not (dt.kind == "complex" or dt.np in _OK):
         return _select_and_scatter_generic(x, src, init, wd, ws, pad, select, scatter)
-    fn = _combine_for(op, scatter, dt, "scatter")
     key = (op, x.shape, src.shape, tuple(wd), tuple(ws), *map(tuple, pad))
     g, r = _layout(key, lambda: _select_and_scatter_rows(x.shape, src.shape, wd, ws, pad))
     out = device_empty(x.shape, dt.np)
@@ -408,16 +392,18 @@ def select_and_scatter(*args, **kwargs):
 
 
 def _select_and_scatter_generic(x, src, init, wd, ws, pad, select, scatter):
-    """Any select body (or an element type the kernel does not take): the CPU's generic
-    selection (xops.ops.windows._select_generic) in xops ops on device tensors, then
-    ``scatter`` of the source values to the picks. A running pick over all windows at
-    once, one select call per window position in row-major order: a position's values
-    are a strided slice of the padded operand, its flat operand indices one of a padded
-    index tensor (-1 on padding, never a candidate); a valid candidate replaces the pick
-    where there is none yet or ``select(pick, candidate)`` is false. The source values
-    then combine into a result of init values at their windows' picks, in ascending
-    window order (windows of padding alone pick -1: out of bounds, skipped), as the
-    CPU's fold: one ``scatter`` with the body (its own kernel, or its own error)."""
+    """Any select or scatter body (or an element type the kernel does not take): the
+    CPU's generic selection (xops.ops.windows._select_generic) in xops ops on device
+    tensors, then its scatter of the source values to the picks. A running pick over all
+    windows at once, one select call per window position in row-major order: a
+    position's values are a strided slice of the padded operand, its flat operand
+    indices one of a padded index tensor (-1 on padding, never a candidate); a valid
+    candidate replaces the pick where there is none yet or ``select(pick, candidate)`` is
+    false. The source values then combine into a result of init values at their
+    windows' picks, in ascending window order (windows of padding alone pick -1:
+    skipped), as the CPU's xops.ops.windows._scatter_generic: its rounds, one ``scatter``
+    body call per round (:func:`.scatter_rounds.fold_rounds`; the body checked and its
+    errors raised as there)."""
     op = "select_and_scatter"
     init = _on(init, x)  # (a weak scalar: a 0-d CPU tensor here)
     _check_select(op, select, init)
@@ -443,15 +429,14 @@ def _select_and_scatter_generic(x, src, init, wd, ws, pad, select, scatter):
         replace = _op.and_(_op.compare(at, 0, "GE"), _op.or_(first, _op.not_(keep)))
         pick = _op.select(replace, vals, pick)
         best = _op.select(replace, at, best)
-    out = _op.scatter(
-        _op.broadcast_in_dim(init, [], [n]),
-        _op.reshape(best, [src.size, 1]),
-        _op.reshape(src, [src.size]),
-        update_window_dims=[],
-        inserted_window_dims=[0],
-        scatter_dims_to_operand_dims=[0],
-        index_vector_dim=1,
-        update_computation=scatter,
+    (out,) = fold_rounds(
+        [_op.broadcast_in_dim(init, [], [n])],
+        _op.reshape(best, [src.size]),
+        None,
+        [_op.reshape(src, [src.size])],
+        scatter,
+        [dt],
+        (op, "C10", "scatter"),
     )
     return _op.reshape(out, list(x.shape))
 
