@@ -604,6 +604,41 @@ def test_broadcast_in_dim_unsorted_and_scalar():
     assert 0 in np.asarray(b).strides
 
 
+@pytest.mark.parametrize("dt", DTYPES, ids=IDS)
+def test_broadcast_views_are_read_only_and_keep_their_memory(dt):
+    """broadcast_in_dim / broadcast build their stride-0 views straight from the
+    operand's buffer (xops.ops._core.broadcast_view): the values and read-only flag of
+    np.broadcast_to, for C-contiguous, transposed, sliced, 0-d and pooled operands; a
+    view outlives the tensor it came from (a pooled buffer is not handed out again)."""
+    big = sample(dt, (300, 1000), seed=3)  # 300k elements: a pooled result below
+    cases = [
+        (sample(dt, (4, 1, 3)), [0, 1, 3], [4, 2, 5, 3]),
+        (sample(dt, (3, 4)).T, [2, 0], [3, 6, 4]),  # not C-contiguous: np.broadcast_to
+        (sample(dt, (5, 8))[::2, 1:4], [0, 1], [3, 3]),
+        (sample(dt, ()), [], [2, 3]),
+    ]
+    for v, bd, shape in cases:
+        got = np.asarray(xo.broadcast_in_dim(xo.tensor(v, dt), bd, shape))
+        order = sorted(range(v.ndim), key=lambda k: bd[k])
+        view = [1] * len(shape)
+        for k in order:
+            view[bd[k]] = v.shape[k]
+        want = np.broadcast_to(np.transpose(v, order).reshape(view), shape)
+        np.testing.assert_array_equal(bits(got), bits(want))
+        assert not got.flags.writeable
+    got = np.asarray(xo.broadcast(xo.tensor(v, dt), [2]))
+    np.testing.assert_array_equal(bits(got), bits(np.broadcast_to(v, (2,))))
+    t = xo.negate(xo.tensor(big, dt)) if dt.kind in ("float", "si") and not dt.quantized else None
+    if t is not None:
+        want = np.asarray(t).copy()
+        b = xo.broadcast_in_dim(t, [1, 2], [2, 300, 1000])
+        del t
+        other = xo.tensor(sample(dt, (300, 1000), seed=4), dt)
+        for _ in range(3):  # results of the same size: a fresh buffer each, not b's
+            xo.negate(other)
+        np.testing.assert_array_equal(bits(np.asarray(b)[1]), bits(want))
+
+
 def test_transpose_is_np_transpose_not_inverse():
     a = np.arange(24).reshape(2, 3, 4)
     got = xo.transpose(xo.tensor(a), [1, 2, 0])

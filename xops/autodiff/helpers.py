@@ -12,7 +12,7 @@ import builtins
 import numpy as np
 
 from ..limits import check_nbytes
-from ..ops._core import as_tensor
+from ..ops._core import as_tensor, broadcast_view
 from ..registry import op as _op
 from ..tensor import Tensor, _wrap
 
@@ -105,7 +105,8 @@ def _filled_like(t, value):
         # of a multi-output op and every root, and its other checks (rank-0 operand, no
         # broadcast dims, an existing tensor's shape) cannot fail
         check_nbytes("broadcast_in_dim", t.shape, t._dtype)
-        return _wrap(np.broadcast_to(c._value, t.shape), t._dtype)
+        v = c._value.reshape((1,) * len(t.shape))
+        return _wrap(broadcast_view(v, t.shape), t._dtype)
     return _op.broadcast_in_dim(_fresh(c, t.shape), [], t.shape)
 
 

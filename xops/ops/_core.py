@@ -173,6 +173,20 @@ def result(arr, dt):
     return _wrap(from_compute(arr, dt), dt)
 
 
+def broadcast_view(v, shape):
+    """``np.broadcast_to(v, shape)`` (a read-only view, stride 0 on the broadcast dims)
+    for an array ``v`` of ``shape``'s rank whose dims are 1 or the result's: built
+    straight from ``v``'s buffer where ``v`` is C-contiguous and not empty (0.7 against
+    2.5 us a call; the step's bias, reduce-rule and fill broadcasts), else by
+    ``np.broadcast_to``. The view keeps ``v``'s memory alive as any view does."""
+    if v.size and v.flags.c_contiguous:
+        strides = tuple(0 if n == 1 else s for n, s in zip(v.shape, v.strides))
+        r = np.ndarray(shape, v.dtype, v, 0, strides)
+        r.flags.writeable = False
+        return r
+    return np.broadcast_to(v, shape)
+
+
 def attr_ints(op, label, name, value, length=None):
     """A list of Python ints from an attribute given as a sequence, array or Tensor."""
     if type(value) in (list, tuple) and all(type(v) is int for v in value):

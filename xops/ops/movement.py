@@ -37,7 +37,17 @@ from ..dtypes import as_dtype, from_compute
 from ..limits import check_nbytes, config as _config
 from ..registry import op as _op  # ops of the families above this one, by name
 from ..tensor import Tensor, _default_dtype, _wrap, typestr
-from ._core import SpecError, as_tensor, attr_int, attr_ints, check, fast_grad_of, operands, tstr
+from ._core import (
+    SpecError,
+    as_tensor,
+    attr_int,
+    attr_ints,
+    broadcast_view,
+    check,
+    fast_grad_of,
+    operands,
+    tstr,
+)
 from .slicing import (  # re-exported: the data-movement ops are all reachable here
     _S,
     _index_list,
@@ -360,7 +370,7 @@ def broadcast_in_dim(operand, broadcast_dimensions, shape):
     view = [1] * rr
     for k in order:
         view[bd[k]] = x.shape[k]
-    return _wrap(np.broadcast_to(v.reshape(view), dims), x._dtype)
+    return _wrap(broadcast_view(v.reshape(view), dims), x._dtype)
 
 
 @broadcast_in_dim.defvjp
@@ -429,7 +439,7 @@ def _fast_broadcast_in_dim(args, grad=False):
     order, view, dims = plan
     if order is not None:
         v = v.transpose(order)
-    return _wrap(np.broadcast_to(v.reshape(view), dims), dt)
+    return _wrap(broadcast_view(v.reshape(view), dims), dt)
 
 
 def _kept_attributes(args):
@@ -455,7 +465,8 @@ def broadcast(operand, broadcast_sizes):
     x = _operand(op, operand)
     sizes = _shape_attr(op, "I2", "broadcast_sizes", broadcast_sizes, "C1")
     check_nbytes("broadcast", (*sizes, *x.shape), x._dtype)
-    return _wrap(np.broadcast_to(x._value, (*sizes, *x.shape)), x._dtype)
+    v = x._value[(None,) * len(sizes)]  # (leading dims of 1)
+    return _wrap(broadcast_view(v, (*sizes, *x.shape)), x._dtype)
 
 
 @broadcast.defvjp
