@@ -144,7 +144,8 @@ GPU_VERIFIED = frozenset(OPS)
 # reduce_window, select_and_scatter, the batch norm ops and imag; reduce, reduce_window
 # with any body and several inputs, select_and_scatter with any select body and sort with
 # any comparator (the CPU's generic algorithms in xops ops); session 23: scatter with any
-# body, several inputs or an element type its kernel does not take (the CPU's rounds).
+# body, several inputs or an element type its kernel does not take (the CPU's rounds), and
+# the complex functions' special values (C99 Annex G as glibc gives them, c64 / c128).
 SIMULATOR_SINCE = frozenset(
     {
         "compare",
@@ -166,6 +167,21 @@ SIMULATOR_SINCE = frozenset(
         "clamp",
         "cbrt",
         "atan2",
+        "exponential",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "abs",
+        "divide",
+        "tanh",
+        "tan",
+        "sine",
+        "cosine",
+        "exponential_minus_one",
+        "log_plus_one",
+        "logistic",
+        "sign",
+        "power",
     }
 )
 

@@ -2,37 +2,53 @@
 
 A complex device array holds NumPy's complex64 / complex128 (numba.cuda types them in
 kernels: ``.real``, ``.imag``, ``complex(re, im)``, + - *). Each function is built per
-type by :func:`functions`, with its float constants in the part type (a float64 literal
-would make a c64 function compute in float64), and follows NumPy's formulas for the
-CPU's result:
+type by :func:`functions` and computes what the CPU computes: NumPy's formulas, and
+glibc's complex functions behind them, special values included (C99 Annex G as glibc
+gives them).
 
-* divide: NumPy's scaled (Smith) division, the larger part of the divisor first; a zero
-  divisor gives the parts divided by +0 (inf / NaN), as NumPy;
-* abs: ``hypot(re, im)`` (a real result); exp: ``e^re (cos im + i sin im)`` (an ``im``
-  of 0 gives a 0 imaginary part); log: ``log(hypot(re, im)) + i atan2(im, re)``; sqrt:
-  NumPy's ``csqrt`` for finite values (the root with ``re >= 0``, the imaginary part
-  with the sign of ``im``).
+* divide: NumPy's scaled (Smith) division, the larger part of the divisor first, no
+  special cases (a zero divisor divides the parts by +0: inf / NaN);
+* exp, log, sqrt: glibc's cexp, clog and csqrt: for infinite and NaN parts the Annex G
+  values (exp(-inf + i NaN) = +-0 +- 0i, sqrt(x + i inf) = inf + i inf, log(-0 + 0i) =
+  -inf + i pi, ...), for finite ones their formulas with their scaling (no overflow in
+  e^x cos y, |z| or the root's parts where the result is finite; subnormal parts scaled
+  up) and clog's log1p(|z|^2 - 1) / 2 near |z| = 1; abs: ``hypot(re, im)``;
+* tanh, tan, sine, cosine: glibc's ctanh, ctan (-i ctanh(iz)), csin and ccos
+  (ccosh(-y + ix)), special values and scaling alike; power and cbrt: NumPy's npy_cpow,
+  whose general path is glibc's cpow, cexp(b clog a) with C's complex product
+  (infinities recovered, C99 G.5.1); rsqrt: 1 / csqrt in NumPy's division; logistic,
+  exponential_minus_one, log_plus_one, sign and atan2: the CPU's own formulas over these.
 
-They agree with the CPU within a few ulp of the part type for finite values (libdevice's
-float functions and NumPy's differ by an ulp; NumPy's clog and cexp take more care near
-|z| = 1 and for overflowing exponents); infinite and NaN parts follow these formulas,
-not C99 Annex G.
+Where the result of an infinite or NaN part is a signed zero or infinity whose sign is a
+NaN's (exp(-inf - i NaN) = 0 - 0i, tanh(inf - i NaN) = 1 - 0i), the NaN is read on the
+operand's own part type, as the CPU reads it: those branches are built per type with their
+constants in the part type. Every other value is computed in float64 for both types, as
+the CPU computes c64 (in c128, rounded once; the map kernel's store rounds here), but for
+c64 divide, exp, log and sqrt, which run their float32 formulas where nothing inside can
+overflow or underflow (parts 0 or of magnitude 2^-30 .. 2^30; exp: |re| <= 80) and the
+float64 ones elsewhere. In the float64 code, products that a sum takes are rounded
+(``_dmul``: NVVM would contract them into an fma, which the CPU's code does not).
 
-sign, power, cbrt, atan2, tanh, sine, cosine, tan, exponential_minus_one, log_plus_one,
-rsqrt and logistic compute in float64 for both types and return a complex128 that the map kernel's
-store rounds once to c64 (the CPU computes c64 in c128 and rounds once: here too, so c64
-results differ from the CPU's by at most an ulp of a part). Their formulas are the CPU's
-(NumPy's, and glibc's complex functions behind them): npy_cpow (cbrt: its general path
-with the exponent 1 / 3), atan2's -i log((x + iy) / sqrt(x^2 + y^2)), ctanh, ctan, csin, ccos,
-the CPU's own expm1 / log1p / logistic, and 1 / csqrt with NumPy's division. Within a few
-ulp of the part type times |cpu| for finite values (libdevice's float64 functions against
-glibc's; power's e^(b log a) path: the error of log a grows by |b log a|).
+Checked against the CPU on every pair of the parts +-0, +-the smallest subnormal, +-1,
++-1e300 (c64: 3e38), +-inf and NaN of both signs (tests/test_cuda_complex_specials.py):
+NaN in the same parts, infinities and zeros bit for bit, other values within a few ulp
+of |cpu| (libdevice's functions and glibc's differ by an ulp or two; under the
+simulator, whose libm here is NumPy's, the float64 results agree bit for bit). Not
+here: clog's exact x^2 + y^2 - 1 for a larger part in [0.5, 1) and |z|^2 >= 0.5 (log|z|
+instead, within an ulp: c64 atan2 gives 0 there for the CPU's -7e-17 at parts of 3e38;
+power amplifies the ulp by |b log a|). multiply is elementwise's operator, not here.
+
+The simulator runs these functions in Python, whose ``math`` raises where libdevice gives
+IEEE values (cos(inf), exp(1000), log(0)); :func:`_libm` gives it NumPy's functions there.
 """
 
 import math
 
 import numpy as np
 from numba import cuda
+
+from . import _rounded
+from ._storage import simulated
 
 __all__ = ["functions"]
 
@@ -49,42 +65,488 @@ def functions(np_dtype):
     return fns
 
 
+# -- libm as the device computes it --------------------------------------------------------
+
+
+def _libm():
+    """(exp, log, sqrt, sin, cos, sinh, cosh, expm1, log1p): ``math``'s functions, which are
+    libdevice's on a GPU, with IEEE results for every input (cos(inf) = NaN, exp(1000) =
+    inf, log(0) = -inf). The simulator runs Python's ``math``, which raises on those inputs;
+    there, NumPy's functions of the operand's type, quietly: the same IEEE values."""
+    names = ("exp", "log", "sqrt", "sin", "cos", "sinh", "cosh", "expm1", "log1p")
+    if not simulated():
+        return tuple(getattr(math, n) for n in names)
+    return tuple(_quiet(getattr(np, n)) for n in names)
+
+
+def _quiet(ufunc):
+    def call(v):
+        with np.errstate(all="ignore"):
+            return ufunc(v)
+
+    return call
+
+
+_exp, _log, _sqrt, _sin, _cos, _sinh, _cosh, _expm1, _log1p = _libm()
+_hypot, _atan2, _copysign = math.hypot, math.atan2, math.copysign  # (IEEE in Python too)
+
+
+# -- float64 arithmetic ------------------------------------------------------------------
+# Constants are NumPy float64 scalars: in the simulator a Python float divided by zero
+# would raise. Products that a sum or difference takes go through ``_dmul`` (libdevice's
+# dmul_rn on a GPU, :mod:`._rounded`): NVVM would contract them into an fma, one rounding
+# fewer than the CPU's (and another sign for a zero that underflows).
+
+_W1 = np.float64(1.0)
+_NAN = np.float64(np.nan)
+_INF = np.float64(np.inf)
+_EPS = np.float64(np.finfo(np.float64).eps)
+_DMIN = np.float64(np.finfo(np.float64).tiny)  # DBL_MIN, the smallest normal float64
+_DMAX = np.float64(np.finfo(np.float64).max)
+_LN2 = np.float64(math.log(2.0))
+_LN2_53 = np.float64(53.0) * _LN2  # (clog's scale for parts below DBL_MIN: 2^53)
+_T = np.float64(709.0)  # glibc's t for cexp, csin, ccosh: (int) (1023 ln 2)
+_E_T = np.float64(math.exp(709.0))  # e^t (glibc's value)
+_E_T_HALF = _E_T / 2.0
+_T2 = np.float64(354.0)  # ctanh's t: (int) (1023 ln 2 / 2)
+_E_2T2 = np.float64(math.exp(708.0))  # e^(2t)
+_dmul = _rounded.ops(np.float64)[0]
+
+
+@cuda.jit(device=True)
+def _cdiv(ar, ai, br, bi):
+    """(ar + i ai) / (br + i bi) as NumPy divides: Smith's scaled division, the larger part
+    of the divisor first; a zero divisor divides the parts by +0. No special cases:
+    infinite and NaN parts give what the formula gives, as on the CPU."""
+    abs_r, abs_i = abs(br), abs(bi)
+    if abs_r >= abs_i:
+        if abs_r == 0.0 and abs_i == 0.0:
+            return ar / abs_r, ai / abs_r
+        rat = bi / br
+        scl = 1.0 / (br + _dmul(bi, rat))
+        return (ar + _dmul(ai, rat)) * scl, (ai - _dmul(ar, rat)) * scl
+    rat = br / bi
+    scl = 1.0 / (bi + _dmul(br, rat))
+    return (_dmul(ar, rat) + ai) * scl, (_dmul(ai, rat) - ar) * scl
+
+
+@cuda.jit(device=True)
+def _cmul(ar, ai, br, bi):
+    """(ar + i ai)(br + i bi), the plain formula (NumPy's npy_cpow multiplies so)."""
+    return _dmul(ar, br) - _dmul(ai, bi), _dmul(ar, bi) + _dmul(ai, br)
+
+
+@cuda.jit(device=True)
+def _cmul_c99(a, b, c, d):
+    """(a + ib)(c + id) as C multiplies complex numbers (GCC's __muldc3; glibc's cpow takes
+    b log a so): the plain formula, and where both parts come out NaN, the infinities
+    recovered (C99 G.5.1): an infinite factor's parts boxed to +-1 / +-0 with the other
+    factor's NaN parts made +-0, or after an overflow every NaN part made +-0, then each
+    part inf times the formula."""
+    ac, bd, ad, bc = _dmul(a, c), _dmul(b, d), _dmul(a, d), _dmul(b, c)
+    x, y = ac - bd, ad + bc
+    if x == x or y == y:
+        return x, y
+    zero, recalc = 0.0 * _W1, False
+    if abs(a) > _DMAX or abs(b) > _DMAX:
+        a = _copysign(_W1 if abs(a) > _DMAX else zero, a)
+        b = _copysign(_W1 if abs(b) > _DMAX else zero, b)
+        c = _copysign(zero, c) if c != c else c
+        d = _copysign(zero, d) if d != d else d
+        recalc = True
+    if abs(c) > _DMAX or abs(d) > _DMAX:
+        c = _copysign(_W1 if abs(c) > _DMAX else zero, c)
+        d = _copysign(_W1 if abs(d) > _DMAX else zero, d)
+        a = _copysign(zero, a) if a != a else a
+        b = _copysign(zero, b) if b != b else b
+        recalc = True
+    overflow = abs(ac) > _DMAX or abs(bd) > _DMAX or abs(ad) > _DMAX or abs(bc) > _DMAX
+    if not recalc and overflow:
+        a = _copysign(zero, a) if a != a else a
+        b = _copysign(zero, b) if b != b else b
+        c = _copysign(zero, c) if c != c else c
+        d = _copysign(zero, d) if d != d else d
+        recalc = True
+    if recalc:
+        x = _INF * (_dmul(a, c) - _dmul(b, d))
+        y = _INF * (_dmul(a, d) + _dmul(b, c))
+    return x, y
+
+
+# -- glibc's complex functions on finite float64 parts -------------------------------------
+# (the finite path of c128, and of c64 where its float32 formulas would overflow or
+# underflow; glibc's scaling keeps parts finite wherever the result is)
+
+
+@cuda.jit(device=True)
+def _sincos(v):
+    """(sin v, cos v); (v, 1) for |v| <= DBL_MIN, as glibc (no underflow)."""
+    if abs(v) > _DMIN:
+        return _W1 * _sin(v), _W1 * _cos(v)
+    return v, _W1
+
+
+@cuda.jit(device=True)
+def _cexp_finite(x, y):
+    """cexp: e^x (cos y + i sin y); above x = t the cosine and sine are scaled by e^t first
+    (once or twice), so that e^x cos y stays finite where it is; past 3t the parts are
+    DBL_MAX times the scaled cos and sin (+-inf, or a zero for y = +-0)."""
+    s, c = _sincos(y)
+    if x > _T:
+        x, s, c = x - _T, s * _E_T, c * _E_T
+        if x > _T:
+            x, s, c = x - _T, s * _E_T, c * _E_T
+        if x > _T:
+            return _DMAX * c, _DMAX * s
+    r = _W1 * _exp(x)
+    return r * c, r * s
+
+
+@cuda.jit(device=True)
+def _clog_finite(x, y):
+    """clog of parts neither NaN nor both zero (infinite allowed): log|z| + i atan2(y, x),
+    |z| the hypot of the parts halved above DBL_MAX / 2 (+ ln 2) or times 2^53 when both
+    are below DBL_MIN (- 53 ln 2); near |z| = 1 log1p(|z|^2 - 1) / 2 with |z|^2 - 1 from
+    (x - 1)(x + 1) + y^2 (x the larger part: x = 1; 1 < x < 2, y < 1; 0.5 <= x < 1,
+    y < eps / 2), as glibc (its exact x^2 + y^2 - 1 for 0.5 <= x < 1 and |z|^2 >= 0.5
+    is not here: log|z| there, within an ulp)."""
+    ax, ay = abs(x), abs(y)
+    if ax < ay:
+        ax, ay = ay, ax
+    if ax > _DMAX * 0.5:
+        ay = ay * 0.5 if ay >= _DMIN * 2.0 else 0.0 * _W1
+        re = _log(_hypot(ax * 0.5, ay)) + _LN2
+    elif ax < _DMIN:
+        re = _log(_hypot(ax * 2.0**53, ay * 2.0**53)) - _LN2_53
+    elif ax == 1.0:
+        re = _log1p(_dmul(ay, ay)) / 2.0
+    elif ax > 1.0 and ax < 2.0 and ay < 1.0:
+        d2m1 = _dmul(ax - 1.0, ax + 1.0)
+        if ay >= _EPS:
+            d2m1 = d2m1 + _dmul(ay, ay)
+        re = _log1p(d2m1) / 2.0
+    elif ax < 1.0 and ax >= 0.5 and ay < _EPS / 2.0:
+        re = _log1p((ax - 1.0) * (ax + 1.0)) / 2.0
+    else:
+        re = _log(_hypot(ax, ay))
+    return _W1 * re, _atan2(y, x)
+
+
+@cuda.jit(device=True)
+def _csqrt_finite(x, y):
+    """csqrt: the root with a real part >= 0 and y's sign on its imaginary part. y = 0:
+    (sqrt x, y) or (0, sqrt(-x) with y's sign); x = 0: (r, +-r), r = sqrt(|y| / 2); else
+    d = |z|, the part on x's side sqrt((d + |x|) / 2), the other y / 2 that, the parts
+    scaled by 1/4 above DBL_MAX / 4 and by 2^54 when both are below 2 DBL_MIN (the root
+    scaled back by 2, 2^-27)."""
+    if y == 0.0:
+        if x < 0.0:
+            return 0.0 * _W1, _copysign(_W1 * _sqrt(-x), y)
+        return abs(_W1 * _sqrt(x)), _copysign(0.0 * _W1, y)
+    ay = abs(y)
+    if x == 0.0:
+        r = _W1 * _sqrt(0.5 * ay) if ay >= _DMIN * 2.0 else 0.5 * _sqrt(2.0 * ay)
+        return r, _copysign(r, y)
+    ax, xs, ys, sc = abs(x), x, y, _W1
+    if ax > _DMAX * 0.25 or ay > _DMAX * 0.25:
+        xs, ys, sc = x * 0.25, y * 0.25, 2.0 * _W1
+    elif ax < _DMIN * 2.0 and ay < _DMIN * 2.0:
+        xs, ys, sc = x * 2.0**54, y * 2.0**54, _W1 * 2.0**-27
+    d = _hypot(xs, ys)
+    if x > 0.0:
+        r = _sqrt(0.5 * (d + xs)) * sc
+        return r, _copysign(0.5 * (y / r), y)
+    s = _sqrt(0.5 * (d - xs)) * sc
+    return abs(0.5 * (y / s)), _copysign(s, y)
+
+
+@cuda.jit(device=True)
+def _ctanh_finite(x, y):
+    """ctanh: (sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y) (sinh^2 x dropped
+    below cos^2 y eps); above |x| = t (354) +-1 + i 4 sin y cos y / e^(2|x|), the
+    exponential divided out in two steps (no overflow)."""
+    s, c = _sincos(y)
+    if abs(x) > _T2:
+        ax = abs(x) - _T2
+        im = 4.0 * s * c / _E_2T2
+        if ax > _T2:
+            im = im / _E_2T2
+        else:
+            im = im / _exp(2.0 * ax)
+        return _copysign(_W1, x), im
+    if abs(x) > _DMIN:
+        sh, ch = _W1 * _sinh(x), _W1 * _cosh(x)
+    else:
+        sh, ch = x, _W1
+    den = c * c
+    if abs(sh) > abs(c) * _EPS:
+        den = _dmul(sh, sh) + _dmul(c, c)
+    return sh * ch / den, s * c / den
+
+
+@cuda.jit(device=True)
+def _csin_finite(x, y):
+    """csin: cosh y sin x + i sinh y cos x; above |y| = t e^|y| / 2 (sin x + i cos x with
+    y's sign), scaled as in cexp."""
+    s, c = _sincos(abs(x))
+    if _copysign(_W1, x) < 0.0:
+        s = -s
+    if abs(y) > _T:
+        ay = abs(y) - _T
+        if _copysign(_W1, y) < 0.0:
+            c = -c
+        s, c = s * _E_T_HALF, c * _E_T_HALF
+        if ay > _T:
+            ay, s, c = ay - _T, s * _E_T, c * _E_T
+        if ay > _T:
+            return _DMAX * s, _DMAX * c
+        e = _W1 * _exp(ay)
+        return e * s, e * c
+    return _W1 * _cosh(y) * s, _W1 * _sinh(y) * c
+
+
+@cuda.jit(device=True)
+def _ccosh_finite(x, y):
+    """ccosh (cos z = ccosh(-y + ix)): cosh x cos y + i sinh x sin y; above |x| = t
+    e^|x| / 2 (cos y + i sin y with x's sign), scaled as in cexp."""
+    s, c = _sincos(y)
+    if abs(x) > _T:
+        ax = abs(x) - _T
+        if _copysign(_W1, x) < 0.0:
+            s = -s
+        s, c = s * _E_T_HALF, c * _E_T_HALF
+        if ax > _T:
+            ax, s, c = ax - _T, s * _E_T, c * _E_T
+        if ax > _T:
+            return _DMAX * c, _DMAX * s
+        e = _W1 * _exp(ax)
+        return e * c, e * s
+    return _W1 * _cosh(x) * c, _W1 * _sinh(x) * s
+
+
+# -- the special values: C99 Annex G as glibc gives them -----------------------------------
+
+
+def _specials(part):
+    """``{name: device function}`` of parts (x, y) of type ``part``, one of them infinite or
+    NaN, for glibc's cexp, csqrt, ctanh, csin and ccosh (C99 G.6), constants in the part
+    type: where a NaN's sign decides a zero's or an infinity's sign, it is read from the
+    operand's own part, as the CPU reads it."""
+    zero, one = part(0.0), part(1.0)
+    inf, nan, big = part(np.inf), part(np.nan), part(np.finfo(part).max)
+
+    @cuda.jit(device=True)
+    def sincos_signs(v):  # (sin v, cos v) for their signs (v, 1 at +-0)
+        if v == zero:
+            return v, one
+        return _sin(v), _cos(v)
+
+    @cuda.jit(device=True)
+    def exp(x, y):
+        if x != x:  # NaN + i0 keeps the zero; NaN + iy: NaN + i NaN
+            return nan, (y if y == zero else nan)
+        if abs(x) <= big:  # finite x, infinite or NaN y
+            return nan, nan
+        if abs(y) <= big:  # +-inf + iy, y finite: inf cis y (0 cis y for -inf), y = 0 kept
+            v = inf if x > zero else zero
+            if y == zero:
+                return v, y
+            s, c = sincos_signs(y)
+            return _copysign(v, c), _copysign(v, s)
+        if x > zero:  # inf + i inf / NaN: inf + i NaN; -inf + i inf / NaN: 0 +- 0i
+            return inf, nan
+        return zero, _copysign(zero, y)
+
+    @cuda.jit(device=True)
+    def sqrt(x, y):
+        if abs(y) > big:  # x + i inf (x NaN too): inf + i inf with y's sign
+            return inf, y
+        if abs(x) > big:  # -inf + iy: 0 + i inf (NaN + i inf for a NaN y); inf + iy: inf + 0i
+            if x < zero:
+                return (nan if y != y else zero), _copysign(inf, y)
+            return x, (nan if y != y else _copysign(zero, y))
+        return nan, nan
+
+    @cuda.jit(device=True)
+    def tanh(x, y):
+        if abs(x) > big:  # +-1 + 0i, the zero's sign sin y cos y's (|y| > 1) or y's
+            if abs(y) <= big and abs(y) > one:
+                s, c = sincos_signs(y)
+                return _copysign(one, x), _copysign(zero, s * c)
+            return _copysign(one, x), _copysign(zero, y)
+        if y == zero:  # NaN + i0: itself
+            return x, y
+        return (x if x == zero else nan), nan  # (a zero x kept)
+
+    @cuda.jit(device=True)
+    def sin(x, y):
+        if abs(y) <= big:  # x infinite or NaN: NaN + iy for y = 0, else NaN + i NaN
+            return nan, (y if y == zero else nan)
+        if y != y:  # y NaN: a zero x kept
+            return (x if x == zero else nan), nan
+        if x == zero:  # y infinite: +-0 + iy
+            return x, y
+        if abs(x) <= big:  # inf (sin x + i cos x), y's sign on the imaginary part
+            s, c = sincos_signs(abs(x))
+            re, im = _copysign(inf, s), _copysign(inf, c)
+            return (-re if x < zero else re), (-im if y < zero else im)
+        return nan, inf
+
+    @cuda.jit(device=True)
+    def cosh(x, y):
+        if abs(x) <= big:  # y infinite or NaN: NaN + i0 (x = 0) or NaN + i NaN
+            return nan, (zero if x == zero else nan)
+        if x != x:  # x NaN: NaN + iy for y = 0, else NaN + i NaN
+            return nan, (y if y == zero else nan)
+        sx = _copysign(one, x)  # x infinite
+        if y == zero:
+            return inf, y * sx
+        if abs(y) <= big:  # inf (cos y + i sin y times x's sign)
+            s, c = sincos_signs(y)
+            return _copysign(inf, c), _copysign(inf, s) * sx
+        return inf, nan
+
+    return {"exp": exp, "sqrt": sqrt, "tanh": tanh, "sin": sin, "cosh": cosh}
+
+
+_SPECIALS64 = _specials(np.float64)
+_exp_specials64, _sqrt_specials64 = _SPECIALS64["exp"], _SPECIALS64["sqrt"]
+
+
+@cuda.jit(device=True)
+def _cexp(x, y):
+    """glibc's cexp of float64 parts, every value (the float64 ops' exponential)."""
+    if abs(x) <= _DMAX and abs(y) <= _DMAX:
+        return _cexp_finite(x, y)
+    return _exp_specials64(x, y)
+
+
+@cuda.jit(device=True)
+def _csqrt(x, y):
+    """glibc's csqrt of float64 parts, every value (the float64 ops' square root)."""
+    if abs(x) <= _DMAX and abs(y) <= _DMAX:
+        return _csqrt_finite(x, y)
+    return _sqrt_specials64(x, y)
+
+
+@cuda.jit(device=True)
+def _clog(x, y):
+    """glibc's clog of float64 parts, every value: log 0 = -inf + i arg (0 or +-pi by the
+    zeros' signs); a NaN part: inf + i NaN where the other part is infinite, else NaN +
+    i NaN."""
+    if x == 0.0 and y == 0.0:
+        return -_INF, _atan2(y, x)
+    if x != x or y != y:
+        return (_INF if abs(x) > _DMAX or abs(y) > _DMAX else _NAN), _NAN
+    return _clog_finite(x, y)
+
+
+# -- the ops of each type ------------------------------------------------------------------
+
+
 def _build(part):
     half, zero, one = part(0.5), part(0.0), part(1.0)
+    big = part(np.finfo(part).max)  # (abs(v) <= big: v finite; False for NaN)
+    sp = _SPECIALS64 if part is np.float64 else _specials(part)
+    exp_sp, sqrt_sp, tanh_sp, sin_sp, cosh_sp = (
+        sp[n] for n in ("exp", "sqrt", "tanh", "sin", "cosh")
+    )
+    # c64: divide, exp, log and sqrt run their float32 formulas where nothing in them
+    # overflows or underflows (parts 0 or of magnitude 2^-30 .. 2^30; exp: |x| <= 80), and
+    # the float64 functions elsewhere, as the CPU computes c64 (in c128, rounded once: the
+    # map kernel's store rounds here); c128: the float64 functions
+    fast = part is np.float32
+    lo, hi, exp_hi = part(2.0**-30), part(2.0**30), part(80.0)
+
+    @cuda.jit(device=True)
+    def fits(v):  # (a part the float32 formulas take as it is)
+        u = abs(v)
+        return u == zero or (u >= lo and u <= hi)
 
     def divide(a, b):
         ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-        abs_r, abs_i = abs(br), abs(bi)
-        if abs_r >= abs_i:
-            if abs_r == zero and abs_i == zero:
-                return complex(ar / abs_r, ai / abs_r)
-            rat = bi / br
-            scl = one / (br + bi * rat)
-            return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
-        rat = br / bi
-        scl = one / (bi + br * rat)
-        return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+        if fast and fits(ar) and fits(ai) and fits(br) and fits(bi):
+            abs_r, abs_i = abs(br), abs(bi)
+            if abs_r >= abs_i:
+                if abs_r == zero and abs_i == zero:
+                    return complex(ar / abs_r, ai / abs_r)
+                rat = bi / br
+                scl = one / (br + bi * rat)
+                return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+            rat = br / bi
+            scl = one / (bi + br * rat)
+            return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+        r, i = _cdiv(ar * _W1, ai * _W1, br * _W1, bi * _W1)
+        return complex(r, i)
 
     def absolute(a):
         return math.hypot(a.real, a.imag)
 
     def exp(a):
-        r = math.exp(a.real)
-        if a.imag == zero:
-            return complex(r, a.imag)
-        return complex(r * math.cos(a.imag), r * math.sin(a.imag))
+        x, y = a.real, a.imag
+        if not (abs(x) <= big and abs(y) <= big):
+            r, i = exp_sp(x, y)
+            return complex(r, i)
+        if fast and abs(x) <= exp_hi:
+            r = _exp(x)
+            if y == zero:
+                return complex(r, y)
+            return complex(r * _cos(y), r * _sin(y))
+        r, i = _cexp_finite(x * _W1, y * _W1)
+        return complex(r, i)
 
     def log(a):
-        return complex(math.log(math.hypot(a.real, a.imag)), math.atan2(a.imag, a.real))
+        x, y = a.real, a.imag
+        if fast and fits(x) and fits(y):  # (0: log 0 = -inf, atan2 of the signed zeros)
+            return complex(_log(_hypot(x, y)), _atan2(y, x))
+        r, i = _clog(x * _W1, y * _W1)
+        return complex(r, i)
 
     def sqrt(a):
-        re, im = a.real, a.imag
-        if re == zero and im == zero:
-            return complex(zero, im)
-        t = math.sqrt((abs(re) + math.hypot(re, im)) * half)
-        if re >= zero:
-            return complex(t, im / (t + t))
-        return complex(abs(im) / (t + t), math.copysign(t, im))
+        x, y = a.real, a.imag
+        if not (abs(x) <= big and abs(y) <= big):
+            r, i = sqrt_sp(x, y)
+            return complex(r, i)
+        if fast and fits(x) and fits(y):
+            if x == zero and y == zero:
+                return complex(zero, y)
+            t = _sqrt((abs(x) + _hypot(x, y)) * half)
+            if x >= zero:
+                return complex(t, y / (t + t))
+            return complex(abs(y) / (t + t), _copysign(t, y))
+        r, i = _csqrt_finite(x * _W1, y * _W1)
+        return complex(r, i)
+
+    # tanh, tan, sine, cosine: in float64 for both types (as the CPU computes c64)
+    @cuda.jit(device=True)
+    def tanh_parts(x, y):
+        if abs(x) <= big and abs(y) <= big:
+            return _ctanh_finite(x * _W1, y * _W1)
+        return tanh_sp(x, y)
+
+    def tanh(a):
+        r, i = tanh_parts(a.real, a.imag)
+        return complex(r, i)
+
+    def tan(a):  # tan z = -i tanh(iz) (glibc's ctan: the same values)
+        r, i = tanh_parts(-a.imag, a.real)
+        return complex(i, -r)
+
+    def sine(a):
+        x, y = a.real, a.imag
+        if abs(x) <= big and abs(y) <= big:
+            r, i = _csin_finite(x * _W1, y * _W1)
+        else:
+            r, i = sin_sp(x, y)
+        return complex(r, i)
+
+    def cosine(a):  # cos z = ccosh(-y + ix) (glibc's ccos)
+        x, y = -a.imag, a.real
+        if abs(x) <= big and abs(y) <= big:
+            r, i = _ccosh_finite(x * _W1, y * _W1)
+        else:
+            r, i = cosh_sp(x, y)
+        return complex(r, i)
 
     def real(a):
         return a.real
@@ -122,6 +584,10 @@ def _build(part):
         "exponential": exp,
         "log": log,
         "sqrt": sqrt,
+        "tanh": tanh,
+        "tan": tan,
+        "sine": sine,
+        "cosine": cosine,
         "real": real,
         "imag": imag,
         "complex": make,
@@ -131,80 +597,21 @@ def _build(part):
 
 # -- ops computed in float64 for both types ------------------------------------------------
 # The CPU evaluates these on complex64 operands in complex128 and rounds once (``_same``);
-# here too: each widens the parts to float64 (``* _W1``: exact; a NumPy scalar in the
-# simulator, where a Python float divided by zero would raise), computes, and returns a
+# here too: each widens the parts to float64 (``* _W1``: exact), computes, and returns a
 # complex128 the map kernel's store rounds once per part to the output type.
 
-_W1 = np.float64(1.0)
-_NAN = np.float64(np.nan)
-_EPS = np.float64(np.finfo(np.float64).eps)
 
-
-@cuda.jit(device=True)
-def _cdiv(ar, ai, br, bi):
-    """(ar + i ai) / (br + i bi) in float64 as NumPy divides: Smith's scaled division."""
-    abs_r, abs_i = abs(br), abs(bi)
-    if abs_r >= abs_i:
-        if abs_r == 0.0 and abs_i == 0.0:
-            return ar / abs_r, ai / abs_r
-        rat = bi / br
-        scl = 1.0 / (br + bi * rat)
-        return (ar + ai * rat) * scl, (ai - ar * rat) * scl
-    rat = br / bi
-    scl = 1.0 / (bi + br * rat)
-    return (ar * rat + ai) * scl, (ai * rat - ar) * scl
-
-
-@cuda.jit(device=True)
-def _cmul(ar, ai, br, bi):
-    return ar * br - ai * bi, ar * bi + ai * br
-
-
-@cuda.jit(device=True)
-def _cexp(x, y):
-    """e^(x + iy) (the ``exponential`` formula, in float64)."""
-    r = _W1 * math.exp(x)
-    if y == 0.0:
-        return r, r * y
-    return r * math.cos(y), r * math.sin(y)
-
-
-@cuda.jit(device=True)
-def _tanh_parts(x, y):
-    """tanh(x + iy) in float64, glibc's ctanh for finite values: (sinh x cosh x + i sin y
-    cos y) / (sinh^2 x + cos^2 y); for |x| > 20 tanh x rounds to +-1 and the imaginary
-    part is 4 sin y cos y e^(-2|x|) (no overflow of sinh^2)."""
-    if abs(x) > 20.0:
-        return math.copysign(1.0, x), 4.0 * math.sin(y) * math.cos(y) * math.exp(-2.0 * abs(x))
-    sh, ch, s, c = _W1 * math.sinh(x), math.cosh(x), _W1 * math.sin(y), math.cos(y)
-    den = c * c
-    if abs(sh) > abs(c) * _EPS:
-        den = sh * sh + den
-    return sh * ch / den, s * c / den
-
-
-@cuda.jit(device=True)
-def _csqrt(re, im):
-    """NumPy's csqrt in float64 for finite values (see ``sqrt``)."""
-    if re == 0.0 and im == 0.0:
-        return 0.0 * _W1, im
-    t = _W1 * math.sqrt((abs(re) + math.hypot(re, im)) * 0.5)
-    if re >= 0.0:
-        return t, im / (t + t)
-    return abs(im) / (t + t), math.copysign(t, im)
-
-
-def _sign(a):  # NaN parts: (NaN, NaN); a zero: itself (signed zeros kept); else a / |a|
+def _csign(a):  # NaN parts: (NaN, NaN); a zero: itself (signed zeros kept); else a / |a|
     re, im = a.real * _W1, a.imag * _W1
     if re != re or im != im:
         return complex(_NAN, _NAN)
     if re == 0.0 and im == 0.0:
         return complex(re, im)
-    r, i = _cdiv(re, im, _W1 * math.hypot(re, im), 0.0 * _W1)
+    r, i = _cdiv(re, im, _W1 * _hypot(re, im), 0.0 * _W1)
     return complex(r, i)
 
 
-def _power(a, b):
+def _cpower(a, b):
     """NumPy's npy_cpow: a^0 = 1; 0^b = 0 (Re b > 0) or NaN; an integer exponent |n| < 100
     (Im b = 0) by repeated squaring (1, 2, 3 unrolled; a negative one divides 1 by the
     power); else e^(b log a), log a = log|a| + i arg a (glibc's cpow)."""
@@ -244,13 +651,14 @@ def _power(a, b):
 
 @cuda.jit(device=True)
 def _cpow_log(ar, ai, br, bi):
-    """e^(b log a), log a = log|a| + i arg a (glibc's cpow; npy_cpow's general path)."""
-    lr, li = _W1 * math.log(math.hypot(ar, ai)), math.atan2(ai, ar)
-    r, i = _cmul(br, bi, lr, li)
+    """glibc's cpow (npy_cpow's general path): cexp(b clog a), b clog a multiplied as C
+    multiplies complex numbers (infinities recovered)."""
+    lr, li = _clog(ar, ai)
+    r, i = _cmul_c99(br, bi, lr, li)
     return _cexp(r, i)
 
 
-def _cbrt(a):
+def _ccbrt(a):
     """The CPU's ``np.power(a, 1 / 3)`` (npy_cpow: a zero gives 0, else e^(log(a) / 3),
     the principal root; 1 / 3 rounded to float64 first, as there)."""
     ar, ai = a.real * _W1, a.imag * _W1
@@ -260,87 +668,66 @@ def _cbrt(a):
     return complex(r, i)
 
 
-def _atan2(y, x):
+def _catan2(y, x):
     """The CPU's complex atan2(y, x) = -i log((x + iy) / sqrt(x^2 + y^2)) (the reference
-    interpreter's formula), in float64 with NumPy's complex multiply, csqrt and Smith
-    division: for c64 one precision up, as the CPU (c128 has no kernel: the CPU computes
-    it in long double, where x + iy cancels)."""
+    interpreter's formula), in float64 with NumPy's complex multiply, csqrt, Smith
+    division and clog (|q| = 1 here: its log1p branch): for c64 one precision up, as the
+    CPU (c128 has no kernel: the CPU computes it in long double, where x + iy cancels)."""
     yr, yi, xr, xi = y.real * _W1, y.imag * _W1, x.real * _W1, x.imag * _W1
     x2r, x2i = _cmul(xr, xi, xr, xi)
     y2r, y2i = _cmul(yr, yi, yr, yi)
     sr, si = _csqrt(x2r + y2r, x2i + y2i)
-    iyr, iyi = _cmul(0.0 * _W1, _W1, yr, yi)  # (1j * y and the -1j below as NumPy multiplies:
-    qr, qi = _cdiv(xr + iyr, xi + iyi, sr, si)  # signed zeros, and 0 * inf = NaN, as the CPU's)
-    r, i = _cmul(_W1 * math.log(math.hypot(qr, qi)), math.atan2(qi, qr), 0.0 * _W1, -_W1)
+    # 1j * y and -1j * log q as NumPy multiplies: the scalar first, Python's -1j being
+    # -0 - 1i (signed zeros, and 0 * inf = NaN, as the CPU's)
+    iyr, iyi = _cmul(0.0 * _W1, _W1, yr, yi)
+    qr, qi = _cdiv(xr + iyr, xi + iyi, sr, si)
+    lr, li = _clog(qr, qi)
+    r, i = _cmul(-0.0 * _W1, -_W1, lr, li)
     return complex(r, i)
 
 
-def _tanh(a):
-    r, i = _tanh_parts(a.real * _W1, a.imag * _W1)
-    return complex(r, i)
-
-
-def _tan(a):  # tan z = -i tanh(iz) (glibc's ctan)
-    r, i = _tanh_parts(-(a.imag * _W1), a.real * _W1)
-    return complex(i, -r)
-
-
-def _sine(a):  # sin x cosh y + i cos x sinh y
+def _cexpm1(a):  # (e^x - 1) cos y - 2 sin^2(y/2) + i e^x sin y (the CPU's formula)
     x, y = a.real * _W1, a.imag * _W1
-    return complex(math.sin(x) * math.cosh(y), math.cos(x) * math.sinh(y))
-
-
-def _cosine(a):  # cos x cosh y - i sin x sinh y (glibc: ccosh(-y + ix))
-    x, y = a.real * _W1, a.imag * _W1
-    return complex(math.cosh(y) * math.cos(x), math.sinh(-y) * math.sin(x))
-
-
-def _expm1(a):  # (e^x - 1) cos y - 2 sin^2(y/2) + i e^x sin y (the CPU's formula)
-    x, y = a.real * _W1, a.imag * _W1
-    s = math.sin(y * 0.5)
-    re = math.expm1(x) * math.cos(y) - 2.0 * (s * s)
+    s = _sin(y * 0.5)
+    re = _dmul(_expm1(x), _cos(y)) - 2.0 * (s * s)
     if y == 0.0:
         return complex(re, y)
-    return complex(re, math.exp(x) * math.sin(y))
+    return complex(re, _exp(x) * _sin(y))
 
 
-def _log1p(a):  # the CPU's formula: log1p(x(2 + x) + y^2) / 2 for |x|, |y| < 0.5
+def _clog1p(a):  # the CPU's formula: log1p(x(2 + x) + y^2) / 2 for |x|, |y| < 0.5
     x, y = a.real * _W1, a.imag * _W1
     if abs(x) < 0.5 and abs(y) < 0.5:
-        re = 0.5 * math.log1p(x * (2.0 + x) + y * y)
+        re = 0.5 * _log1p(_dmul(x, 2.0 + x) + _dmul(y, y))
     else:
-        re = math.log(math.hypot(1.0 + x, y))
-    return complex(re, math.atan2(y, 1.0 + x))
+        re = _log(_hypot(1.0 + x, y))
+    return complex(re, _atan2(y, 1.0 + x))
 
 
-def _rsqrt(a):  # 1 / sqrt(a): NumPy's csqrt, then its division of 1 + 0i
+def _crsqrt(a):  # 1 / sqrt(a): NumPy's csqrt, then its division of 1 + 0i
     sr, si = _csqrt(a.real * _W1, a.imag * _W1)
     r, i = _cdiv(_W1, 0.0 * _W1, sr, si)
     return complex(r, i)
 
 
-def _logistic(a):  # the CPU's: e^z / (1 + e^z) where Re z < 0, else 1 / (1 + e^-z)
+def _clogistic(a):  # the CPU's: e^z / (1 + e^z) where Re z < 0, else 1 / (1 + e^-z)
     x, y = a.real * _W1, a.imag * _W1
     if x < 0.0:
         er, ei = _cexp(x, y)
-        r, i = _cdiv(er, ei, 1.0 + er, ei)
+        r, i = _cdiv(er, ei, 1.0 + er, ei + 0.0)
     else:
         er, ei = _cexp(-x, -y)
-        r, i = _cdiv(_W1, 0.0 * _W1, 1.0 + er, ei)
+        r, i = _cdiv(_W1, 0.0 * _W1, 1.0 + er, ei + 0.0)
     return complex(r, i)
 
 
 _WIDE = {
-    "sign": _sign,
-    "power": _power,
-    "cbrt": _cbrt,
-    "atan2": _atan2,
-    "tanh": _tanh,
-    "sine": _sine,
-    "cosine": _cosine,
-    "tan": _tan,
-    "exponential_minus_one": _expm1,
-    "log_plus_one": _log1p,
-    "rsqrt": _rsqrt,
-    "logistic": _logistic,
+    "sign": _csign,
+    "power": _cpower,
+    "cbrt": _ccbrt,
+    "atan2": _catan2,
+    "exponential_minus_one": _cexpm1,
+    "log_plus_one": _clog1p,
+    "rsqrt": _crsqrt,
+    "logistic": _clogistic,
 }

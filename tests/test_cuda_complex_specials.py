@@ -1,0 +1,205 @@
+"""Special values of the complex elementwise ops on the device (xops/kernels/cuda/
+_complex_math.py) against the CPU's, which are NumPy's and glibc's (cexp, clog, csqrt,
+ctanh, csin, ccos, cpow: C99 Annex G) and NumPy's Smith division.
+
+Every op on the grid of all (re, im) pairs of the parts +-0, +-the smallest subnormal,
++-1, +-a large finite value (1e300; c64: 3e38), +-inf and NaN of both signs (divide, c64
+power and c64 atan2: every pair of grid values), c64 and c128: NaN in the same parts as
+the CPU, infinities and zeros bit for bit (their signs too), other finite values within
+_ULP ulp of the part type times |cpu| (libdevice's functions and glibc's differ by an ulp
+or two; under the simulator every part agrees bit for bit but c64 exp and sqrt's, which
+run float32 formulas, within 2 ulp, and c64 atan2's, see its test). A few of the rules
+are also written out, and c64 operands of every magnitude check where its float32
+formulas hand over to float64.
+
+Not here: multiply, which differs (the CPU's NumPy loop contracts a product into an fma
+on this machine, which decides the sign of a zero that underflows, and -inf against
+inf - inf = NaN after an overflow; the device rounds each product: elementwise's
+operator, not _complex_math).
+"""
+
+import numpy as np
+import pytest
+from cuda_support import SIM, needs_cuda
+
+import xops as xo
+
+pytestmark = needs_cuda
+
+COMPLEX = ("c64", "c128")
+_ULP = {"c64": 4, "c128": 8}
+_CTYPE = {"c64": np.complex64, "c128": np.complex128}
+UNARY = (
+    xo.exponential,
+    xo.log,
+    xo.sqrt,
+    xo.rsqrt,
+    xo.abs,
+    xo.sign,
+    xo.tanh,
+    xo.tan,
+    xo.sine,
+    xo.cosine,
+    xo.exponential_minus_one,
+    xo.log_plus_one,
+    xo.logistic,
+    xo.cbrt,
+)
+
+
+def _parts(dt):
+    tiny = np.finfo(np.float32 if dt == "c64" else np.float64).smallest_subnormal
+    big = 3e38 if dt == "c64" else 1e300
+    return np.array(
+        [0.0, -0.0, tiny, -tiny, 1.0, -1.0, big, -big, np.inf, -np.inf, np.nan, -np.nan]
+    )
+
+
+def _grid(dt):
+    """The 144 values re + i im of every pair of parts (NaNs keep their signs)."""
+    p = _parts(dt)
+    z = np.empty(p.size**2, _CTYPE[dt])
+    z.real, z.imag = np.repeat(p, p.size), np.tile(p, p.size)
+    return z
+
+
+def _pairs(dt):
+    z = _grid(dt)
+    return np.repeat(z, z.size), np.tile(z, z.size)
+
+
+def _same(dev, ref, ulp, where=""):
+    """NaN in the same parts; where the CPU has an infinity or a zero, the same bits; other
+    finite parts within ``ulp`` ulp of the part type times |cpu| (the magnitude of its
+    finite parts)."""
+    assert dev.device == "cuda:0" and ref.device == "cpu"
+    assert dev.dtype == ref.dtype and dev.shape == ref.shape, (dev, ref)
+    a, b = dev.numpy(), ref.numpy()
+    parts = ((a.real, b.real), (a.imag, b.imag)) if b.dtype.kind == "c" else ((a, b),)
+    eps = np.finfo(parts[0][1].dtype).eps
+    fin = [np.where(np.isfinite(pb), pb, 0).astype(np.float64) for _, pb in parts]
+    mag = np.hypot(*fin) if len(fin) == 2 else np.abs(fin[0])  # (|cpu| of its finite parts)
+    for pa, pb in parts:
+        nan = np.isnan(pb)
+        np.testing.assert_array_equal(np.isnan(pa), nan, err_msg=f"NaN parts {where}")
+        rule = np.isinf(pb) | (pb == 0)
+        word = f"u{pa.dtype.itemsize}"
+        np.testing.assert_array_equal(
+            pa[rule].view(word), pb[rule].view(word), err_msg=f"infinities and zeros {where}"
+        )
+        rest = ~nan & ~rule
+        err = np.abs(pa[rest].astype(np.float64) - pb[rest])
+        assert np.all(err <= ulp * eps * mag[rest]), (where, pa[rest], pb[rest])
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+@pytest.mark.parametrize("op", UNARY, ids=lambda op: op.__name__)
+def test_unary_ops_on_the_special_value_grid(op, dt):
+    h = xo.tensor(_grid(dt))
+    _same(op(h.to("cuda")), op(h), _ULP[dt], op.__name__)
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_divide_on_every_pair_of_special_values(dt):
+    """NumPy's Smith division, no special cases (x / 0 divides the parts by +0); c64 in
+    float64 wherever a part leaves 2^-30 .. 2^30, as the CPU computes c64 in c128."""
+    a, b = _pairs(dt)
+    ha, hb = xo.tensor(a), xo.tensor(b)
+    _same(xo.divide(ha.to("cuda"), hb.to("cuda")), xo.divide(ha, hb), _ULP[dt])
+
+
+def test_power_c64_on_every_pair_of_special_values():
+    """NumPy's npy_cpow (a^0 = 1, 0^b, small integer exponents by squaring) and glibc's
+    cpow, cexp(b clog a) with C's complex product (infinities recovered). On a GPU the
+    pairs with a large finite exponent are left out: b log a is then ~1e38, whose phase
+    is any angle for the ulp by which libdevice's log1p or atan2 may differ from glibc's."""
+    a, b = _pairs("c64")
+    if not SIM:
+        keep = ~(np.isfinite(b) & (np.abs(b) > 1e30))
+        a, b = a[keep], b[keep]
+    ha, hb = xo.tensor(a), xo.tensor(b)
+    _same(xo.power(ha.to("cuda"), hb.to("cuda")), xo.power(ha, hb), _ULP["c64"])
+
+
+def test_atan2_c64_on_every_pair_of_special_values():
+    """-i log((x + iy) / sqrt(x^2 + y^2)) as the CPU evaluates it (NumPy's multiply, csqrt,
+    division, glibc's clog; the scalars 1j and -1j = -0 - 1i first). Where the CPU's
+    clog takes its exact x^2 + y^2 - 1 (|q| just below 1: the parts ~3e38) its real part
+    is ~-7e-17 and the device's 0: within the ulp bound of |cpu| ~ 0.8."""
+    y, x = _pairs("c64")
+    hy, hx = xo.tensor(y), xo.tensor(x)
+    _same(xo.atan2(hy.to("cuda"), hx.to("cuda")), xo.atan2(hy, hx), _ULP["c64"])
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_annex_g_rules_written_out(dt):
+    """A few of C99 Annex G's values, on the device and the CPU alike (signs of zeros and
+    infinities; a NaN's sign decides the zero of exp(-inf + i NaN) and tanh(inf + i NaN))."""
+    inf, nan = np.inf, np.nan
+    ct = _CTYPE[dt]
+
+    def z(re, im):
+        v = np.empty(1, ct)
+        v.real, v.imag = re, im
+        return v
+
+    cases = [
+        (xo.exponential, z(-inf, nan), (0.0, 0.0)),
+        (xo.exponential, z(-inf, -nan), (0.0, -0.0)),
+        (xo.exponential, z(inf, inf), (inf, nan)),
+        (xo.exponential, z(inf, -0.0), (inf, -0.0)),
+        (xo.exponential, z(-inf, 2.0), (-0.0, 0.0)),  # 0 cis 2: cos 2 < 0 < sin 2
+        (xo.exponential, z(nan, -0.0), (nan, -0.0)),
+        (xo.log, z(-0.0, 0.0), (-inf, np.pi)),
+        (xo.log, z(-0.0, -0.0), (-inf, -np.pi)),
+        (xo.log, z(nan, -inf), (inf, nan)),
+        (xo.sqrt, z(nan, -inf), (inf, -inf)),
+        (xo.sqrt, z(-inf, 1.0), (0.0, inf)),
+        (xo.sqrt, z(-inf, nan), (nan, inf)),
+        (xo.sqrt, z(inf, -2.0), (inf, -0.0)),
+        (xo.sqrt, z(-4.0, -0.0), (0.0, -2.0)),
+        (xo.tanh, z(inf, nan), (1.0, 0.0)),
+        (xo.tanh, z(-inf, -nan), (-1.0, -0.0)),
+        (xo.tanh, z(-0.0, inf), (-0.0, nan)),
+        (xo.tan, z(nan, inf), (0.0, 1.0)),
+        (xo.sine, z(-0.0, inf), (-0.0, inf)),
+        (xo.sine, z(inf, 0.0), (nan, 0.0)),
+        (xo.cosine, z(0.0, inf), (inf, -0.0)),
+        (xo.cosine, z(inf, -0.0), (nan, 0.0)),
+    ]
+    for op, v, want in cases:
+        h = xo.tensor(v)
+        d, c = op(h.to("cuda")).numpy()[0], op(h).numpy()[0]
+        for got in (d, c):
+            for part, w in ((got.real, want[0]), (got.imag, want[1])):
+                if np.isnan(w):
+                    assert np.isnan(part), (op.__name__, v, got, want)
+                else:
+                    assert part == np.asarray(w, part.dtype), (op.__name__, v, got, want)
+                    assert np.signbit(part) == np.signbit(w), (op.__name__, v, got, want)
+
+
+def _magnitudes(n, rng):
+    """c64 values whose parts have every magnitude 2^-149 .. 2^127 (log-uniform), either
+    sign, a tenth of them zero."""
+    e = rng.uniform(-149, 127.9, (2, n))
+    p = np.exp2(e) * rng.choice([-1.0, 1.0], (2, n))
+    p[rng.random((2, n)) < 0.1] = 0.0
+    z = np.empty(n, np.complex64)
+    z.real, z.imag = p.astype(np.float32)
+    return z
+
+
+def test_c64_hands_extreme_magnitudes_to_float64():
+    """divide, exp, log and sqrt of c64 run float32 formulas where every part is 0 or of
+    magnitude 2^-30 .. 2^30 (exp: |x| <= 80) and float64 elsewhere (no overflow or
+    underflow inside: the CPU's values, which it computes in c128): over parts of every
+    float32 magnitude, results as _same; zeros and infinities bit for bit."""
+    rng = np.random.default_rng(7)
+    z, w = _magnitudes(400, rng), _magnitudes(400, rng)
+    z[:40].real = rng.uniform(-120, 120, 40).astype(np.float32)  # (exp: both sides of 80)
+    hz, hw = xo.tensor(z), xo.tensor(w)
+    dz, dw = hz.to("cuda"), hw.to("cuda")
+    _same(xo.divide(dz, dw), xo.divide(hz, hw), _ULP["c64"], "divide")
+    for op in (xo.exponential, xo.log, xo.sqrt):
+        _same(op(dz), op(hz), _ULP["c64"], op.__name__)
