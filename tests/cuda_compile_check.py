@@ -265,14 +265,14 @@ from xops.kernels.cuda import _complex_math as CX  # noqa: E402
 for c, f in (("c8", "f4"), ("c16", "f8")):
     st = (i64, i64)
     for name, fn in CX.functions(np.dtype(c)).items():
-        if name in ("divide", "power", "atan2", "maximum", "minimum"):
+        if name in ("multiply", "divide", "power", "atan2", "maximum", "minimum"):
             check(f"complex {name} {c}", E._kernel2(fn).py_func, (arr(c), arr(c)) + st + (arr(c),))
         elif name == "complex":
             check(f"complex {name} {c}", E._kernel2(fn).py_func, (arr(f), arr(f)) + st + (arr(c),))
         else:
             out = f if name in ("abs", "real", "imag") else c
             check(f"complex {name} {c}", E._kernel1(fn).py_func, (arr(c), arr(out)))
-    for fn in (E._add, E._sub, E._mul):
+    for fn in (E._add, E._sub):
         check(f"complex map2 {c}", E._kernel2(fn).py_func, (arr(c), arr(c)) + st + (arr(c),))
     check(f"complex negate {c}", E._kernel1(E._neg).py_func, (arr(c), arr(c)))
     for fn in (E._eq, E._ne):

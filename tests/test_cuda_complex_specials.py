@@ -12,10 +12,10 @@ run float32 formulas, within 2 ulp, and c64 atan2's, see its test). A few of the
 are also written out, and c64 operands of every magnitude check where its float32
 formulas hand over to float64.
 
-Not here: multiply, which differs (the CPU's NumPy loop contracts a product into an fma
-on this machine, which decides the sign of a zero that underflows, and -inf against
-inf - inf = NaN after an overflow; the device rounds each product: elementwise's
-operator, not _complex_math).
+multiply is NumPy's loop on FMA CPUs, each part one fused multiply-add of a rounded
+product (the sign of a zero that underflows, -inf where the unfused formula's inf - inf
+gives NaN): bit for bit as the CPU on every pair of grid values and on random operands of
+every magnitude.
 """
 
 import numpy as np
@@ -106,6 +106,28 @@ def test_divide_on_every_pair_of_special_values(dt):
     a, b = _pairs(dt)
     ha, hb = xo.tensor(a), xo.tensor(b)
     _same(xo.divide(ha.to("cuda"), hb.to("cuda")), xo.divide(ha, hb), _ULP[dt])
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_multiply_bit_for_bit_with_numpys_fused_loop(dt):
+    """re = fma(ar, br, -(ai bi)), im = fma(ar, bi, ai br): every pair of grid values and
+    2,000 random pairs of magnitudes 1e-30 .. 1e30 (c128: 1e-200 .. 1e200), whose
+    products' last bits show the fusing, bit for bit (NaNs: in the same parts)."""
+    a, b = _pairs(dt)
+    rng = np.random.default_rng(5)
+    top = 30 if dt == "c64" else 200
+    mags = [10.0 ** rng.uniform(-top, top, 2000) for _ in range(4)]
+    signs = [rng.choice([-1.0, 1.0], 2000) for _ in range(4)]
+    ra = (signs[0] * mags[0] + 1j * signs[1] * mags[1]).astype(_CTYPE[dt])
+    rb = (signs[2] * mags[2] + 1j * signs[3] * mags[3]).astype(_CTYPE[dt])
+    a, b = np.concatenate([a, ra]), np.concatenate([b, rb])
+    ha, hb = xo.tensor(a), xo.tensor(b)
+    got, want = xo.multiply(ha.to("cuda"), hb.to("cuda")).numpy(), xo.multiply(ha, hb).numpy()
+    for pg, pw in ((got.real, want.real), (got.imag, want.imag)):
+        nan = np.isnan(pw)
+        np.testing.assert_array_equal(np.isnan(pg), nan)
+        word = f"u{pw.dtype.itemsize}"
+        np.testing.assert_array_equal(pg[~nan].view(word), pw[~nan].view(word))
 
 
 def test_power_c64_on_every_pair_of_special_values():

@@ -10,12 +10,13 @@ to float32, which is float32's correctly rounded root)."""
 
 import math
 import operator
+from fractions import Fraction
 
 import numpy as np
 
 from ._storage import numba_cuda, simulated
 
-__all__ = ["ops"]
+__all__ = ["fma", "ops"]
 
 _built = {}
 
@@ -62,3 +63,68 @@ def _simulator_ops(np_type):
         return np_type(math.sqrt(a))
 
     return mul, add, sub, div, sqrt
+
+
+_fmas = {}
+
+
+def fma(np_type):
+    """A device function ``fma(a, b, c)``: a * b + c rounded once (IEEE fusedMultiplyAdd)
+    in ``np_type`` (float32 / float64), the instruction NumPy's complex multiply loop uses
+    on FMA CPUs. libdevice's ``fmaf_rn`` / ``fma_rn`` on a GPU; under the simulator
+    :func:`_exact_fma` of the type."""
+    fn = _fmas.get(np_type)
+    if fn is None:
+        if simulated():
+            fn = _simulator_fma(np_type)
+        else:
+            from numba.cuda import libdevice as L
+
+            fn = L.fmaf_rn if np_type is np.float32 else L.fma_rn
+        _fmas[np_type] = fn
+    return fn
+
+
+def _simulator_fma(np_type):
+    cuda = numba_cuda()
+
+    @cuda.jit(device=True)
+    def fused(a, b, c):
+        return _exact_fma(a, b, c, np_type)
+
+    return fused
+
+
+def _exact_fma(a, b, c, np_type):
+    """a * b + c rounded once to ``np_type`` (Python, for the simulator): NaN and
+    infinite terms as IEEE (an infinite or NaN factor's product, then the sum; an
+    infinite or NaN c with finite factors: c), finite ones exactly in
+    rationals, rounded to nearest even (float32 from the exact value, not from a float64
+    rounding of it); an exact zero is -0 only where the product and c are both -0 or
+    negative-signed zeros, as IEEE's sum of zeros."""
+    a, b, c = float(a), float(b), float(c)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        with np.errstate(all="ignore"):
+            return np_type(np.float64(a) * np.float64(b) + np.float64(c))
+    if not math.isfinite(c):  # (an exact product is finite, whatever its size)
+        return np_type(c)
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:
+        product_sign = math.copysign(1.0, a) * math.copysign(1.0, b)
+        negative = a * b == 0 and product_sign < 0 and c == 0 and math.copysign(1.0, c) < 0
+        return np_type(-0.0 if negative else 0.0)
+    info = np.finfo(np_type)
+    p = info.nmant + 1  # significand bits
+    n, d = abs(exact.numerator), exact.denominator
+    e = n.bit_length() - d.bit_length()  # floor(log2 |exact|), maybe one too high:
+    if (n << max(0, -e)) < (d << max(0, e)):
+        e -= 1
+    qexp = max(e, info.minexp) - (p - 1)  # the exponent of the spacing at |exact|
+    q, r = divmod(n * (1 << max(0, -qexp)), d * (1 << max(0, qexp)))
+    twice = 2 * r
+    if twice > d * (1 << max(0, qexp)) or (twice == d * (1 << max(0, qexp)) and q % 2):
+        q += 1
+    value = math.ldexp(q, qexp) if q.bit_length() + qexp <= info.maxexp else math.inf
+    if value > float(info.max):
+        value = math.inf
+    return np_type(-value if exact < 0 else value)

@@ -525,7 +525,7 @@ def _sub_byte(name, by_kind, ts, dt, bits=False):
 
 _C64, _C128 = as_dtype("c64"), as_dtype("c128")
 _PART = {_C64: _F32, _C128: _F64}  # a complex type's part type
-_COMPLEX = {"add": _add, "subtract": _sub, "multiply": _mul, "negate": _neg}  # (operators)
+_COMPLEX = {"add": _add, "subtract": _sub, "negate": _neg}  # (operators; multiply: fused)
 _REAL_RESULT = ("abs", "real", "imag")
 
 
