@@ -571,3 +571,123 @@ def test_boolean_mask_with_an_empty_axis_selects_nothing():
     assert y.tolist() == a.tolist()
     with pytest.raises(IndexError, match="did not match"):
         x[xnp.asarray([True, False, True])]
+
+
+# -- found by the array API standard's own suite (data-apis/array-api-tests) ---------------
+
+
+@pytest.mark.parametrize("name", ["int8", "uint8", "int16", "uint32", "int64", "float32"])
+def test_vecdot_keeps_the_promoted_type_and_wraps(name):
+    """No widening to the default integer (sum's rule): the operands' promoted type, whose
+    products and sums wrap, as NumPy's vecdot on that type."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 100, (3, 5)).astype(name)
+    b = rng.integers(0, 100, (3, 5)).astype(name)
+    got = xnp.vecdot(xnp.asarray(a), xnp.asarray(b))
+    assert got.dtype == getattr(xnp, name)
+    np.testing.assert_array_equal(np.asarray(got), np.vecdot(a, b))
+
+
+def test_vecdot_broadcasts_every_dim_but_the_vectors_axis():
+    a, b = np.arange(6.0).reshape(2, 1, 3), np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(
+        np.asarray(xnp.vecdot(xnp.asarray(a), xnp.asarray(b))), np.vecdot(a, b)
+    )
+    x = np.array([1 + 2j, 3j, -1.0])
+    y = np.array([1j, 1.0, 2 - 1j])
+    np.testing.assert_array_equal(
+        np.asarray(xnp.vecdot(xnp.asarray(x), xnp.asarray(y))),
+        np.vecdot(x, y),  # conj(x)
+    )
+    m = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(
+        np.asarray(xnp.vecdot(xnp.asarray(m), xnp.asarray(m), axis=0)), np.vecdot(m, m, axis=0)
+    )
+    with pytest.raises(xo.SpecError, match="same size along axis"):  # (no broadcasting there)
+        xnp.vecdot(xnp.asarray([1.0, 2.0, 3.0]), xnp.asarray([2.0]))
+    with pytest.raises(xo.SpecError, match="axis"):
+        xnp.vecdot(xnp.ones((2, 3)), xnp.ones(3), axis=1)  # (ranks differ: -1 .. -1)
+
+
+def test_repeat_takes_one_count_for_all():
+    x = xnp.asarray([1, 2, 3], dtype=xnp.int8)
+    assert_tensor(xnp.repeat(x, xnp.asarray([2])), [1, 1, 2, 2, 3, 3], "i8")
+    m = xnp.asarray([[1, 2], [3, 4]])
+    assert_tensor(xnp.repeat(m, xnp.asarray([2]), axis=1), np.repeat([[1, 2], [3, 4]], 2, 1))
+    assert xnp.repeat(xnp.zeros((0,)), xnp.asarray([3])).shape == (0,)
+    assert xnp.repeat(xnp.zeros((0,)), xnp.asarray([], dtype=xnp.uint64)).shape == (0,)
+    counts = xnp.asarray([1, 0, 2], dtype=xnp.uint64)
+    assert_tensor(xnp.repeat(x, counts), [1, 3, 3], "i8")
+    with pytest.raises(xo.SpecError, match="1 or 3 entries"):
+        xnp.repeat(x, xnp.asarray([1, 2]))
+    with pytest.raises(xo.SpecError, match="resource limit"):  # (before allocating)
+        xnp.repeat(x, xnp.asarray([2**62, 2**62, 1]))
+
+
+def test_astype_copy_false_returns_the_input_itself():
+    x = xnp.zeros((3,), dtype=xnp.uint8)
+    same = xnp.astype(x, xnp.uint8, copy=False)
+    copied = xnp.astype(x, xnp.uint8)
+    assert same is x and copied is not x
+    x[0] = 1  # (rebinds x: shows through every name for that object, not through copies)
+    assert_tensor(same, [1, 0, 0], "ui8")
+    assert_tensor(copied, [0, 0, 0], "ui8")
+    assert xnp.astype(x, xnp.int16, copy=False) is not x
+
+
+def test_max_dimensions_is_the_rank_limit_and_past_it_a_spec_error():
+    assert xnp.__array_namespace_info__().capabilities()["max dimensions"] == 64
+    assert xnp.zeros((1,) * 64).ndim == 64
+    for make in (
+        lambda: xnp.zeros((1,) * 65),
+        lambda: xnp.full((1,) * 65, 2.0),
+        lambda: xnp.reshape(xnp.zeros(1), (1,) * 65),
+        lambda: xo.reshape(xo.tensor([1.0]), [1] * 65),
+        lambda: xo.broadcast_in_dim(xo.tensor(1.0), [], [1] * 65),
+    ):
+        with pytest.raises(xo.SpecError, match="64"):
+            make()
+
+
+def test_sign_of_complex_zeros_is_plus_zero():
+    z = [complex(-0.0, -0.0), complex(-0.0, 0.0), complex(0.0, -0.0), complex(3, 4)]
+    got = np.asarray(xnp.sign(xnp.asarray(z, dtype=xnp.complex128)))
+    assert not np.signbit(got[:3].real).any() and not np.signbit(got[:3].imag).any()
+    np.testing.assert_array_equal(got[:3], [0, 0, 0])
+    np.testing.assert_array_equal(got[3], np.asarray(xo.sign(xo.tensor(3 + 4j, "c128"))))
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_expm1_complex_special_cases(dt):
+    """The standard's table (exp(z) - 1 with C99 Annex G's cexp where a part is infinite or
+    NaN; a zero real part +0), conj-symmetric; finite values as the spec op."""
+    inf, nan = math.inf, math.nan
+    cases = [  # (input, expected) with None for a part whose sign the standard leaves open
+        (complex(-0.0, 0.0), (0.0, 0.0)),
+        (complex(0.0, -0.0), (0.0, -0.0)),
+        (complex(1.0, inf), (nan, nan)),
+        (complex(1.0, nan), (nan, nan)),
+        (complex(inf, 0.0), (inf, 0.0)),
+        (complex(-inf, 2.0), (-1.0, 0.0)),
+        (complex(-inf, -2.0), (-1.0, -0.0)),
+        (complex(-inf, inf), (-1.0, None)),
+        (complex(inf, inf), (None, nan)),
+        (complex(-inf, nan), (-1.0, None)),
+        (complex(inf, nan), (None, nan)),
+        (complex(nan, 0.0), (nan, 0.0)),
+        (complex(nan, 1.0), (nan, nan)),
+    ]
+    got = np.asarray(xnp.expm1(xnp.asarray([c for c, _ in cases], dtype=getattr(xnp, dt))))
+    for (c, (re, im)), g in zip(cases, got):
+        for want, part in ((re, g.real), (im, g.imag)):
+            if want is None:
+                assert math.isinf(part) or part == 0, (c, g)
+            elif math.isnan(want):
+                assert math.isnan(part), (c, g)
+            else:
+                assert part == want and math.copysign(1, part) == math.copysign(1, want), (c, g)
+    assert abs(got[4].real) == inf and abs(got[8].real) == inf  # (+-inf parts)
+    x = np.array([1e-5 + 2e-5j, 1 + 2j, -3 - 0.5j], getattr(np, dt))
+    np.testing.assert_array_equal(
+        np.asarray(xnp.expm1(xnp.asarray(x))), np.asarray(xo.exponential_minus_one(xo.tensor(x)))
+    )

@@ -232,12 +232,23 @@ def nbytes_of(shape, dtype_or_itemsize):
     return n
 
 
+MAX_RANK = 64  # dimensions of an array (NumPy's limit)
+
+
 def check_nbytes(op_name, shape, dtype_or_itemsize, what="result"):
     """Raise ``SpecError(op_name, "resource limit", ...)`` when an array of ``shape`` and
     element size ``dtype_or_itemsize`` (an int, a NumPy dtype or an xops DType) would
     exceed :func:`max_bytes`; returns its byte size otherwise. Call it where the shape is
-    known, *before* allocating. Empty arrays always pass (they allocate nothing)."""
+    known, *before* allocating. Empty arrays always pass (they allocate nothing); a rank
+    past MAX_RANK never does."""
     shape = tuple(shape)
+    if len(shape) > MAX_RANK:
+        raise SpecError(
+            op_name,
+            "resource limit",
+            f"the {what} shape has rank {len(shape)}: at most {MAX_RANK} dimensions are "
+            f"supported (NumPy's limit, which holds a CPU tensor's data)",
+        )
     for d in shape:
         if int(d) < 0:
             raise SpecError(

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..device import as_device, get_default_device, move
 from ..errors import SpecError
+from ..limits import MAX_RANK
 from ..ops import elementwise as E
 from ..ops import movement as M
 from ..tensor import Tensor, _wrap, tensor
@@ -32,6 +33,8 @@ def _shape(shape, op):
         raise SpecError(op, "", f"shape must be an int or a tuple of ints, got {shape!r}") from None
     if any(s < 0 for s in shape):
         raise SpecError(op, "", f"shape must be non-negative, got {shape}")
+    if len(shape) > MAX_RANK:
+        raise SpecError(op, "", f"at most {MAX_RANK} dimensions are supported, got {len(shape)}")
     return shape
 
 

@@ -345,7 +345,22 @@ def equal(x1, x2, /):
 
 
 exp = _math("exp", E.exponential)
-expm1 = _math("expm1", E.exponential_minus_one)
+
+
+def _expm1(x):
+    """exponential_minus_one; complex: the standard's special cases, which are those of
+    exp(z) - 1 with C99 Annex G's cexp where a part is infinite or NaN (expm1(-inf + i inf)
+    = -1 + 0j, expm1(inf + i NaN) = inf + NaN j, ...; the spec op's formula gives NaN
+    there), and a zero real part +0 (expm1(-0 + 0j) = 0 + 0j)."""
+    y = E.exponential_minus_one(x)
+    if x._dtype.kind != _C:
+        return y
+    special = logical_not(isfinite(x))
+    y = E.select(special, E.subtract(*binary(E.exponential(x), 1.0, "expm1")), y)
+    return E.add(*binary(y, complex(0.0, -0.0), "expm1"))  # (-0 + 0 = +0; nothing else)
+
+
+expm1 = _math("expm1", _expm1)
 
 
 floor = _rounding("floor", E.floor)
@@ -502,7 +517,8 @@ def sign(x, /):
     x = _one(x, "sign")
     if x._dtype.kind == _UI:
         return from_numpy(compute(x) != 0, x._dtype)
-    if x._dtype.kind == _F:  # the standard: sign(-0) is 0 (+0); the spec op keeps -0
+    if x._dtype.kind in (_F, _C):  # the standard: sign(-0) is 0 (+0), sign(+-0 +- 0j)
+        # 0 + 0j; the spec op keeps the zero's signs (adding +0 changes nothing else)
         return E.add(E.sign(x), from_numpy(np.zeros(x.shape), x._dtype))
     return E.sign(x)
 

@@ -4,6 +4,7 @@ import numpy as np
 
 from ..device import as_device, cpu, cuda_available, get_default_device
 from ..errors import SpecError
+from ..limits import MAX_RANK
 from ..ops import linalg as L
 from ..ops import movement as M
 from ..ops._core import tstr
@@ -16,7 +17,10 @@ from ._reduction import sum as _sum
 
 def astype(x, dtype, /, *, copy=True, device=None):
     """``x`` converted to ``dtype`` (xo.convert: float -> int truncates toward zero and
-    saturates; complex -> real drops the imaginary part)."""
+    saturates; complex -> real drops the imaginary part). ``dtype`` already ``x``'s: with
+    ``copy=False`` ``x`` itself, as the standard asks (so ``x[i] = v`` shows through it,
+    as through ``asarray(x, copy=False)``); with ``copy=True`` a new tensor (copy-on-write:
+    it never sees updates of ``x``)."""
     x = array(x, "astype")
     if device is not None and as_device(device, "astype") != x.device:
         x = x.to_device(device)
@@ -26,13 +30,20 @@ def astype(x, dtype, /, *, copy=True, device=None):
     return to(x, dt)
 
 
+_MAX_DIMS = MAX_RANK  # (NumPy's limit, which holds every CPU tensor's data)
+
+
 class _Info:
     """The array API inspection namespace (``xnp.__array_namespace_info__()``)."""
 
     __module__ = "xops.numpy"
 
     def capabilities(self):
-        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": None}
+        return {
+            "boolean indexing": True,
+            "data-dependent shapes": True,
+            "max dimensions": _MAX_DIMS,
+        }
 
     def default_device(self):
         return get_default_device()

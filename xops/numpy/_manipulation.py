@@ -6,6 +6,7 @@ gather), so every one is differentiable."""
 import numpy as np
 
 from ..errors import SpecError
+from ..limits import check_nbytes
 from ..ops import indexing as I
 from ..ops import movement as M
 from ..ops._core import tstr
@@ -211,10 +212,20 @@ def repeat(x, repeats, /, *, axis=None):
     r = np.asarray(repeats._value if isinstance(repeats, Tensor) else repeats)
     if r.dtype.kind not in "iu" or (r.size and r.min() < 0):
         raise SpecError("repeat", "", f"repeats must be non-negative integers, got {repeats!r}")
-    r = np.broadcast_to(r, (x.shape[ax],)) if r.ndim == 0 else r
+    if r.shape in ((), (1,)):  # (one count for every element: the standard's (1,) too)
+        r = np.broadcast_to(r.reshape(()), (x.shape[ax],))
     if r.shape != (x.shape[ax],):
-        raise SpecError("repeat", "", f"repeats must have {x.shape[ax]} entries, got {r.shape}")
-    return _take(x, np.repeat(np.arange(x.shape[ax]), r), ax)
+        raise SpecError(
+            "repeat", "", f"repeats must have 1 or {x.shape[ax]} entries, got shape {r.shape}"
+        )
+    if r.size and int(r.max()) > (1 << 62) // r.size:  # (the int64 sum could wrap; uint64)
+        total = int(r.max())  # (already past every limit: the check below raises)
+    else:
+        total = int(r.sum(dtype=np.int64)) if r.size else 0
+    shape = x.shape[:ax] + (total,) + x.shape[ax + 1 :]
+    check_nbytes("repeat", shape, x._dtype)
+    check_nbytes("repeat", (total,), np.dtype(np.int64), "index")
+    return _take(x, np.repeat(np.arange(x.shape[ax]), r.astype(np.int64)), ax)
 
 
 def roll(x, /, shift, *, axis=None):

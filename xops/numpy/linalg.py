@@ -100,12 +100,38 @@ def tensordot(x1, x2, /, *, axes=2):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """sum(conj(x1) * x2) over ``axis`` (after broadcasting)."""
+    """sum(conj(x1) * x2) over ``axis``, in the operands' promoted type (integers wrap, as
+    their products do; no widening to the default integer as ``sum`` does). The other
+    dims broadcast; the vectors' axis does not: its sizes must be equal. ``axis`` counts
+    from the last dim (-1 .. -min(ranks)); a non-negative axis is taken where both
+    operands have one rank."""
     from ._elementwise import conj
 
-    a, b = binary(x1, x2, "vecdot")
-    ax = axis1("vecdot", axis, a.ndim)
-    return R.sum(E.multiply(conj(a), b), axis=ax)
+    op = "vecdot"
+    a, b = array(x1, op), array(x2, op)
+    n = min(a.ndim, b.ndim)
+    if n == 0:
+        raise SpecError(op, "", f"needs arrays of rank >= 1, got {tstr(a)} and {tstr(b)}")
+    if a.ndim == b.ndim:
+        neg = axis1(op, axis, n) - n
+    elif (
+        isinstance(axis, (int, np.integer))
+        and not isinstance(axis, (bool, np.bool_))
+        and (-n <= axis < 0)
+    ):
+        neg = int(axis)
+    else:
+        raise SpecError(
+            op, "", f"axis must be in [-{n}, -1] for {tstr(a)} and {tstr(b)}, got {axis!r}"
+        )
+    if a.shape[neg] != b.shape[neg]:
+        raise SpecError(
+            op,
+            "",
+            f"x1 and x2 must have the same size along axis {axis}, got {tstr(a)} and {tstr(b)}",
+        )
+    a, b = binary(a, b, op)
+    return R.sum(E.multiply(conj(a), b), axis=a.ndim + neg, dtype=a._dtype)
 
 
 def outer(x1, x2, /):

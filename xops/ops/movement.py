@@ -517,6 +517,7 @@ def reshape(operand, shape, dimensions=None):
             f"{tstr(x)} to {dims}"
         ),
     )
+    check_nbytes(op, dims, 0)  # (a view: only the rank limit can fail)
     v = x._value
     if dimensions is not None:
         perm = _permutation(op, "I3", "I3", "dimensions", dimensions, x.ndim)
