@@ -127,10 +127,9 @@ def _owning(fn):
     return owning
 
 
-# The functions that may return an input as it is (asarray does by design, and astype with
-# copy=False as the standard asks: docs/numpy.md).
+# The functions that may return an input as it is (asarray does by design: docs/numpy.md).
 for _name in (
-    "reshape permute_dims squeeze flip moveaxis positive clip conj real sum "
+    "reshape permute_dims squeeze flip moveaxis positive clip conj real astype sum "
     "prod max min mean round floor ceil trunc abs broadcast_to broadcast_arrays "
     "concat"
 ).split():

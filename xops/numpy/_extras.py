@@ -17,10 +17,9 @@ from ._reduction import sum as _sum
 
 def astype(x, dtype, /, *, copy=True, device=None):
     """``x`` converted to ``dtype`` (xo.convert: float -> int truncates toward zero and
-    saturates; complex -> real drops the imaginary part). ``dtype`` already ``x``'s: with
-    ``copy=False`` ``x`` itself, as the standard asks (so ``x[i] = v`` shows through it,
-    as through ``asarray(x, copy=False)``); with ``copy=True`` a new tensor (copy-on-write:
-    it never sees updates of ``x``)."""
+    saturates; complex -> real drops the imaginary part). ``dtype`` already ``x``'s: a new
+    tensor object sharing ``x``'s buffer (no copy; copy-on-write, so a later ``x[i] = v``
+    does not show through it: docs/numpy.md, deviation 16)."""
     x = array(x, "astype")
     if device is not None and as_device(device, "astype") != x.device:
         x = x.to_device(device)
