@@ -145,7 +145,8 @@ GPU_VERIFIED = frozenset(OPS)
 # with any body and several inputs, select_and_scatter with any select body and sort with
 # any comparator (the CPU's generic algorithms in xops ops); session 23: scatter with any
 # body, several inputs or an element type its kernel does not take (the CPU's rounds), and
-# the complex functions' special values (C99 Annex G as glibc gives them, c64 / c128).
+# the complex functions' special values (C99 Annex G as glibc gives them, c64 / c128) and
+# complex multiply fused as NumPy's loop.
 SIMULATOR_SINCE = frozenset(
     {
         "compare",
@@ -182,6 +183,7 @@ SIMULATOR_SINCE = frozenset(
         "logistic",
         "sign",
         "power",
+        "multiply",
     }
 )
 
