@@ -436,3 +436,19 @@ def test_namespace_functions_never_hand_back_their_input(name):
     assert u is not t
     t[0, 0] = 9
     assert u.tolist() == [[1, 2], [3, 4]] and t.tolist() == [[9, 2], [3, 4]]
+
+
+def test_index_arrays_broadcasting_to_nothing_are_not_bounds_checked():
+    """NumPy checks the bounds of index arrays only where they select something (found by
+    hypothesis: a[..., [[0], [1]], [False]] of a (2, 1, 1, 1) array is empty); integer
+    scalars are always checked."""
+    a = np.arange(2.0).reshape(2, 1, 1, 1)
+    key = (Ellipsis, np.array([[0], [1]]), np.array([False]))
+    assert xo.tensor(a)[key].shape == a[key].shape == (2, 1, 2, 0)
+    assert_tensor(xo.tensor(a).at[key].set(xo.tensor(np.zeros((2, 1, 2, 0)))), a, "f64")
+    b = np.zeros((2, 3))
+    assert xo.tensor(b)[np.array([[5]]), np.array([], int)].shape == (1, 0)
+    with pytest.raises(IndexError, match="out of bounds"):
+        xo.tensor(b)[5, np.array([], int)]
+    with pytest.raises(IndexError, match="out of bounds"):
+        xo.tensor(b)[np.array([9]), :]

@@ -196,6 +196,21 @@ def _parse(shape, key, op="getitem", mode=None):
     advanced = any(kind in ("array", "mask", "bool0") for kind, _ in items) or (
         mode in ("clip", "drop", "fill") and any(kind == "int" for kind, _ in items)
     )
+    # index arrays that broadcast to an empty selection are not bounds-checked (NumPy:
+    # a[..., [[0], [5]], [False]] of a (2, 1, 1) array is empty, not an IndexError);
+    # integer scalars still are
+    empty = False
+    if advanced:
+        sizes = [
+            v.shape if kind == "array" else (int(np.count_nonzero(v)),) if kind == "mask" else ()
+            for kind, v in items
+            if kind in ("array", "mask")
+        ]
+        sizes += [(1 if v else 0,) for kind, v in items if kind == "bool0"]
+        try:
+            empty = int(np.prod(np.broadcast_shapes(*sizes), dtype=np.int64)) == 0
+        except ValueError:  # (raised below, with the shapes)
+            pass
     p = _Plan()
     wshape, entries = [], []
     d = 0  # operand dim
@@ -227,7 +242,10 @@ def _parse(shape, key, op="getitem", mode=None):
             d += 1
         elif kind == "array":
             n = shape[d]
-            entries.append(("adv", w, _checked(v, d, n, op, mode, masks)))
+            if empty and mode not in ("clip", "drop", "fill"):
+                entries.append(("adv", w, np.zeros(v.shape, np.int64)))  # (selects nothing)
+            else:
+                entries.append(("adv", w, _checked(v, d, n, op, mode, masks)))
             wshape.append(n)
             d += 1
         else:  # mask over dims d .. d + v.ndim - 1, merged into one working dim
