@@ -42,6 +42,22 @@ def cu(data, dtype=None):
     return xo.tensor(data, dtype, device="cuda")
 
 
+def to_cuda(t):
+    """A CUDA copy of the tensor ``t``, or of each tensor of the list ``t``."""
+    return [v.to("cuda") for v in t] if isinstance(t, list) else t.to("cuda")
+
+
+def same_error(op, tensors, *args, **kwargs):
+    """``op(*tensors, *args, **kwargs)`` raises a SpecError on the CPU and on CUDA copies
+    of ``tensors`` (:func:`to_cuda`), with the same message; that message."""
+    with pytest.raises(xo.SpecError) as cpu:
+        op(*tensors, *args, **kwargs)
+    with pytest.raises(xo.SpecError) as dev:
+        op(*[to_cuda(t) for t in tensors], *args, **kwargs)
+    assert str(dev.value) == str(cpu.value)
+    return str(cpu.value)
+
+
 def same(dev, ref, rtol=1e-6):
     """CUDA result ``dev`` equals CPU result ``ref``: same type and shape; bit for bit for
     integer and boolean types, within ``rtol`` for float math."""

@@ -6,7 +6,7 @@ simulator runs a Python thread per CUDA thread."""
 
 import numpy as np
 import pytest
-from cuda_support import cu, needs_cuda, same
+from cuda_support import cu, needs_cuda, same, same_error, to_cuda
 
 import xops as xo
 from xops import registry
@@ -28,21 +28,8 @@ def _exact(dev, ref):
 
 def _both(op, tensors, *args, **kwargs):
     """op on CUDA copies of ``tensors`` (then the other arguments) and on the CPU."""
-    dev = op(*[_cuda(t) for t in tensors], *args, **kwargs)
+    dev = op(*[to_cuda(t) for t in tensors], *args, **kwargs)
     return dev, op(*tensors, *args, **kwargs)
-
-
-def _cuda(t):
-    return [v.to("cuda") for v in t] if isinstance(t, list) else t.to("cuda")
-
-
-def _same_error(op, tensors, *args, **kwargs):
-    with pytest.raises(xo.SpecError) as cpu:
-        op(*tensors, *args, **kwargs)
-    with pytest.raises(xo.SpecError) as dev:
-        op(*[_cuda(t) for t in tensors], *args, **kwargs)
-    assert str(dev.value) == str(cpu.value)
-    return str(cpu.value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -130,10 +117,10 @@ def test_gather_empty_and_zero_size_slices():
 
 def test_gather_errors_are_the_cpu_errors():
     x, si = xo.tensor(X34), xo.tensor([[1], [2]])
-    assert "(C3)" in _same_error(xo.gather, [x, si], [1], [0], [0, 1], 1, [1, 4])
-    assert "(C12)" in _same_error(xo.gather, [x, si], [1], [0], [0], 1, [1, 5])
-    assert "(I2)" in _same_error(xo.gather, [x, xo.tensor([[1.0]])], [1], [0], [0], 1, [1, 4])
-    assert "(B8)" in _same_error(
+    assert "(C3)" in same_error(xo.gather, [x, si], [1], [0], [0, 1], 1, [1, 4])
+    assert "(C12)" in same_error(xo.gather, [x, si], [1], [0], [0], 1, [1, 5])
+    assert "(I2)" in same_error(xo.gather, [x, xo.tensor([[1.0]])], [1], [0], [0], 1, [1, 4])
+    assert "(B8)" in same_error(
         xo.gather, [x, si], [1], [], [0], 1, [1, 4], operand_batching_dims=[1]
     )
     # host data: index literals are copied over, a host operand is refused
@@ -289,9 +276,9 @@ def test_scatter_overwrite_moves_raw_bits_of_every_type():
 
 def test_scatter_errors():
     x, si, u = xo.tensor(X34), xo.tensor([[1], [2]]), xo.tensor(X34[:2])
-    assert "(C4)" in _same_error(xo.scatter, [x, si, u[:1]], [1], [0], [0], 1,
-                                 update_computation=xo.add)  # fmt: skip
-    assert "(C15)" in _same_error(xo.scatter, [x, si, u], [1], [0], [0], 1)
+    assert "(C4)" in same_error(xo.scatter, [x, si, u[:1]], [1], [0], [0], 1,
+                                update_computation=xo.add)  # fmt: skip
+    assert "(C15)" in same_error(xo.scatter, [x, si, u], [1], [0], [0], 1)
     # other bodies, types and variadic scatters (once "no cuda kernel" errors) run the
     # CPU's rounds on the device (tests/test_cuda_scatter_generic.py): the CPU's results
     _scatter(x, si, u, [1], [0], [0], 1, update_computation=xo.subtract)

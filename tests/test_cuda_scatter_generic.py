@@ -8,7 +8,7 @@ thread."""
 
 import numpy as np
 import pytest
-from cuda_support import needs_cuda
+from cuda_support import needs_cuda, same_error, to_cuda
 
 import xops as xo
 
@@ -40,28 +40,15 @@ def _exact(dev, ref):
     assert a.tobytes() == b.tobytes(), (a, b)
 
 
-def _cuda(t):
-    return [v.to("cuda") for v in t] if isinstance(t, list) else t.to("cuda")
-
-
 def _scatter(x, idx, upd, *attrs, **kwargs):
     """scatter on CUDA copies and on the CPU: the same results, bit for bit (a tuple for
     sequences, as on the CPU)."""
-    dev = xo.scatter(_cuda(x), _cuda(idx), _cuda(upd), *attrs, **kwargs)
+    dev = xo.scatter(to_cuda(x), to_cuda(idx), to_cuda(upd), *attrs, **kwargs)
     ref = xo.scatter(x, idx, upd, *attrs, **kwargs)
     assert isinstance(dev, tuple) == isinstance(ref, tuple)
     for d, r in zip(dev, ref) if isinstance(ref, tuple) else [(dev, ref)]:
         _exact(d, r)
     return ref
-
-
-def _same_error(op, tensors, *args, **kwargs):
-    with pytest.raises(xo.SpecError) as cpu:
-        op(*tensors, *args, **kwargs)
-    with pytest.raises(xo.SpecError) as dev:
-        op(*[_cuda(t) for t in tensors], *args, **kwargs)
-    assert str(dev.value) == str(cpu.value)
-    return str(cpu.value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,10 +206,10 @@ def test_body_errors_are_the_cpus():
         lambda a, b, c: a,  # arity
     )
     for body in bodies:
-        msg = _same_error(xo.scatter, [x, si, u], *args, update_computation=body)
+        msg = same_error(xo.scatter, [x, si, u], *args, update_computation=body)
         assert msg.startswith("scatter (C15)")
-    msg = _same_error(xo.scatter, [[x, x], si, [u, u]], *args,
-                      update_computation=lambda a, b, c, d: a)  # fmt: skip
+    msg = same_error(xo.scatter, [[x, x], si, [u, u]], *args,
+                     update_computation=lambda a, b, c, d: a)  # fmt: skip
     assert "must return 2 values, got 1" in msg
 
 

@@ -192,19 +192,26 @@ def _sincos(v):
 
 
 @cuda.jit(device=True)
+def _scaled_exp(v, a, b, h):
+    """e^v (a, b) for v <= t; above, (a, b) h e^(v - t), h e^t (cexp) or e^t / 2 (csin,
+    ccosh): a and b are scaled by h first and by e^t again above 2t, so that the parts stay
+    finite where they are; past 3t they are DBL_MAX times the scaled ones (+-inf, or a zero
+    for a zero)."""
+    if v > _T:
+        v, a, b = v - _T, a * h, b * h
+        if v > _T:
+            v, a, b = v - _T, a * _E_T, b * _E_T
+        if v > _T:
+            return _DMAX * a, _DMAX * b
+    e = _W1 * _exp(v)
+    return e * a, e * b
+
+
+@cuda.jit(device=True)
 def _cexp_finite(x, y):
-    """cexp: e^x (cos y + i sin y); above x = t the cosine and sine are scaled by e^t first
-    (once or twice), so that e^x cos y stays finite where it is; past 3t the parts are
-    DBL_MAX times the scaled cos and sin (+-inf, or a zero for y = +-0)."""
+    """cexp: e^x (cos y + i sin y), scaled above x = t (:func:`_scaled_exp`)."""
     s, c = _sincos(y)
-    if x > _T:
-        x, s, c = x - _T, s * _E_T, c * _E_T
-        if x > _T:
-            x, s, c = x - _T, s * _E_T, c * _E_T
-        if x > _T:
-            return _DMAX * c, _DMAX * s
-    r = _W1 * _exp(x)
-    return r * c, r * s
+    return _scaled_exp(x, c, s, _E_T)
 
 
 @cuda.jit(device=True)
@@ -292,40 +299,26 @@ def _ctanh_finite(x, y):
 @cuda.jit(device=True)
 def _csin_finite(x, y):
     """csin: cosh y sin x + i sinh y cos x; above |y| = t e^|y| / 2 (sin x + i cos x with
-    y's sign), scaled as in cexp."""
+    y's sign), scaled (:func:`_scaled_exp`)."""
     s, c = _sincos(abs(x))
     if _copysign(_W1, x) < 0.0:
         s = -s
     if abs(y) > _T:
-        ay = abs(y) - _T
         if _copysign(_W1, y) < 0.0:
             c = -c
-        s, c = s * _E_T_HALF, c * _E_T_HALF
-        if ay > _T:
-            ay, s, c = ay - _T, s * _E_T, c * _E_T
-        if ay > _T:
-            return _DMAX * s, _DMAX * c
-        e = _W1 * _exp(ay)
-        return e * s, e * c
+        return _scaled_exp(abs(y), s, c, _E_T_HALF)
     return _W1 * _cosh(y) * s, _W1 * _sinh(y) * c
 
 
 @cuda.jit(device=True)
 def _ccosh_finite(x, y):
     """ccosh (cos z = ccosh(-y + ix)): cosh x cos y + i sinh x sin y; above |x| = t
-    e^|x| / 2 (cos y + i sin y with x's sign), scaled as in cexp."""
+    e^|x| / 2 (cos y + i sin y with x's sign), scaled (:func:`_scaled_exp`)."""
     s, c = _sincos(y)
     if abs(x) > _T:
-        ax = abs(x) - _T
         if _copysign(_W1, x) < 0.0:
             s = -s
-        s, c = s * _E_T_HALF, c * _E_T_HALF
-        if ax > _T:
-            ax, s, c = ax - _T, s * _E_T, c * _E_T
-        if ax > _T:
-            return _DMAX * c, _DMAX * s
-        e = _W1 * _exp(ax)
-        return e * c, e * s
+        return _scaled_exp(abs(x), c, s, _E_T_HALF)
     return _W1 * _cosh(x) * c, _W1 * _sinh(x) * s
 
 
