@@ -6,6 +6,7 @@
     python -m benchmarks --markdown out.md --json out.json
     python -m benchmarks --isolate       # each workload in a fresh process, then the
                                          # summary and issue 15's targets table
+    python -m benchmarks --avx2 --isolate  # every backend compiled for AVX2 (on AVX-512)
 
 Method: backends are interleaved within each round (the order rotates), each sample
 runs the workload back to back for at least ``--sample-ms`` and records the time per
@@ -23,6 +24,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 
@@ -199,7 +201,51 @@ def cpu_line():
         f for f in ("fma", "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16") if f in flags
     ]
     detail = f" ({', '.join(extras)})" if extras else ""
-    return f"{model}, {isa}{detail}, {os.cpu_count()} logical cores"
+    return f"{model}, {isa}{detail}, {os.cpu_count()} logical cores{compiled_for()}"
+
+
+def compiled_for():
+    """ ", ISA set by the environment: ..." where environment variables choose the vector
+    ISA the backends compile or dispatch for (an AVX2 run on an AVX-512 machine: Numba's
+    ``NUMBA_CPU_FEATURES`` with ``-avx512f``, PyTorch's ``ATEN_CPU_CAPABILITY``, NumPy's
+    ``NPY_DISABLE_CPU_FEATURES``, XLA's ``--xla_cpu_max_isa``, ``OPENBLAS_CORETYPE``),
+    else "": the CPU's flags alone would name the wider ISA."""
+    env, parts = os.environ, []
+    if "-avx512f" in env.get("NUMBA_CPU_FEATURES", "").split(","):
+        parts.append("Numba without AVX-512")
+    if env.get("ATEN_CPU_CAPABILITY"):
+        parts.append(f"PyTorch {env['ATEN_CPU_CAPABILITY']}")
+    if env.get("NPY_DISABLE_CPU_FEATURES"):
+        parts.append(f"NumPy without {env['NPY_DISABLE_CPU_FEATURES']}")
+    isa = [f for f in env.get("XLA_FLAGS", "").split() if f.startswith("--xla_cpu_max_isa")]
+    if isa:
+        parts.append(f"XLA {isa[0].partition('=')[2]}")
+    if env.get("OPENBLAS_CORETYPE"):
+        parts.append(f"OpenBLAS {env['OPENBLAS_CORETYPE']}")
+    return f", ISA set by the environment: {', '.join(parts)}" if parts else ""
+
+
+def avx2_environment():
+    """The environment variables under which every backend compiles or dispatches for
+    AVX2 on an AVX-512 machine (``--avx2``): Numba's host features with every AVX-512 /
+    AMX / AVX10 feature off (``NUMBA_CPU_NAME`` alone keeps the host's features),
+    PyTorch's and oneDNN's ISA caps, NumPy's dispatch without X86_V4 (its AVX-512
+    loops), XLA's ISA cap and OpenBLAS's Haswell kernels."""
+    import llvmlite.binding as llvm
+
+    features = []
+    for name, on in sorted(llvm.get_host_cpu_features().items()):
+        wide = name.startswith(("avx512", "amx", "avx10")) or name == "evex512"
+        features.append(("+" if on and not wide else "-") + name)
+    return {
+        "NUMBA_CPU_FEATURES": ",".join(features),
+        "NUMBA_CPU_NAME": "haswell",
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V4",
+        "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX2").strip(),
+        "OPENBLAS_CORETYPE": "Haswell",
+    }
 
 
 def machine_line(backends):
@@ -237,7 +283,6 @@ def _write_json(path, machine, results):
 def _isolated(selected, samples, sample_ms, settle_ms):
     """One child process per workload; their tables are printed as they come. Returns
     (rc, machine line, results dict)."""
-    import subprocess
     import tempfile
 
     rc, machine, merged = 0, "", {}
@@ -325,11 +370,22 @@ def main(argv=None):
         help="cuda: the GPU rows, xops CUDA tensors beside PyTorch CUDA (benchmarks/gpu.py)",
     )
     p.add_argument(
+        "--avx2",
+        action="store_true",
+        help="on an AVX-512 machine, run every backend compiled / dispatched for AVX2 "
+        "(sets the variables of avx2_environment() and runs again; Numba compiles its "
+        "kernels for those features once, into their own cache entries)",
+    )
+    p.add_argument(
         "--no-process-rows",
         action="store_true",
         help="skip the process rows (cold start, peak RSS) even if --only selects them",
     )
     args = p.parse_args(argv)
+    if args.avx2:
+        argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--avx2"]
+        env = dict(os.environ, **avx2_environment())
+        return subprocess.call([sys.executable, "-m", "benchmarks", *argv], env=env)
     if args.device == "cuda":
         from . import gpu
 

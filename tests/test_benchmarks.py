@@ -249,3 +249,28 @@ def test_step_floor_times_every_step_style(capsys):
             float(v) for v in line.split("median")[1].replace("min", "").split(" ms")[:2]
         )
         assert 0 < low <= median
+
+
+def test_cpu_line_names_an_isa_the_environment_sets(monkeypatch):
+    for var in ("ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES", "XLA_FLAGS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx2,-avx512f,+fma")
+    assert run.cpu_line().endswith(", ISA set by the environment: Numba without AVX-512")
+    monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx2,+avx512f")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_max_isa=AVX2 --xla_foo")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    assert run.cpu_line().endswith(", ISA set by the environment: PyTorch avx2, XLA AVX2")
+    monkeypatch.delenv("NUMBA_CPU_FEATURES")
+    monkeypatch.delenv("XLA_FLAGS")
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY")
+    assert "ISA set" not in run.cpu_line()
+
+
+def test_avx2_environment_turns_off_every_avx512_feature():
+    env = run.avx2_environment()
+    features = env["NUMBA_CPU_FEATURES"].split(",")
+    assert "-avx512f" in features
+    assert not [f for f in features if f.startswith("+avx512")]
+    assert env["NPY_DISABLE_CPU_FEATURES"] == "X86_V4" and env["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert "--xla_cpu_max_isa=AVX2" in env["XLA_FLAGS"].split()
