@@ -221,15 +221,12 @@ def test_gradient_errors_and_the_f16_add_gradient():
         return lambda x, u: xo.scatter(x, si.to(x.device), u, [], [0], [0], 1,
                                        update_computation=body)  # fmt: skip
 
-    for body in (xo.subtract, _twice_plus):
-        msgs = []
-        for dev in ("cpu", "cuda"):
-            with pytest.raises(xo.SpecError) as e:
-                xo.grad(lambda x, u: xo.reduce(f(body)(x, u), 0.0, [0], xo.add))(
-                    x.to(dev), u.to(dev)
-                )
-            msgs.append(str(e.value))
-        assert msgs[0] == msgs[1] and msgs[0].startswith("scatter (grad)")
+    for body in (xo.subtract, _twice_plus):  # (the CPU differentiates any body)
+        xo.grad(lambda x, u: xo.reduce(f(body)(x, u), 0.0, [0], xo.add))(x, u)
+        with pytest.raises(xo.SpecError, match=r"^scatter \(grad\): .* on a device only"):
+            xo.grad(lambda x, u: xo.reduce(f(body)(x, u), 0.0, [0], xo.add))(
+                x.to("cuda"), u.to("cuda")
+            )
     # add on f16 runs the generic forward; its gradient is the add rule's, as on the CPU
     h, hu = xo.convert(x, "f16"), xo.convert(u, "f16")
     cot = xo.convert(xo.tensor([0.5, -1.0, 2.0, 4.0]), "f16")

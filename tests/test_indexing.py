@@ -933,6 +933,84 @@ def test_scatter_overwrite_grad():
     )
 
 
+def _scatter_of(body, idx, **attrs):
+    attrs = attrs or dict(update_window_dims=[], inserted_window_dims=[0],
+                          scatter_dims_to_operand_dims=[0], index_vector_dim=1)  # fmt: skip
+    return lambda a, b: xo.scatter(a, idx, b, update_computation=body, **attrs)
+
+
+@pytest.mark.parametrize(
+    "body", [xo.multiply, lambda a, b: xo.add(xo.multiply(a, b), xo.sine(b)), xo.subtract]
+)
+def test_scatter_any_body_grad(body):
+    # duplicate targets (three updates at 1, two at 3), one out of bounds; a zero in the
+    # multiply's updates and operand (its gradient needs the products of the others)
+    x = np.array([0.5, -1.5, 2.0, 0.0, 1.25])
+    u = np.array([2.0, -0.5, 0.0, 3.0, 1.5, -2.0, 0.75])
+    idx = np.array([[1], [3], [1], [1], [8], [3], [0]])
+    check_grads(_scatter_of(body, idx), [x, u], order=2)
+
+
+def test_scatter_multiply_grad_values():
+    # d/dx[i] = the product of the updates at i; d/du[j] = x[t] times the other updates at
+    # t = idx[j]: exact with zeros among them
+    x, u = xo.tensor([2.0, 3.0, 5.0]), xo.tensor([0.0, 4.0, 0.5, 7.0])
+    idx = np.array([[1], [1], [2], [5]])
+    dx, du = xo.grad(lambda a, b: xo.reduce(_scatter_of(xo.multiply, idx)(a, b), 0.0, [0],
+                                            xo.add), argnums=(0, 1))(x, u)  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(dx), [1.0, 0.0, 0.5])
+    np.testing.assert_array_equal(np.asarray(du), [12.0, 0.0, 5.0, 0.0])
+
+
+def test_scatter_variadic_grad():
+    # an argmin-style pair body: the values' minimum, and the index riding along with it
+    def body(av, ai, bv, bi):
+        take = xo.compare(bv, av, "LT")
+        return xo.select(take, bv, av), xo.select(take, bi, ai)
+
+    idx = np.array([[0], [2], [0], [2]])
+
+    def f(v, u):
+        (r, _) = xo.scatter([v, xo.tensor([0.0, 1.0, 2.0])], idx,
+                            [u, xo.tensor([10.0, 11.0, 12.0, 13.0])],
+                            [], [0], [0], 1, update_computation=body)  # fmt: skip
+        return r
+
+    check_grads(f, [np.array([1.0, 5.0, 0.5]), np.array([0.25, 2.0, -3.0, 4.0])])
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_scatter_max_min_grad_vs_jax(name):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    from jax import lax
+
+    # ties between updates, and between an update and the operand, split evenly (jax's
+    # rule); a NaN result sends nothing back; updates out of bounds get nothing
+    x = np.array([1.0, 4.0, 2.0, np.nan, 0.0, 3.0])
+    u = np.array([4.0, 4.0, 1.0, 7.0, 0.0, -1.0, 9.0, 3.0])
+    if name == "min":
+        x, u = -x, -u
+    idx = np.array([[1], [1], [2], [3], [4], [0], [6], [5]])
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                     scatter_dims_to_operand_dims=(0,))  # fmt: skip
+    jop = lax.scatter_max if name == "max" else lax.scatter_min
+    w = np.arange(1.0, 7.0)
+    want = jax.grad(lambda a, b: (jop(a, idx, b, dn, mode=lax.GatherScatterMode.FILL_OR_DROP)
+                                  * w).sum(), argnums=(0, 1))(x, u)  # fmt: skip
+    body = xo.maximum if name == "max" else xo.minimum
+
+    def loss(a, b):
+        return xo.reduce(xo.multiply(_scatter_of(body, idx)(a, b), w), 0.0, [0], xo.add)
+
+    got = xo.grad(loss, argnums=(0, 1))(xo.tensor(x), xo.tensor(u))
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-15)
+    check_grads(_scatter_of(body, idx), [np.array([0.1, 0.7, -0.3, 0.4, 0.9, -1.1]),
+                                         np.array([0.2, 1.5, -0.9, 0.6, 2.0, 0.8, 0.3, 0.0])],
+                order=2)  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------
 # one negative test per constraint label
 # ---------------------------------------------------------------------------------------

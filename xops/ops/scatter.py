@@ -44,7 +44,8 @@ from ..registry import op as _op
 from ..tensor import Tensor, _wrap
 from ._core import SpecError, attr_int, bound_arguments, check, compute, operands, tstr
 from . import _device_grads
-from ._bodies import binary_op_name, call, is_overwrite, outputs, result_types
+from ..autodiff.local import local_vjp
+from ._bodies import Body, binary_op_name, call, is_overwrite, outputs, result_types
 from ._indexing_common import _cached_plan, _check_batching, _check_dims, _check_index_vector
 from ._indexing_common import _check_rank, _read_attributes
 from ._indexing_common import _int_tensor_check, _variadic, _zero_d, _UINT_BY_SIZE, _i64
@@ -604,17 +605,25 @@ def _scatter_vjp(g, out, inputs, scatter_indices, updates, *attributes):
     """add body: inputs get g; updates get g at their targets (a gather with the mirrored
     dims when every window is in bounds; else an element-wise gather masked to the
     in-bounds elements). overwrite body: inputs get g where nothing was written;
-    updates get g at their targets only where they are the last write. Other bodies and
-    variadic scatters have no gradient rule."""
+    updates get g at their targets only where they are the last write. maximum / minimum
+    of floats: g split evenly among the input element and the updates equal to the
+    result at each position (as jax.lax.scatter_max; a NaN result sends nothing back).
+    Any other body (multiply, several inputs, a user's function): the vjp of the rounds
+    the generic path computes (:func:`_scatter_generic`), re-run on the tape with xops
+    ops (exact for multiply with zeros and duplicate indices; higher orders too)."""
     xs, seq, us, useq, si, p = _scatter_args(inputs, scatter_indices, updates, *attributes)
-    name = _scatter_op_name(p.body)
-    if len(xs) != 1 or name not in ("add", "overwrite"):
+    name = _scatter_op_name(p.body) if len(xs) == 1 else None
+    device = any(t.device != "cpu" for t in xs + us + [si])
+    if device and name not in ("add", "overwrite"):
         raise SpecError(
             "scatter",
             "grad",
-            "xops differentiates scatter only with one input "
-            "and an add or overwrite (lambda a, b: b) body",
+            "xops differentiates scatter on a device only with one input and an add or "
+            "overwrite (lambda a, b: b) body",
         )
+    minmax = name in ("maximum", "minimum") and xs[0]._dtype.kind == "float"
+    if name not in ("add", "overwrite") and not minmax:
+        return _scatter_rounds_vjp(g, xs, seq, us, useq, si, p)
     if isinstance(g, tuple):
         g = g[0]
     x, u = xs[0], us[0]
@@ -626,6 +635,9 @@ def _scatter_vjp(g, out, inputs, scatter_indices, updates, *attributes):
         return _wrap_seq(dx, seq), None, _wrap_seq(du, useq)
     geo = _Geometry(x.shape, si, u.shape, p)
     tgt, src = geo.targets()
+    if minmax:
+        dx, du = _scatter_minmax_vjp(g, out[0] if isinstance(out, tuple) else out, x, u, tgt, src)
+        return _wrap_seq(dx, seq), None, _wrap_seq(du, useq)
     if name == "add" and (tgt >= 0).all():
         wsize = [int(v) for v in geo.wsize] if x.ndim else []
         du = _op.gather(
@@ -667,6 +679,92 @@ def _scatter_vjp(g, out, inputs, scatter_indices, updates, *attributes):
 
 def _wrap_seq(t, seq):
     return [t] if seq else t
+
+
+def _coefficients(c, like):
+    """The float64 array ``c`` as a tensor of ``like``'s float type and shape."""
+    dt = like._dtype
+    return _wrap(from_compute(c.reshape(like.shape).astype(dt.compute), dt), dt)
+
+
+def _pick_flat(t, at):
+    """Elements ``at`` (flat offsets, an int64 array) of tensor ``t``: a gather."""
+    idx = _wrap(np.ascontiguousarray(at, np.int64).reshape(-1, 1), as_dtype("i64"))
+    return _op.gather(_op.reshape(t, [t.size]), idx, [], [0], [0], 1, [1])
+
+
+def _scatter_minmax_vjp(g, out, x, u, tgt, src):
+    """(d input, d updates) of a float maximum / minimum scatter: at each position the
+    cotangent is split evenly among the input element (where it equals the result) and
+    every update equal to the result there (jax.lax.scatter_max's rule); elements that
+    do not equal it (a NaN result: none does) get nothing. The shares are piecewise
+    constant, so the rule is exact at every order."""
+    per = np.full(u.size, -1, np.int64)  # update element -> its target (-1: outside)
+    per[src] = tgt
+    xv = np.asarray(compute(x)).reshape(-1)
+    uv = np.asarray(compute(u)).reshape(-1)
+    ov = np.asarray(compute(out)).reshape(-1)
+    live = per >= 0
+    safe = np.maximum(per, 0)
+    hit = live & (uv == ov[safe])
+    stays = xv == ov
+    share = np.bincount(per[hit], minlength=x.size) + stays  # contenders per position
+    inv = 1.0 / np.maximum(share, 1)
+    dx = _op.multiply(g, _coefficients(np.where(stays, inv, 0.0), x))
+    picked = _op.reshape(_pick_flat(g, safe), list(u.shape))
+    du = _op.multiply(picked, _coefficients(np.where(hit, inv[safe], 0.0), u))
+    return dx, du
+
+
+def _scatter_rounds_vjp(g, xs, seq, us, useq, si, p):
+    """The vjp of any scatter body: the generic path's rounds (the updates grouped by
+    target in schedule order; round k applies every target's k-th update: a gather of
+    the current results and the updates, one body call, an overwrite scatter with unique
+    targets), re-run with xops ops for :func:`xops.autodiff.local.local_vjp`. One round
+    per update a target receives at most (three ops each on the tape)."""
+    op = "scatter"
+    dts = _scatter_body_types(xs, us, p.body)
+    geo = _Geometry(xs[0].shape, si, us[0].shape, p)
+    tgt, src = geo.targets()
+    keep = tgt >= 0
+    tgt, src = tgt[keep], src[keep]
+    order = _stable_order(tgt) if tgt.size else np.zeros(0, np.int64)
+    tgt, src = tgt[order], src[order]
+    pos = np.arange(tgt.size)
+    new = np.ones(tgt.size, bool)
+    np.not_equal(tgt[1:], tgt[:-1], out=new[1:])
+    rank = pos - np.maximum.accumulate(np.where(new, pos, 0)) if tgt.size else pos
+    rounds = _stable_order(rank) if tgt.size else pos
+    bounds = np.searchsorted(rank[rounds], np.arange(int(rank.max()) + 2)) if tgt.size else []
+    n = len(xs)
+    overwrite = Body.overwrite()
+
+    def apply(*ts):
+        res = [_op.reshape(_retype(t, dt), [t.size]) for t, dt in zip(ts[:n], dts)]
+        upd = [_op.reshape(_retype(t, dt), [t.size]) for t, dt in zip(ts[n:], dts)]
+        for k in range(len(bounds) - 1):
+            sel = rounds[bounds[k] : bounds[k + 1]]
+            t, s = tgt[sel], src[sel]
+            args = [_pick_flat(r, t) for r in res] + [_pick_flat(v, s) for v in upd]
+            outs = outputs(op, "C15", "update_computation", p.body(*args), n)
+            outs = [v if v.ndim else _op.broadcast_in_dim(v, [], [t.size]) for v in outs]
+            idx = _wrap(t.reshape(-1, 1), as_dtype("i64"))
+            res = [
+                _op.scatter(r, idx, v, [], [0], [0], 1, update_computation=overwrite)
+                for r, v in zip(res, outs)
+            ]
+        return [_op.reshape(r, list(ts[0].shape)) for r in res]
+
+    gs = list(g) if isinstance(g, (tuple, list)) else [g]
+    cts = local_vjp(op, p.body, apply, xs + us, gs, "update_computation")
+    dx = cts[:n] if seq else cts[0]
+    du = cts[n:] if useq else cts[n]
+    return dx, None, du
+
+
+def _retype(t, dt):
+    """``t`` converted to ``dt`` on the tape (the body's types), or ``t`` itself."""
+    return t if t._dtype is dt else _op.convert(t, dt)
 
 
 def scatter_reference(*args, **kwargs):
