@@ -528,6 +528,76 @@ def test_cross_entropy_spatial_and_label_smoothing():
         F.cross_entropy(T(z), T(y[:, :2]))
 
 
+def xent_ref(z, y, weight=None, ignore_index=-100, eps=0.0, reduction="mean"):
+    """PyTorch's cross_entropy with class weights, ignore_index and label smoothing."""
+    lp = np.moveaxis(log_softmax_ref(z, 1), 1, -1)  # (N, ..., C)
+    c = z.shape[1]
+    w = np.ones(c) if weight is None else np.asarray(weight, np.float64)
+    keep = y != ignore_index
+    safe = np.where(keep, y, 0)
+    w_y = np.where(keep, w[safe], 0.0)
+    nll = -np.take_along_axis(lp, safe[..., None], -1)[..., 0] * w_y
+    smooth = np.where(keep, -(lp * w).sum(-1), 0.0)
+    per = (1 - eps) * nll + eps / c * smooth
+    if reduction == "none":
+        return per
+    return per.sum() / (w_y.sum() if reduction == "mean" else 1.0)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("eps", [0.0, 0.2])
+@pytest.mark.parametrize("spatial", [False, True])
+def test_cross_entropy_weight_and_ignore_index(reduction, eps, spatial):
+    z = rand(5, 4, 3, dtype=np.float64) if spatial else rand(5, 4, dtype=np.float64)
+    y = np.array([[0, 3, -100], [2, 2, 1], [1, -100, 0], [3, 0, 2], [-100, 1, 1]])
+    y = y if spatial else y[:, 0]
+    w = np.array([1.0, 2.5, 0.5, 1.5])
+    for kw in (dict(weight=w), dict(), dict(weight=w, ignore_index=2)):
+        yy = np.where(y == -100, 2, y) if kw.get("ignore_index") == 2 else y
+        want = xent_ref(z, yy, eps=eps, reduction=reduction, **kw)
+        got = F.cross_entropy(T(z), T(yy), reduction, eps, **kw)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+        check_grads(lambda t: F.cross_entropy(t, T(yy), reduction, eps, **kw), [z])
+    # nll_loss takes the same weight / ignore_index
+    lp = log_softmax_ref(z, 1)
+    got = F.nll_loss(T(lp), T(y), reduction, weight=w)
+    np.testing.assert_allclose(np.asarray(got), xent_ref(z, y, w, reduction=reduction), rtol=1e-12)
+
+
+def test_cross_entropy_weight_checks_and_all_ignored():
+    z = rand(3, 4, dtype=np.float64)
+    with pytest.raises(ValueError, match=r"weight must have shape \(4,\)"):
+        F.cross_entropy(T(z), T([0, 1, 2]), weight=np.ones(3))
+    with pytest.raises(ValueError, match="or ignore_index -100, got values in"):
+        F.cross_entropy(T(z), T([0, 7, -100]))
+    assert np.isnan(F.cross_entropy(T(z), T([-100, -100, -100])).item())  # 0 / 0, as PyTorch
+    loss = nn.CrossEntropyLoss(weight=T([1.0, 2.0, 3.0, 4.0]), ignore_index=0)
+    np.testing.assert_allclose(
+        loss(T(z), T([0, 1, 3])).item(),
+        xent_ref(z, np.array([0, 1, 3]), [1.0, 2.0, 3.0, 4.0], 0),
+        rtol=1e-12,
+    )
+
+
+def test_cross_entropy_options_vs_torch():
+    torch = pytest.importorskip("torch")
+    z = rand(6, 5, 2, seed=3, dtype=np.float64)
+    y = np.array([[0, 4], [-100, 1], [3, 3], [2, -100], [4, 0], [1, 1]])
+    w = np.array([0.5, 1.0, 2.0, 1.5, 3.0])
+    for red in ("mean", "sum", "none"):
+        for eps in (0.0, 0.3):
+            tz = torch.tensor(z, requires_grad=True)
+            want = torch.nn.functional.cross_entropy(
+                tz, torch.tensor(y), weight=torch.tensor(w), reduction=red, label_smoothing=eps
+            )
+            want.backward(torch.ones_like(want))
+            xz = xo.tensor(z, requires_grad=True)
+            got = F.cross_entropy(xz, T(y), red, eps, weight=w)
+            xo.autodiff.backward(got, xo.tensor(np.ones(np.shape(np.asarray(got)))))
+            np.testing.assert_allclose(np.asarray(got), want.detach().numpy(), rtol=1e-12)
+            np.testing.assert_allclose(np.asarray(xz.grad), tz.grad.numpy(), rtol=1e-10)
+
+
 def test_mse_flatten_embedding_one_hot():
     a, b = rand(3, 4), rand(3, 4, seed=1)
     np.testing.assert_allclose(nn.mse(T(a), T(b)).item(), ((a - b) ** 2).mean(), rtol=1e-6)

@@ -38,8 +38,8 @@ def sgd_ref(lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
     return out
 
 
-def adam_ref(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False):
-    p, m, v, out = P0.copy(), 0.0, 0.0, []
+def adam_ref(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False, amsgrad=False):
+    p, m, v, top, out = P0.copy(), 0.0, 0.0, 0.0, []
     for t, g in enumerate(GRADS, 1):
         if decoupled:
             p = p * (1 - lr * weight_decay)
@@ -47,7 +47,8 @@ def adam_ref(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False
             g = g + weight_decay * p
         m = betas[0] * m + (1 - betas[0]) * g
         v = betas[1] * v + (1 - betas[1]) * g * g
-        mhat, vhat = m / (1 - betas[0] ** t), v / (1 - betas[1] ** t)
+        top = np.maximum(top, v)  # (amsgrad: the largest second moment so far)
+        mhat, vhat = m / (1 - betas[0] ** t), (top if amsgrad else v) / (1 - betas[1] ** t)
         p = p - lr * mhat / (np.sqrt(vhat) + eps)
         out.append(p)
     return out
@@ -84,6 +85,8 @@ def test_sgd_first_step_by_hand():
         (optim.Adam, dict(lr=0.01, weight_decay=0.1)),
         (optim.AdamW, dict(lr=0.01)),
         (optim.AdamW, dict(lr=0.1, weight_decay=0.5)),
+        (optim.Adam, dict(lr=0.1, betas=(0.5, 0.5), amsgrad=True)),  # (v falls at step 2)
+        (optim.AdamW, dict(lr=0.1, betas=(0.5, 0.5), weight_decay=0.2, amsgrad=True)),
     ],
 )
 def test_adam_matches_hand_computed_updates(cls, kw):
@@ -323,7 +326,7 @@ def test_state_dict_layout_is_pytorchs():
     sd = opt.state_dict()
     assert [g["params"] for g in sd["param_groups"]] == [[0, 1], [2]]
     assert sd["param_groups"][1] == dict(
-        lr=0.5, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, params=[2]
+        lr=0.5, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, params=[2]
     )
     assert sorted(sd["state"]) == [0, 2]  # b had no gradient: no state
     assert sorted(sd["state"][0]) == ["exp_avg", "exp_avg_sq", "step"]
@@ -436,3 +439,16 @@ def test_schedules_match_torch():
             topt.step()
             ts.step()
         assert _lrs(getattr(optim, cls), 5, lr=0.2, **kw) == pytest.approx(want, rel=1e-12)
+
+
+def test_amsgrad_changes_the_update_once_the_second_moment_falls():
+    _, plain = run(optim.Adam, lr=0.1, betas=(0.5, 0.5))
+    _, ams = run(optim.Adam, lr=0.1, betas=(0.5, 0.5), amsgrad=True)
+    np.testing.assert_array_equal(plain[0], ams[0])  # (one step: the maximum is v)
+    assert not np.allclose(plain[1], ams[1])
+
+
+def test_amsgrad_on_float32_takes_the_op_path_with_the_same_rule():
+    _, got = run(optim.Adam, dtype="f32", lr=0.1, betas=(0.5, 0.5), amsgrad=True)
+    for g, w in zip(got, adam_ref(lr=0.1, betas=(0.5, 0.5), amsgrad=True)):
+        np.testing.assert_allclose(g, w, rtol=1e-6)

@@ -713,7 +713,9 @@ def _reduce_loss(per_item, reduction, name):
     raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
-def _labels(labels, logits, name):
+def _labels(labels, logits, name, ignore_index=None):
+    """``labels`` as an integer Tensor of logits' shape less the class dim, each a class
+    index in [0, C) or ``ignore_index``."""
     if not isinstance(labels, Tensor):
         labels = tensor(np.asarray(labels))
     if labels.dtype.kind not in ("si", "ui"):
@@ -726,11 +728,20 @@ def _labels(labels, logits, name):
     if labels.size:
         lo, hi = _label_range(labels)
         if lo < 0 or hi >= logits.shape[1]:
-            raise ValueError(
-                f"{name}: labels must be class indices in [0, {logits.shape[1]}), "
-                f"got values in [{lo}, {hi}]"
-            )
+            if ignore_index is None or not np.all(_host_labels(labels, logits.shape[1],
+                                                               ignore_index)):  # fmt: skip
+                ignored = "" if ignore_index is None else f" or ignore_index {ignore_index}"
+                raise ValueError(
+                    f"{name}: labels must be class indices in [0, {logits.shape[1]}){ignored}, "
+                    f"got values in [{lo}, {hi}]"
+                )
     return labels
+
+
+def _host_labels(labels, c, ignore_index):
+    """Whether each label is a class index in [0, c) or ``ignore_index`` (a host read)."""
+    y = np.asarray(labels.numpy() if hasattr(labels, "numpy") else labels._value)
+    return ((y >= 0) & (y < c)) | (y == ignore_index)
 
 
 # (min, max) of the device label arrays seen so far: id(array) -> (weak reference, min, max)
@@ -775,24 +786,37 @@ def _forget_range(key, ref):
         del _RANGES[key]
 
 
-def nll_loss(log_probs, labels, reduction="mean"):
+def nll_loss(log_probs, labels, reduction="mean", *, weight=None, ignore_index=-100):
     """-log_probs[i, labels[i]] (class dim 1), reduced: the one-hot mask is a compare
-    of ``iota`` with the labels, so no gradient ever reaches the labels."""
-    labels = _labels(labels, log_probs, "nll_loss")
-    mask = one_hot(labels, log_probs.shape[1], log_probs.dtype, dim=1)
-    picked = reduce(multiply(log_probs, mask), 0, [1], add)
-    return _reduce_loss(negate(picked), reduction, "nll_loss")
+    of ``iota`` with the labels, so no gradient ever reaches the labels. ``weight`` (C,)
+    scales each item by its class's weight and ``ignore_index`` drops the items of that
+    label; "mean" then divides by the sum of the kept items' weights (PyTorch's
+    ``nll_loss``)."""
+    labels = _labels(labels, log_probs, "nll_loss", ignore_index)
+    if weight is None and not _ignoring(labels, ignore_index):
+        mask = one_hot(labels, log_probs.shape[1], log_probs.dtype, dim=1)
+        picked = reduce(multiply(log_probs, mask), 0, [1], add)
+        return _reduce_loss(negate(picked), reduction, "nll_loss")
+    return _weighted_loss(log_probs, labels, reduction, 0.0, weight, ignore_index, "nll_loss")
 
 
-def cross_entropy(logits, labels, reduction="mean", label_smoothing=0.0):
+def cross_entropy(
+    logits, labels, reduction="mean", label_smoothing=0.0, *, weight=None, ignore_index=-100
+):
     """Softmax cross-entropy of ``logits`` (N, C, ...) against integer ``labels``
     (N, ...): ``-log_softmax(logits)[label]``, numerically stable (log-sum-exp via
     reduce max and add). ``label_smoothing`` mixes the one-hot target with the uniform
-    distribution (as PyTorch)."""
-    labels = _labels(labels, logits, "cross_entropy")
-    if not label_smoothing and _fusable(logits, labels, reduction):
+    distribution; ``weight`` (C,) weighs each class and ``ignore_index`` drops the items
+    of that label, "mean" dividing by the kept items' weights (all as PyTorch's)."""
+    labels = _labels(labels, logits, "cross_entropy", ignore_index)
+    plain = weight is None and not _ignoring(labels, ignore_index)
+    if plain and not label_smoothing and _fusable(logits, labels, reduction):
         return _softmax_xent(logits, labels, reduction)
     logp = log_softmax(logits, axis=1)
+    if not plain:
+        return _weighted_loss(
+            logp, labels, reduction, float(label_smoothing), weight, ignore_index, "cross_entropy"
+        )
     if not label_smoothing:
         return nll_loss(logp, labels, reduction)
     eps = float(label_smoothing)
@@ -800,6 +824,43 @@ def cross_entropy(logits, labels, reduction="mean", label_smoothing=0.0):
     target = add(multiply(one_hot(labels, c, logits.dtype, dim=1), 1 - eps), eps / c)
     per_item = negate(reduce(multiply(logp, target), 0, [1], add))
     return _reduce_loss(per_item, reduction, "cross_entropy")
+
+
+def _ignoring(labels, ignore_index):
+    """Whether some label may equal ``ignore_index`` (within the labels' range)."""
+    if not labels.size:
+        return False
+    lo, hi = _label_range(labels)
+    return lo <= ignore_index <= hi
+
+
+def _weighted_loss(logp, labels, reduction, eps, weight, ignore_index, name):
+    """PyTorch's weighted / ignoring loss over log-probabilities ``logp`` (N, C, ...):
+    per item (1 - eps) w[y] (-logp[y]) + eps / C sum_c w[c] (-logp[c]), 0 where y is
+    ``ignore_index``; "mean" divides the sum by the sum of w[y] over the kept items
+    (NaN where none is kept, as PyTorch)."""
+    c = logp.shape[1]
+    dt = logp.dtype
+    keep = compare(labels, ignore_index, "NE")
+    safe = select(keep, labels, _H.zeros_like(labels))
+    hot = one_hot(safe, c, dt, dim=1)
+    if weight is not None:
+        w = weight if isinstance(weight, Tensor) else tensor(np.asarray(weight))
+        if w.shape != (c,):
+            raise ValueError(f"{name}: weight must have shape ({c},), got {w.type}")
+        w = broadcast_in_dim(convert(w, dt) if w.dtype != dt else w, [1], logp.shape)
+        hot = multiply(hot, w)
+    kept = broadcast_in_dim(keep, [0] + list(range(2, logp.ndim)), logp.shape)
+    zero = _H.zeros_like(logp)
+    w_y = reduce(select(kept, hot, zero), 0, [1], add)  # w[y] of each kept item, else 0
+    per_item = negate(reduce(select(kept, multiply(logp, hot), zero), 0, [1], add))
+    if eps:
+        spread = logp if weight is None else multiply(logp, w)
+        smooth = negate(reduce(select(kept, spread, zero), 0, [1], add))
+        per_item = add(multiply(per_item, 1 - eps), multiply(smooth, eps / c))
+    if reduction == "mean":
+        return divide(sum(per_item), sum(w_y))
+    return _reduce_loss(per_item, reduction, name)
 
 
 def _fusable(logits, labels, reduction):

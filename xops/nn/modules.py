@@ -753,14 +753,23 @@ class Identity(Module):
 
 
 class CrossEntropyLoss(Module):
-    """``F.cross_entropy`` as a module: logits (N, C, ...), integer labels (N, ...)."""
+    """``F.cross_entropy`` as a module: logits (N, C, ...), integer labels (N, ...);
+    ``weight`` (C,) and ``ignore_index`` as PyTorch's (keywords here)."""
 
-    def __init__(self, reduction="mean", label_smoothing=0.0):
+    def __init__(self, reduction="mean", label_smoothing=0.0, *, weight=None, ignore_index=-100):
         super().__init__()
         self.reduction, self.label_smoothing = reduction, label_smoothing
+        self.weight, self.ignore_index = weight, ignore_index
 
     def forward(self, logits, labels):
-        return F.cross_entropy(logits, labels, self.reduction, self.label_smoothing)
+        return F.cross_entropy(
+            logits,
+            labels,
+            self.reduction,
+            self.label_smoothing,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+        )
 
 
 class MSELoss(Module):

@@ -23,7 +23,7 @@ import numpy as np
 from .. import device as _device
 from ..autodiff.tape import no_grad
 from ..dtypes import as_dtype
-from ..ops.elementwise import add, divide, multiply, sqrt, subtract
+from ..ops.elementwise import add, divide, maximum, multiply, sqrt, subtract
 from ..tensor import Tensor, _wrap, tensor
 from ..nn.parameter import assign_, host_floats
 
@@ -298,24 +298,32 @@ class Adam(Optimizer):
     g = grad + weight_decay * p                 (L2 penalty; see AdamW)
     m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
     p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+    ``amsgrad=True`` (Reddi et al., 2018, as PyTorch's) divides by the largest v so far
+    in place of v (state ``max_exp_avg_sq``).
     """
 
     _decoupled = False
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    def __init__(
+        self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False
+    ):
         _check("lr", lr)
         _check("eps", eps)
         _check("weight_decay", weight_decay)
         b1, b2 = betas
         if not (0 <= b1 < 1 and 0 <= b2 < 1):
             raise ValueError(f"invalid betas {betas}: each must be in [0, 1)")
-        super().__init__(params, dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=weight_decay))
+        defaults = dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=weight_decay)
+        super().__init__(params, dict(defaults, amsgrad=bool(amsgrad)))
 
     def _update_group(self, todo, group):
         """Parameters on a device with a multi-tensor kernel (``device._updates``
         "adam_many"), f32 / f64 with moments of their type, shape and device, are updated
         together, a launch per several parameters (batched by device, type, step number
         and first step; the bits of :meth:`_update`'s); the others one by one."""
+        if group.get("amsgrad"):  # (the multi-tensor kernels keep no running maximum)
+            return super()._update_group(todo, group)
         batches, rest = {}, []
         for p, g, state in todo:
             m, v = state.get("exp_avg"), state.get("exp_avg_sq")
@@ -352,7 +360,8 @@ class Adam(Optimizer):
             return self._update_host(host[0], host[1], m, v, p._dtype, state, group)
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         t = state.get("step", 0) + 1
-        fused = _fused("adam", p, g, *(s for s in (m, v) if s is not None))
+        ams = group.get("amsgrad", False)
+        fused = None if ams else _fused("adam", p, g, *(s for s in (m, v) if s is not None))
         if fused is not None:
             arrays = (s._value if s is not None else None for s in (p, m, v))
             outs = fused(*arrays, g._value, lr, b1, b2, eps, wd, self._decoupled, t)
@@ -369,6 +378,10 @@ class Adam(Optimizer):
         g2 = multiply(g, g)
         v = multiply(g2, 1 - b2) if v is None else add(multiply(v, b2), multiply(g2, 1 - b2))
         state.update(step=t, exp_avg=m, exp_avg_sq=v)
+        if ams:
+            top = state.get("max_exp_avg_sq")
+            v = v if top is None else maximum(top, v)
+            state["max_exp_avg_sq"] = v
         bc1, bc2 = 1 - b1**t, 1 - b2**t
         denom = add(divide(sqrt(v), math.sqrt(bc2)), eps)
         return subtract(p, multiply(divide(m, denom), lr / bc1))
@@ -390,6 +403,10 @@ class Adam(Optimizer):
         g2 = g * g
         v = g2 * c(1 - b2) if v is None else v._value * c(b2) + g2 * c(1 - b2)
         state.update(step=t, exp_avg=_wrap(m, dt), exp_avg_sq=_wrap(v, dt))
+        if group.get("amsgrad"):
+            top = state.get("max_exp_avg_sq")
+            v = v if top is None else np.maximum(top._value, v)
+            state["max_exp_avg_sq"] = _wrap(v, dt)
         bc1, bc2 = 1 - b1**t, 1 - b2**t
         denom = np.sqrt(v) / c(math.sqrt(bc2)) + c(eps)
         return _wrap(p - m / denom * c(lr / bc1), dt)
@@ -402,5 +419,7 @@ class AdamW(Adam):
 
     _decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-        super().__init__(params, lr, betas, eps, weight_decay)
+    def __init__(
+        self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False
+    ):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
