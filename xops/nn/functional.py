@@ -32,6 +32,12 @@ embedding                      gather (gradient: scatter-add)
 cross_entropy                  log_softmax + one-hot (compare with iota) + reduce add
                                ((N, C) f32 / f64, host or CUDA: one fused op, see above)
 mse_loss                       subtract, multiply, reduce add
+leaky_relu, elu, silu,         select / compare / exponential_minus_one / logistic /
+softplus                       log_plus_one (PyTorch's formulas and gradients at 0)
+layer_norm, group_norm         mean and (biased) variance by reduce add, rsqrt, the affine
+adaptive_avg_pool2d            two dot_generals with averaging matrices (PyTorch's windows)
+binary_cross_entropy(_with_    log / log_plus_one / abs / maximum (PyTorch's stable form,
+logits), l1, smooth_l1, huber  its -100 clamp of log for binary_cross_entropy)
 =============================  ==============================================================
 """
 
@@ -51,14 +57,19 @@ from ..ops.convolution import _attributes as _conv_attrs
 from ..ops.convolution import _convolution_impl as _conv_impl
 from ..ops.convolution import _convolution_vjp as _conv_vjp
 from ..ops.elementwise import (
+    abs as _abs,
     add,
     compare,
     divide,
     erf,
     exponential,
+    exponential_minus_one,
     log,
+    log_plus_one,
+    logistic,
     multiply,
     negate,
+    rsqrt,
     select,
     subtract,
     tanh,
@@ -106,6 +117,18 @@ __all__ = [
     "mse",
     "sum",
     "mean",
+    "leaky_relu",
+    "silu",
+    "elu",
+    "softplus",
+    "layer_norm",
+    "group_norm",
+    "adaptive_avg_pool2d",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
 ]
 
 _builtin_sum = sum
@@ -952,3 +975,195 @@ def mse_loss(input, target, reduction="mean"):
 
 
 mse = mse_loss
+
+
+# ---------------------------------------------------------------------------------------
+# More activations, normalisations, pooling and losses (PyTorch's definitions)
+# ---------------------------------------------------------------------------------------
+
+
+def _float(x, name):
+    if not isinstance(x, Tensor) or x.dtype.kind != "float":
+        raise ValueError(f"{name}: expected a float tensor, got {getattr(x, 'type', x)!r}")
+    return x
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """x where x > 0, else negative_slope x (gradient negative_slope at 0, as PyTorch)."""
+    x = _float(x, "leaky_relu")
+    return select(compare(x, 0.0, "GT"), x, multiply(x, float(negative_slope)))
+
+
+def silu(x):
+    """x sigmoid(x) (swish)."""
+    x = _float(x, "silu")
+    return multiply(x, logistic(x))
+
+
+def elu(x, alpha=1.0):
+    """x where x > 0, else alpha (e^x - 1) (``exponential_minus_one``)."""
+    x = _float(x, "elu")
+    pos = compare(x, 0.0, "GT")
+    neg = exponential_minus_one(select(pos, _H.zeros_like(x), x))  # (no overflow unused)
+    return select(pos, x, multiply(neg, float(alpha)))
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (PyTorch's)."""
+    x = _float(x, "softplus")
+    bx = multiply(x, float(beta))
+    big = compare(bx, float(threshold), "GT")
+    safe = select(big, _H.zeros_like(x), bx)  # (no overflow in the branch not taken)
+    return select(big, x, divide(log_plus_one(exponential(safe)), float(beta)))
+
+
+def _normalize(x, axes, eps):
+    """(x - mean) / sqrt(var + eps) over ``axes`` (biased variance, as PyTorch's norms)."""
+    n = float(math.prod(x.shape[a] for a in axes))
+    mu = _keep(divide(sum(x, axes), n), axes, x.shape)
+    d = subtract(x, mu)
+    var = _keep(divide(sum(multiply(d, d), axes), n), axes, x.shape)
+    return multiply(d, rsqrt(add(var, float(eps))))
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last ``len(normalized_shape)`` dims (which must be
+    ``normalized_shape``), then ``* weight + bias`` (each of that shape) where given."""
+    x = _float(x, "layer_norm")
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or tuple(x.shape[x.ndim - k :]) != shape or k > x.ndim:
+        raise ValueError(
+            f"layer_norm: normalized_shape {list(shape)} must be the trailing dims of {x.type}"
+        )
+    axes = list(range(x.ndim - k, x.ndim))
+    y = _normalize(x, axes, eps)
+    trailing = list(range(x.ndim - k, x.ndim))
+    if weight is not None:
+        y = multiply(y, broadcast_in_dim(weight, trailing, x.shape))
+    if bias is not None:
+        y = add(y, broadcast_in_dim(bias, trailing, x.shape))
+    return y
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each of ``num_groups`` groups of channels (dim 1) over the group's
+    channels and every dim after them, then a per-channel ``weight`` and ``bias``."""
+    x = _float(x, "group_norm")
+    n, c = x.shape[0], x.shape[1]
+    if x.ndim < 2 or c % num_groups:
+        raise ValueError(f"group_norm: {num_groups} groups must divide the channels of {x.type}")
+    grouped = reshape(x, [n, num_groups, c // num_groups] + list(x.shape[2:]))
+    y = reshape(_normalize(grouped, list(range(2, grouped.ndim)), eps), list(x.shape))
+    if weight is not None:
+        y = multiply(y, broadcast_in_dim(weight, [1], x.shape))
+    if bias is not None:
+        y = add(y, broadcast_in_dim(bias, [1], x.shape))
+    return y
+
+
+def _averaging(n_in, n_out, dt):
+    """(n_out, n_in) matrix averaging PyTorch's adaptive windows [floor(i n / m),
+    ceil((i + 1) n / m))."""
+    a = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        lo, hi = (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+        a[i, lo:hi] = 1.0 / (hi - lo)
+    return tensor(a.astype(dt.np))
+
+
+def adaptive_avg_pool2d(x, output_size):
+    """The mean of each of PyTorch's adaptive windows of the last two dims of (N, C, H,
+    W) or (C, H, W) ``x`` (``output_size``: an int or (h, w); None keeps that dim)."""
+    x = _float(x, "adaptive_avg_pool2d")
+    if x.ndim not in (3, 4):
+        raise ValueError(f"adaptive_avg_pool2d: expected (N, C, H, W) or (C, H, W), got {x.type}")
+    h, w = x.shape[-2:]
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
+    oh, ow = h if oh is None else int(oh), w if ow is None else int(ow)
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"adaptive_avg_pool2d: output_size must be positive, got {output_size}")
+    r = x.ndim
+    ah, aw = _averaging(h, oh, x.dtype), _averaging(w, ow, x.dtype)
+    # (..., H, W) x (ow, W) -> (..., H, ow); then (oh, H) x (..., H, ow) -> (oh, ..., ow)
+    y = dot_general(x, aw, lhs_contracting_dimensions=[r - 1], rhs_contracting_dimensions=[1])
+    y = dot_general(ah, y, lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[r - 2])
+    perm = list(range(1, r - 1)) + [0, r - 1]
+    from ..ops.movement import transpose
+
+    return transpose(y, perm)
+
+
+def _same_shape(a, b, name):
+    if a.shape != b.shape:
+        raise ValueError(f"{name}: input {a.type} and target {b.type} must have the same shape")
+
+
+def _weighted(per_item, weight, like):
+    if weight is None:
+        return per_item
+    w = weight if isinstance(weight, Tensor) else tensor(np.asarray(weight, like.dtype.np))
+    return multiply(per_item, _broadcast_to(w, like))
+
+
+def _broadcast_to(t, like):
+    """``t`` broadcast to ``like``'s shape NumPy-style (trailing dims aligned)."""
+    if t.shape == like.shape:
+        return t
+    k = like.ndim - t.ndim
+    keep = [d for d in range(t.ndim) if t.shape[d] != 1 or like.shape[k + d] == 1]
+    squeezed = reshape(t, [t.shape[d] for d in keep])
+    return broadcast_in_dim(squeezed, [k + d for d in keep], like.shape)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """-[pos_weight t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))] in PyTorch's stable
+    form (1 - t) x + (1 + (pos_weight - 1) t) (log(1 + e^-|x|) + max(-x, 0))."""
+    x, t = _float(input, "binary_cross_entropy_with_logits"), target
+    _same_shape(x, t, "binary_cross_entropy_with_logits")
+    soft = add(log_plus_one(exponential(negate(_abs(x)))), _maximum(negate(x), _H.zeros_like(x)))
+    if pos_weight is not None:
+        pw = _broadcast_to(
+            pos_weight if isinstance(pos_weight, Tensor) else tensor(np.asarray(pos_weight)), x
+        )
+        soft = multiply(add(multiply(subtract(pw, 1.0), t), 1.0), soft)
+    per = add(multiply(subtract(1.0, t), x), soft)
+    return _reduce_loss(_weighted(per, weight, x), reduction, "binary_cross_entropy_with_logits")
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """-[t log p + (1 - t) log(1 - p)] of probabilities ``input``, each log clamped at
+    -100 (PyTorch's)."""
+    p, t = _float(input, "binary_cross_entropy"), target
+    _same_shape(p, t, "binary_cross_entropy")
+    lo = tensor(np.asarray(-100.0, p.dtype.np))
+    lp = _maximum(log(p), broadcast_in_dim(lo, [], p.shape))
+    lq = _maximum(log_plus_one(negate(p)), broadcast_in_dim(lo, [], p.shape))
+    per = negate(add(multiply(t, lp), multiply(subtract(1.0, t), lq)))
+    return _reduce_loss(_weighted(per, weight, p), reduction, "binary_cross_entropy")
+
+
+def l1_loss(input, target, reduction="mean"):
+    """|input - target|, reduced."""
+    _same_shape(input, target, "l1_loss")
+    return _reduce_loss(_abs(subtract(input, target)), reduction, "l1_loss")
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
+    _same_shape(input, target, "smooth_l1_loss")
+    d = _abs(subtract(input, target))
+    if beta == 0:
+        return _reduce_loss(d, reduction, "smooth_l1_loss")
+    small = compare(d, float(beta), "LT")
+    per = select(small, multiply(multiply(d, d), 0.5 / beta), subtract(d, 0.5 * beta))
+    return _reduce_loss(per, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """0.5 d^2 where |d| <= delta, else delta (|d| - 0.5 delta) (d = input - target)."""
+    _same_shape(input, target, "huber_loss")
+    d = _abs(subtract(input, target))
+    small = compare(d, float(delta), "LE")
+    per = select(small, multiply(multiply(d, d), 0.5), multiply(subtract(d, 0.5 * delta), delta))
+    return _reduce_loss(per, reduction, "huber_loss")

@@ -33,6 +33,19 @@ from . import init
 from .parameter import assign_
 
 __all__ = [
+    "LayerNorm",
+    "GroupNorm",
+    "AdaptiveAvgPool2d",
+    "LeakyReLU",
+    "SiLU",
+    "ELU",
+    "Softplus",
+    "NLLLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
     "Module",
     "Sequential",
     "ModuleList",
@@ -782,3 +795,176 @@ class MSELoss(Module):
 
     def forward(self, input, target):
         return F.mse_loss(input, target, self.reduction)
+
+
+class LayerNorm(Module):
+    """``F.layer_norm`` over the trailing ``normalized_shape`` dims, with a learnable
+    ``weight`` (ones) and ``bias`` (zeros) of that shape when ``elementwise_affine``."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 dtype="f32"):  # fmt: skip
+        super().__init__()
+        shape = [normalized_shape] if isinstance(normalized_shape, int) else normalized_shape
+        self.normalized_shape, self.eps = tuple(int(d) for d in shape), float(eps)
+        affine = bool(elementwise_affine)
+        w = init.ones(list(self.normalized_shape), dtype).requires_grad_() if affine else None
+        b = (
+            init.zeros(list(self.normalized_shape), dtype).requires_grad_()
+            if affine and bias
+            else None
+        )
+        self.register_parameter("weight", w)
+        self.register_parameter("bias", b)
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+        )
+
+
+class GroupNorm(Module):
+    """``F.group_norm``: ``num_groups`` groups of ``num_channels`` channels, a learnable
+    per-channel ``weight`` (ones) and ``bias`` (zeros) when ``affine``."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype="f32"):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: {num_groups} groups must divide {num_channels} channels")
+        self.num_groups, self.num_channels, self.eps = (
+            int(num_groups),
+            int(num_channels),
+            float(eps),
+        )
+        c = [self.num_channels]
+        self.register_parameter("weight", init.ones(c, dtype).requires_grad_() if affine else None)
+        self.register_parameter("bias", init.zeros(c, dtype).requires_grad_() if affine else None)
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """``F.adaptive_avg_pool2d`` to ``output_size`` (an int or (h, w))."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+
+class LeakyReLU(Module):
+    """``F.leaky_relu`` with ``negative_slope``."""
+
+    def __init__(self, negative_slope=0.01):
+        super().__init__()
+        self.negative_slope = float(negative_slope)
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+
+class SiLU(Module):
+    """``F.silu``: x sigmoid(x)."""
+
+    def forward(self, x):
+        return F.silu(x)
+
+
+class ELU(Module):
+    """``F.elu`` with ``alpha``."""
+
+    def __init__(self, alpha=1.0):
+        super().__init__()
+        self.alpha = float(alpha)
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+
+class Softplus(Module):
+    """``F.softplus`` with ``beta`` and ``threshold``."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = float(beta), float(threshold)
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+
+class NLLLoss(Module):
+    """``F.nll_loss`` as a module (log-probabilities (N, C, ...), integer labels)."""
+
+    def __init__(self, reduction="mean", *, weight=None, ignore_index=-100):
+        super().__init__()
+        self.reduction, self.weight, self.ignore_index = reduction, weight, ignore_index
+
+    def forward(self, log_probs, labels):
+        return F.nll_loss(
+            log_probs, labels, self.reduction, weight=self.weight, ignore_index=self.ignore_index
+        )
+
+
+class BCELoss(Module):
+    """``F.binary_cross_entropy`` of probabilities against targets."""
+
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__()
+        self.weight, self.reduction = weight, reduction
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, self.weight, self.reduction)
+
+
+class BCEWithLogitsLoss(Module):
+    """``F.binary_cross_entropy_with_logits`` (``weight``, ``pos_weight`` as PyTorch's)."""
+
+    def __init__(self, weight=None, reduction="mean", pos_weight=None):
+        super().__init__()
+        self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(
+            input, target, self.weight, self.reduction, self.pos_weight
+        )
+
+
+class L1Loss(Module):
+    """``F.l1_loss``: |input - target|, reduced."""
+
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return F.l1_loss(input, target, self.reduction)
+
+
+class SmoothL1Loss(Module):
+    """``F.smooth_l1_loss`` with ``beta``."""
+
+    def __init__(self, reduction="mean", beta=1.0):
+        super().__init__()
+        self.reduction, self.beta = reduction, float(beta)
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
+class HuberLoss(Module):
+    """``F.huber_loss`` with ``delta``."""
+
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__()
+        self.reduction, self.delta = reduction, float(delta)
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, self.reduction, self.delta)
