@@ -452,3 +452,108 @@ def test_amsgrad_on_float32_takes_the_op_path_with_the_same_rule():
     _, got = run(optim.Adam, dtype="f32", lr=0.1, betas=(0.5, 0.5), amsgrad=True)
     for g, w in zip(got, adam_ref(lr=0.1, betas=(0.5, 0.5), amsgrad=True)):
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def rmsprop_ref(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False):
+    p, sq, ga, buf, out = P0.copy(), 0.0, 0.0, 0.0, []
+    for g in GRADS:
+        g = g + weight_decay * p
+        sq = alpha * sq + (1 - alpha) * g * g
+        avg = sq
+        if centered:
+            ga = alpha * ga + (1 - alpha) * g
+            avg = sq - ga * ga
+        step = g / (np.sqrt(avg) + eps)
+        if momentum:
+            buf = momentum * buf + step
+            step = buf
+        p = p - lr * step
+        out.append(p)
+    return out
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(lr=0.1, alpha=0.9, weight_decay=0.1),
+        dict(lr=0.05, momentum=0.9),
+        dict(lr=0.05, momentum=0.5, centered=True, eps=1e-6),
+    ],
+)
+def test_rmsprop_matches_hand_computed_updates(kw):
+    _, got = run(optim.RMSprop, **kw)
+    for g, w in zip(got, rmsprop_ref(**kw)):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "kw", [dict(), dict(lr=0.1, lr_decay=0.5, weight_decay=0.2, initial_accumulator_value=0.3)]
+)
+def test_adagrad_matches_hand_computed_updates(kw):
+    lr, decay = kw.get("lr", 1e-2), kw.get("lr_decay", 0.0)
+    p, total, want = P0.copy(), kw.get("initial_accumulator_value", 0.0), []
+    for t, g in enumerate(GRADS, 1):
+        g = g + kw.get("weight_decay", 0.0) * p
+        total = total + g * g
+        p = p - lr / (1 + (t - 1) * decay) * g / (np.sqrt(total) + 1e-10)
+        want.append(p)
+    _, got = run(optim.Adagrad, **kw)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+
+
+def test_schedules_multistep_exponential_linear():
+    def lrs(make, n=8):
+        p = xo.tensor([1.0], requires_grad=True)
+        opt = optim.SGD([p], lr=0.5)
+        sched = make(opt)
+        out = []
+        for _ in range(n):
+            out.append(opt.param_groups[0]["lr"])
+            sched.step()
+        return out
+
+    assert lrs(lambda o: optim.MultiStepLR(o, [2, 5], 0.1)) == pytest.approx(
+        [0.5, 0.5, 0.05, 0.05, 0.05, 0.005, 0.005, 0.005]
+    )
+    assert lrs(lambda o: optim.ExponentialLR(o, 0.5), 4) == pytest.approx(
+        [0.5, 0.25, 0.125, 0.0625]
+    )
+    assert lrs(lambda o: optim.LinearLR(o, 0.25, 1.0, 3), 5) == pytest.approx(
+        [0.125, 0.25, 0.375, 0.5, 0.5]
+    )
+    with pytest.raises(ValueError, match="start_factor"):
+        lrs(lambda o: optim.LinearLR(o, 0.0))
+
+
+def test_more_optimizers_and_schedules_vs_torch():
+    torch = pytest.importorskip("torch")
+    for mine, theirs, kw in [
+        (optim.RMSprop, torch.optim.RMSprop, dict(lr=0.05, momentum=0.5, centered=True)),
+        (optim.RMSprop, torch.optim.RMSprop, dict(lr=0.01, weight_decay=0.1)),
+        (optim.Adagrad, torch.optim.Adagrad, dict(lr=0.1, lr_decay=0.1, weight_decay=0.05)),
+    ]:
+        _, got = run(mine, **kw)
+        tp = torch.nn.Parameter(torch.tensor(P0))
+        topt = theirs([tp], **kw)
+        for g, w in zip(GRADS, got):
+            tp.grad = torch.tensor(g)
+            topt.step()
+            np.testing.assert_allclose(w, tp.detach().numpy(), rtol=1e-12)
+    for mine, theirs, args in [
+        (optim.MultiStepLR, torch.optim.lr_scheduler.MultiStepLR, ([3, 4], 0.3)),
+        (optim.ExponentialLR, torch.optim.lr_scheduler.ExponentialLR, (0.7,)),
+        (optim.LinearLR, torch.optim.lr_scheduler.LinearLR, (0.2, 0.9, 4)),
+    ]:
+        p = xo.tensor([1.0], requires_grad=True)
+        opt = optim.SGD([p], lr=0.5)
+        sched = mine(opt, *args)
+        tp = torch.nn.Parameter(torch.ones(1))
+        topt = torch.optim.SGD([tp], lr=0.5)
+        tsched = theirs(topt, *args)
+        for _ in range(7):
+            assert opt.param_groups[0]["lr"] == pytest.approx(topt.param_groups[0]["lr"], rel=1e-12)
+            topt.step()
+            sched.step()
+            tsched.step()

@@ -5,9 +5,18 @@ in PyTorch. Schedules are closed-form functions of the step count ``last_epoch``
 they can be queried (``lr_at(t)``) and restarted without drift.
 """
 
+import bisect
 import math
 
-__all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR"]
+__all__ = [
+    "LRScheduler",
+    "StepLR",
+    "MultiStepLR",
+    "ExponentialLR",
+    "LinearLR",
+    "CosineAnnealingLR",
+    "LambdaLR",
+]
 
 
 class LRScheduler:
@@ -103,3 +112,52 @@ class LambdaLR(LRScheduler):
 
     def lr_at(self, epoch):
         return [b * self.lr_lambda(epoch) for b in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """lr = base_lr * gamma ** (the number of ``milestones`` <= epoch)."""
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        self.milestones = sorted(int(m) for m in milestones)
+        self.gamma = float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        k = bisect.bisect_right(self.milestones, epoch)
+        return [b * self.gamma**k for b in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """lr = base_lr * gamma ** epoch."""
+
+    def __init__(self, optimizer, gamma, last_epoch=-1):
+        self.gamma = float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return [b * self.gamma**epoch for b in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """lr = base_lr * (start_factor + (end_factor - start_factor) * min(epoch,
+    total_iters) / total_iters): a linear warm-up (or decay) over ``total_iters`` steps."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
+                 last_epoch=-1):  # fmt: skip
+        if not (0 < start_factor <= 1 and 0 <= end_factor <= 1):
+            raise ValueError(
+                f"LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1], got "
+                f"{start_factor}, {end_factor}"
+            )
+        self.start_factor, self.end_factor = float(start_factor), float(end_factor)
+        self.total_iters = _at_least_one("LinearLR", "total_iters", total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        f = (
+            self.start_factor
+            + (self.end_factor - self.start_factor)
+            * min(epoch, self.total_iters)
+            / self.total_iters
+        )
+        return [b * f for b in self.base_lrs]

@@ -1,4 +1,4 @@
-"""Optimizers: SGD (momentum, Nesterov, weight decay), Adam and AdamW.
+"""Optimizers: SGD (momentum, Nesterov, weight decay), Adam, AdamW, RMSprop and Adagrad.
 
 The update rules are PyTorch's (``torch.optim``, default flags), written with xops
 elementwise ops under ``xo.no_grad()``. A step computes each parameter's new value as
@@ -423,3 +423,79 @@ class AdamW(Adam):
         self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False
     ):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+
+
+class RMSprop(Optimizer):
+    """RMSprop, as ``torch.optim.RMSprop``::
+
+    g = grad + weight_decay * p
+    s = alpha s + (1 - alpha) g^2                   (s starts at 0)
+    d = sqrt(s - a^2) + eps, a = alpha a + (1 - alpha) g  (centered)  or  sqrt(s) + eps
+    buf = momentum buf + g / d;  p = p - lr buf     (momentum > 0)  or  p = p - lr g / d
+    """
+
+    def __init__(
+        self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
+        centered=False,
+    ):  # fmt: skip
+        for name, value in (("lr", lr), ("alpha", alpha), ("eps", eps),
+                            ("weight_decay", weight_decay), ("momentum", momentum)):  # fmt: skip
+            _check(name, value)
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay)
+        super().__init__(params, dict(defaults, momentum=momentum, centered=bool(centered)))
+
+    def _update(self, p, g, state, group):
+        lr, a, eps, wd, mom = (group[k] for k in ("lr", "alpha", "eps", "weight_decay", "momentum"))
+        if wd:
+            g = add(g, multiply(p, wd))
+        g2 = multiply(multiply(g, g), 1 - a)
+        sq = state.get("square_avg")
+        sq = g2 if sq is None else add(multiply(sq, a), g2)
+        state["step"] = state.get("step", 0) + 1
+        state["square_avg"] = sq
+        if group["centered"]:
+            ga = state.get("grad_avg")
+            ga = multiply(g, 1 - a) if ga is None else add(multiply(ga, a), multiply(g, 1 - a))
+            state["grad_avg"] = ga
+            sq = subtract(sq, multiply(ga, ga))
+        step = divide(g, add(sqrt(sq), eps))
+        if mom:
+            buf = state.get("momentum_buffer")
+            step = step if buf is None else add(multiply(buf, mom), step)
+            state["momentum_buffer"] = step
+        return subtract(p, multiply(step, lr))
+
+
+class Adagrad(Optimizer):
+    """Adagrad, as ``torch.optim.Adagrad``: at step t, with the sum of squared gradients
+    starting at ``initial_accumulator_value``::
+
+    g = grad + weight_decay * p;  s = s + g^2
+    p = p - lr / (1 + (t - 1) lr_decay) * g / (sqrt(s) + eps)
+    """
+
+    def __init__(
+        self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0,
+        eps=1e-10,
+    ):  # fmt: skip
+        for name, value in (("lr", lr), ("lr_decay", lr_decay), ("weight_decay", weight_decay),
+                            ("initial_accumulator_value", initial_accumulator_value),
+                            ("eps", eps)):  # fmt: skip
+            _check(name, value)
+        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps)
+        super().__init__(
+            params, dict(defaults, initial_accumulator_value=initial_accumulator_value)
+        )
+
+    def _update(self, p, g, state, group):
+        wd = group["weight_decay"]
+        if wd:
+            g = add(g, multiply(p, wd))
+        t = state.get("step", 0) + 1
+        total = state.get("sum")
+        if total is None:
+            total = add(multiply(p, 0.0), group["initial_accumulator_value"])
+        total = add(total, multiply(g, g))
+        state.update(step=t, sum=total)
+        clr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
+        return subtract(p, multiply(divide(g, add(sqrt(total), group["eps"])), clr))
