@@ -88,6 +88,9 @@ from .device import Device, default_device  # noqa: E402,F401
 from .kernels import cuda as _cuda_kernels  # noqa: E402,F401  (registers on first CUDA use)
 
 _operators._install(_numpy)  # Python operators and indexing on Tensor
+from . import _torch_methods  # noqa: E402
+
+_torch_methods.install()  # PyTorch's method spellings (t.float(), t.gather(1, i), ...)
 # Tensor's methods reach the layers above xops.tensor through these (it imports none):
 _tensor_module = _sys.modules[Tensor.__module__]
 _tensor_module._xnp, _tensor_module._tape = _numpy, _tape
