@@ -130,9 +130,10 @@ def test_ndarray_operators_with_tensors():
 def test_unsupported_ufuncs_point_to_xnp():
     t = xo.tensor([1.0, 2.0])
     with pytest.raises(TypeError, match="xops.numpy"):
-        np.fmax(t, t)
+        np.heaviside(t, t)
     with pytest.raises(TypeError, match="xops.numpy"):
         np.add.outer(t, t)
+    np.testing.assert_array_equal(np.asarray(np.fmax(t, xo.tensor([np.nan, 3.0]))), [1.0, 3.0])
     with pytest.raises(TypeError, match="immutable"):
         np.sin(t, out=t)
     with pytest.raises(TypeError, match="where="):
@@ -192,8 +193,9 @@ def test_array_functions_record_gradients():
 
 def test_unsupported_functions_point_to_xnp():
     t = xo.tensor([1.0, 2.0, 3.0])
-    with pytest.raises(TypeError, match=r"np\.median.*xops\.numpy"):
-        np.median(t)
+    with pytest.raises(TypeError, match=r"np\.convolve.*xops\.numpy"):
+        np.convolve(t, t)
+    assert isinstance(np.median(t), xo.Tensor)  # (NumPy's names beyond the standard)
     with pytest.raises(TypeError, match="out="):
         np.sum(t, out=np.zeros(()))
     with pytest.raises(TypeError, match="decimals"):

@@ -94,7 +94,10 @@ __all__ = [
     *_mp_all,
     *_rd_all,
 ]
-EXTRAS = ["array", "einsum", "random", "float16", "broadcast_shapes", "isin"]
+from . import _numpy_names  # noqa: E402  (NumPy's names beyond the standard: extras)
+from ._numpy_names import *  # noqa: E402,F403
+
+EXTRAS = ["array", "einsum", "random", "float16", "broadcast_shapes", "isin", *_numpy_names.__all__]
 
 
 def _owning(fn):
@@ -133,6 +136,8 @@ for _name in (
     "prod max min mean round floor ceil trunc abs broadcast_to broadcast_arrays "
     "concat"
 ).split():
+    globals()[_name] = _owning(globals()[_name])
+for _name in _numpy_names.__all__:  # (NumPy's names: several are such functions, or call one)
     globals()[_name] = _owning(globals()[_name])
 del _name
 del _ew_all, _cr_all, _mp_all, _rd_all
