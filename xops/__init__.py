@@ -78,6 +78,7 @@ from .autodiff import (  # noqa: E402
     value_and_grad,
     vjp,
 )
+from .autodiff.transforms import hessian, jacfwd, jacrev, jvp, stop_gradient  # noqa: E402
 from .ops import operators as _operators  # noqa: E402
 from . import numpy as _numpy  # noqa: E402  (the everyday layer: built on the ops)
 from . import _interop, _numpy_indexing  # noqa: E402
@@ -111,6 +112,11 @@ __all__ = [
     "grad",
     "value_and_grad",
     "vjp",
+    "jvp",
+    "jacrev",
+    "jacfwd",
+    "hessian",
+    "stop_gradient",
     "no_grad",
     "enable_grad",
     "is_grad_enabled",

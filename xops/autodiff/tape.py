@@ -592,7 +592,13 @@ def vjp(f, *primals):
     """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` returns the cotangents of the primals
     (pytrees of tensors in, pytrees out, as ``jax.vjp``). Primals and cotangents may be
     arrays, numbers and nested lists too (see :mod:`xops.autodiff.boundary`)."""
-    nested = any(isinstance(t, Tensor) and t.requires_grad for t in _flatten(primals))
+    return _vjp(f, primals, False)
+
+
+def _vjp(f, primals, graph):
+    """:func:`vjp`; ``graph``: ``vjp_fn`` records its work on the tape even where no
+    primal is on one (so that it can be differentiated in its cotangent: xops.jvp)."""
+    nested = graph or any(isinstance(t, Tensor) and t.requires_grad for t in _flatten(primals))
     xs = tuple(
         _boundary.map_primals(p, lambda x: _as_input(_boundary.as_primal(x))) for p in primals
     )
