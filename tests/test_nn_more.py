@@ -183,3 +183,16 @@ def test_modules_vs_torch():
     want = tf.nll_loss(torch.tensor(lp), torch.tensor(labels), weight=torch.tensor(cw)).item()
     assert nn.NLLLoss(weight=cw)(T(lp), T(labels)).item() == pytest.approx(want, rel=1e-12)
     assert math.isfinite(F.softplus(T(np.array([1e4])), 1.0, 20.0).item())
+
+
+def test_module_casts_and_submodules():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2)))
+    assert model.double() is model
+    assert all(p.dtype == xo.float64 for p in model.parameters())
+    assert all(p.dtype == xo.float32 for p in model.float().parameters())
+    assert model.get_submodule("2.0") is model[2][0] and model.get_submodule("") is model
+    with pytest.raises(AttributeError, match="no submodule"):
+        model.get_submodule("2.5")
+    model.add_module("head", nn.Linear(2, 1))
+    assert "head.weight" in dict(model.named_parameters())
+    assert model.cpu() is model

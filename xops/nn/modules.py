@@ -254,6 +254,48 @@ class Module:
                 assign_(t, convert(t.detach(), dt), allow_type_change=True)
         return self
 
+    def float(self):
+        """Every floating-point parameter and buffer as float32 (``to("f32")``)."""
+        return self.to(dtype="f32")
+
+    def double(self):
+        """Every floating-point parameter and buffer as float64."""
+        return self.to(dtype="f64")
+
+    def half(self):
+        """Every floating-point parameter and buffer as float16."""
+        return self.to(dtype="f16")
+
+    def bfloat16(self):
+        """Every floating-point parameter and buffer as bfloat16."""
+        return self.to(dtype="bf16")
+
+    def cpu(self):
+        """Every parameter and buffer on the CPU."""
+        return self.to(device="cpu")
+
+    def cuda(self, device=None):
+        """Every parameter and buffer on the GPU (``"cuda"`` or ``"cuda:<device>"``)."""
+        return self.to(device="cuda" if device is None else f"cuda:{device}")
+
+    def add_module(self, name, module):
+        """Attach ``module`` as the child ``name`` (``self.name = module``)."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {name!r} must be a Module or None")
+        setattr(self, name, module)
+
+    def get_submodule(self, target):
+        """The submodule at dotted path ``target`` ("" is this module)."""
+        m = self
+        for part in target.split(".") if target else []:
+            children = dict(m.named_children())
+            if part not in children:
+                raise AttributeError(
+                    f"{type(m).__name__} has no submodule {part!r} (in {target!r})"
+                )
+            m = children[part]
+        return m
+
     def num_parameters(self):
         return int(sum(p.size for p in self.parameters()))
 
