@@ -124,8 +124,9 @@ OPS = (
 # how) with a record of which kernels each test ran (tests/cuda_record.py): all of OPS,
 # first with 422 tests, then again with the float -> integer convert, TOTALORDER compare and
 # the complex sign, power, tanh, sine, cosine, tan, exponential_minus_one, log_plus_one,
-# rsqrt and logistic kernels (451 passed; c128 power failed there and has no device
-# kernel now, one test expected an error the new kernels no longer raise: both mended).
+# rsqrt and logistic kernels (451 passed; c128 power failed there, one test expected an
+# error the new kernels no longer raise: both mended; c128 power was withdrawn, then
+# rewritten in double-double with c128 atan2, simulator only: SIMULATOR_SINCE).
 # conv and conv_with_general_padding are convolution's kernel under their own names.
 # Session 11, on an H100 again: every module with the relu and cross-entropy kernels
 # (xops.nn), the host-cost changes and the 16-byte f32 maps, 508 tests passed; the one
@@ -137,7 +138,8 @@ GPU_VERIFIED = frozenset(OPS)
 # status.md says "GPU+sim" for them). Empty it after a GPU run passes them. Session 14,
 # after its last GPU run: the one-launch batch norm kernels, the max-pool gradient's
 # fused NaN mask (select_and_scatter's rule), convolution's split threshold and complex
-# maximum / minimum / clamp; session 15: complex cbrt (c64, c128) and atan2 (c64);
+# maximum / minimum / clamp; session 15: complex cbrt (c64, c128) and atan2 (c64; c128
+# with power later, in double-double, more accurate than the CPU);
 # session 18: complex dot_general, convolution, reduce and reduce_window (add, multiply)
 # on c64 / c128; session 22: complex compare GE / GT / LE / LT and select_and_scatter,
 # and f4E2M1FN, f6E2M3FN, f6E3M2FN, f8E8M0FNU in dot_general, convolution, reduce,

@@ -535,16 +535,12 @@ def complex_op(name, *ts):
     the part type."""
     dt = ts[0]._dtype
     fn = (_COMPLEX.get(name) or _complex_functions(dt.np).get(name)) if dt in _PART else None
-    if name == "power" and dt.name == "c128":
-        fn = None  # (its real-GPU check failed on an H100: past 64 ulp of |cpu|; see docs/gpu.md)
-    if name == "atan2" and dt.name == "c128":
-        fn = None  # (the CPU computes it in long double: float64 loses digits where x + iy cancels)
     if fn is None:
         raise SpecError(
             name,
             "device",
             f"has no cuda kernel for element type {dt.name} (complex kernels: add, subtract, "
-            f"multiply, divide, negate, abs, sign, power (c64), atan2 (c64), cbrt, maximum, "
+            f"multiply, divide, negate, abs, sign, power, atan2, cbrt, maximum, "
             f"minimum, clamp, "
             f"exponential, "
             f"exponential_minus_one, log, log_plus_one, logistic, sqrt, rsqrt, sine, cosine, "
