@@ -547,6 +547,22 @@ def _stable_order(keys):
     return np.argsort(keys, kind="stable")
 
 
+def _rounds(tgt, src):
+    """The updates (targets ``tgt``, sources ``src``; at least one) grouped for rounds:
+    (tgt, src) sorted stably by target, the positions ``rounds`` of that order sorted
+    stably by each update's rank among its target's, and the ``bounds`` of round k in
+    ``rounds`` (k-th update of every target, in schedule order)."""
+    order = _stable_order(tgt)
+    tgt, src = tgt[order], src[order]
+    pos = np.arange(tgt.size)
+    new = np.empty(tgt.size, bool)
+    new[0] = True
+    np.not_equal(tgt[1:], tgt[:-1], out=new[1:])
+    rank = pos - np.maximum.accumulate(np.where(new, pos, 0))
+    rounds = _stable_order(rank)
+    return tgt, src, rounds, np.searchsorted(rank[rounds], np.arange(int(rank.max()) + 2))
+
+
 def _scatter_generic(xs, us, geo, body, dts):
     """Vectorised rounds: group the updates by target, stably (so in schedule order);
     round k applies every target's k-th update with one body call on whole arrays.
@@ -576,15 +592,7 @@ def _scatter_generic(xs, us, geo, body, dts):
         tgt, src = tgt[keep], src[keep]
     if not tgt.size:
         return [_wrap(a.reshape(xs[0].shape), dt) for a, dt in zip(res, dts)]
-    order = _stable_order(tgt)
-    tgt, src = tgt[order], src[order]
-    pos = np.arange(tgt.size)
-    new = np.empty(tgt.size, bool)
-    new[0] = True
-    np.not_equal(tgt[1:], tgt[:-1], out=new[1:])
-    rank = pos - np.maximum.accumulate(np.where(new, pos, 0))
-    rounds = _stable_order(rank)
-    bounds = np.searchsorted(rank[rounds], np.arange(int(rank.max()) + 2))
+    tgt, src, rounds, bounds = _rounds(tgt, src)
     for k in range(len(bounds) - 1):
         sel = rounds[bounds[k] : bounds[k + 1]]
         t, s = tgt[sel], src[sel]
@@ -727,15 +735,7 @@ def _scatter_rounds_vjp(g, xs, seq, us, useq, si, p):
     geo = _Geometry(xs[0].shape, si, us[0].shape, p)
     tgt, src = geo.targets()
     keep = tgt >= 0
-    tgt, src = tgt[keep], src[keep]
-    order = _stable_order(tgt) if tgt.size else np.zeros(0, np.int64)
-    tgt, src = tgt[order], src[order]
-    pos = np.arange(tgt.size)
-    new = np.ones(tgt.size, bool)
-    np.not_equal(tgt[1:], tgt[:-1], out=new[1:])
-    rank = pos - np.maximum.accumulate(np.where(new, pos, 0)) if tgt.size else pos
-    rounds = _stable_order(rank) if tgt.size else pos
-    bounds = np.searchsorted(rank[rounds], np.arange(int(rank.max()) + 2)) if tgt.size else []
+    tgt, src, rounds, bounds = _rounds(tgt[keep], src[keep]) if keep.any() else (0, 0, 0, [])
     n = len(xs)
     overwrite = Body.overwrite()
 
