@@ -672,10 +672,7 @@ def _scatter_vjp(g, out, inputs, scatter_indices, updates, *attributes):
     per_update = np.empty(u.size, np.int64)  # update flat offset -> its target
     per_update[src] = np.where(live, tgt, -1)
     mask = _wrap(per_update.reshape(u.shape) >= 0, as_dtype("i1"))
-    flat_g = _op.reshape(g, [x.size])
-    picked = _op.gather(
-        flat_g, _wrap(np.maximum(per_update, 0)[:, None], as_dtype("i64")), [], [0], [0], 1, [1]
-    )
+    picked = _pick_flat(g, np.maximum(per_update, 0))
     du = _op.select(mask, _op.reshape(picked, list(u.shape)), _zeros_like(u))
     dx = g
     if name == "overwrite":
